@@ -1,0 +1,40 @@
+# lakestats — set-up and checks. Everything the project needs is installed from here.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: install demo run test lint bench clean
+
+install: $(STAMP)
+
+# Re-install when the dependency list changes; the stamp makes `make test` cheap after.
+$(STAMP): pyproject.toml
+	@java -version 2>&1 | head -n 1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])' || { \
+	  echo "lakestats needs Java 17 or newer for Spark: install it, e.g. 'sudo apt-get install openjdk-17-jre-headless', and put java on PATH"; \
+	  exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+demo: install
+	$(BIN)/python -m lakestats.demo
+
+run: install
+	$(BIN)/lakestatsd --config $(or $(CONFIG),config/local.toml)
+
+lint: install
+	$(BIN)/ruff check core daemon tests
+	$(BIN)/ruff format --check core daemon tests
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+bench: install
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python -m tests.bench.run $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) .lakestats demo-warehouse .pytest_cache .mypy_cache .ruff_cache

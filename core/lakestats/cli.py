@@ -1,0 +1,209 @@
+"""``lakestats``: analyze a table, show its stats, list per-commit aggregates, notify a daemon.
+
+Expected failures (bad config, no such table, corrupt metadata, a missing data file) print
+one line naming the problem and exit non-zero; the stats store is never left half-written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from lakestats import __version__
+from lakestats.config import Config, load_config
+from lakestats.exceptions import ConfigError, LakestatsError
+from lakestats.render import render_commits, render_stats
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config",
+        metavar="FILE",
+        default=os.environ.get("LAKESTATS_CONFIG"),
+        help="TOML config file (default: $LAKESTATS_CONFIG, else built-in defaults)",
+    )
+    common.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="where stats are kept (overrides the config file; default ./.lakestats)",
+    )
+    common.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+
+    parser = argparse.ArgumentParser(
+        prog="lakestats",
+        description="Incremental statistics for lakehouse tables (Apache Iceberg).",
+    )
+    parser.add_argument("--version", action="version", version=f"lakestats {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    analyze = sub.add_parser(
+        "analyze", parents=[common], help="process every unprocessed commit, then exit"
+    )
+    analyze.add_argument("table", metavar="TABLE", help="configured table name or table path")
+    analyze.add_argument(
+        "--no-sketches",
+        action="store_true",
+        help="metadata-only stats: read no data file (no NDV, quantiles, histograms)",
+    )
+    analyze.add_argument("--spark-master", metavar="URL", help="override spark.master")
+    analyze.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="recompute from the table's history, ignoring stored segments",
+    )
+    analyze.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+
+    show = sub.add_parser("show", parents=[common], help="print a snapshot's stats")
+    show.add_argument("table", metavar="TABLE")
+    show.add_argument("--snapshot", metavar="ID", type=int, help="a snapshot id (default: current)")
+    show.add_argument("--json", action="store_true", help="machine-readable JSON")
+
+    commits = sub.add_parser("commits", parents=[common], help="list per-commit aggregates")
+    commits.add_argument("table", metavar="TABLE")
+    commits.add_argument("--json", action="store_true", help="machine-readable JSON")
+
+    notify = sub.add_parser(
+        "notify", parents=[common], help="tell a running lakestatsd that a commit landed"
+    )
+    notify.add_argument("table", metavar="TABLE", help="a table name configured in the daemon")
+    notify.add_argument("--wait", action="store_true", help="return once stats are fresh")
+    notify.add_argument(
+        "--timeout", type=float, default=None, metavar="SECONDS", help="how long to wait"
+    )
+    notify.add_argument(
+        "--fallback-analyze",
+        action="store_true",
+        help="if the daemon cannot be reached, run `analyze` in this process instead",
+    )
+    return parser
+
+
+def _load(args: argparse.Namespace) -> Config:
+    config = load_config(args.config)
+    updates: dict[str, Any] = {}
+    if args.state_dir:
+        updates["state_dir"] = args.state_dir
+    if getattr(args, "spark_master", None):
+        updates["spark"] = config.spark.model_copy(update={"master": args.spark_master})
+    if getattr(args, "no_sketches", False):
+        updates["sketch"] = config.sketch.model_copy(update={"enabled": False})
+    return config.model_copy(update=updates) if updates else config
+
+
+def _cmd_analyze(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
+    from lakestats.analyze import CommitReport, analyze_table, make_sketcher  # noqa: PLC0415
+    from lakestats.tables import open_configured, resolve_table  # noqa: PLC0415
+
+    opened = open_configured(resolve_table(args.table, config), config)
+
+    def progress(report: CommitReport) -> None:
+        if args.quiet:
+            return
+        seconds = sum(report.timings.values())
+        print(
+            f"  snapshot {report.snapshot_id} ({report.operation}): "
+            f"+{report.added_files} / -{report.removed_files} files, "
+            f"{report.added_records} rows added, {report.sketched_files} sketched "
+            f"[{seconds:.2f}s]",
+            file=err,
+            flush=True,
+        )
+
+    sketcher = make_sketcher(config) if config.sketch.enabled else None
+    result = analyze_table(
+        opened, config=config, sketcher=sketcher, on_commit=progress, rebuild=args.rebuild
+    )
+    if result.commits:
+        print(
+            f"{opened.name}: analyzed {len(result.commits)} commit(s); stats are at snapshot "
+            f"{result.last_snapshot_id}",
+            file=out,
+        )
+    else:
+        print(f"{opened.name}: up to date (snapshot {result.last_snapshot_id})", file=out)
+    return EXIT_OK
+
+
+def _cmd_show(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    from lakestats.analyze import read_stats  # noqa: PLC0415
+    from lakestats.tables import open_configured, resolve_table  # noqa: PLC0415
+
+    opened = open_configured(resolve_table(args.table, config), config)
+    doc = read_stats(opened, args.snapshot)
+    if args.json:
+        json.dump(doc, out, indent=2, allow_nan=False)
+        out.write("\n")
+    else:
+        out.write(render_stats(doc))
+    return EXIT_OK
+
+
+def _cmd_commits(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    from lakestats.analyze import list_commit_docs  # noqa: PLC0415
+    from lakestats.tables import open_configured, resolve_table  # noqa: PLC0415
+
+    opened = open_configured(resolve_table(args.table, config), config)
+    docs = list_commit_docs(opened)
+    if args.json:
+        json.dump(docs, out, indent=2, allow_nan=False)
+        out.write("\n")
+    else:
+        out.write(render_commits(opened.name, docs))
+    return EXIT_OK
+
+
+def _cmd_notify(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
+    from lakestats.exceptions import DaemonUnreachableError  # noqa: PLC0415
+    from lakestats.notify import notify  # noqa: PLC0415
+
+    timeout = args.timeout if args.timeout is not None else config.http.wait_timeout_s
+    try:
+        result = notify(config, args.table, wait=args.wait, timeout_s=timeout)
+    except DaemonUnreachableError as exc:
+        if not args.fallback_analyze:
+            raise
+        print(f"lakestats: {exc}; analyzing in this process instead", file=err)
+        args.no_sketches, args.rebuild, args.quiet = False, False, True
+        return _cmd_analyze(args, config, out, err)
+    print(result.message, file=out)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    stdout = out or sys.stdout
+    stderr = sys.stderr
+    args = _parser().parse_args(argv)
+    try:
+        config = _load(args)
+        if args.command == "analyze":
+            return _cmd_analyze(args, config, stdout, stderr)
+        if args.command == "show":
+            return _cmd_show(args, config, stdout)
+        if args.command == "commits":
+            return _cmd_commits(args, config, stdout)
+        return _cmd_notify(args, config, stdout, stderr)
+    except ConfigError as exc:
+        print(f"lakestats: error: {exc}", file=stderr)
+        return EXIT_USAGE
+    except LakestatsError as exc:
+        if args.debug:
+            raise
+        print(f"lakestats: error: {exc}", file=stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("lakestats: interrupted; the stats store keeps its last version", file=stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

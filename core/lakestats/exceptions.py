@@ -1,0 +1,50 @@
+"""The errors lakestats raises on purpose. The CLI prints each as one line, no traceback."""
+
+from __future__ import annotations
+
+
+class LakestatsError(Exception):
+    """Base of every expected error: its message is meant for the user as it stands."""
+
+
+class ConfigError(LakestatsError):
+    """A configuration file, key or value is wrong. The message names the key."""
+
+
+class TableNotFoundError(LakestatsError):
+    """A path or name does not designate a table lakestats can read."""
+
+
+class MetadataError(LakestatsError):
+    """Table metadata (metadata.json, manifest list, manifest) is missing or unreadable.
+
+    The message names the file and the problem.
+    """
+
+
+class DataFileError(LakestatsError):
+    """A data file listed by the table is missing or unreadable."""
+
+
+class LineageError(LakestatsError):
+    """The last processed snapshot is not an ancestor of the current one (rollback)."""
+
+
+class StoreError(LakestatsError):
+    """The stats store is unreadable or was written by something else."""
+
+
+class ConcurrentUpdateError(StoreError):
+    """Another process wrote the next state version first."""
+
+
+class SnapshotNotFoundError(LakestatsError):
+    """The requested snapshot has no stats (never processed, unknown, or expired)."""
+
+
+class SketchError(LakestatsError):
+    """The sketch pipeline failed (Spark unavailable, unsupported input)."""
+
+
+class DaemonUnreachableError(LakestatsError):
+    """``lakestats notify`` could not connect to the daemon."""

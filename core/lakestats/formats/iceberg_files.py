@@ -1,0 +1,243 @@
+"""Iceberg manifest entries → ``lakestats.model.DataFile``: metrics, bounds and partitions.
+
+Everything here is metadata only. Field types come from the schema a file was written with,
+because bounds are serialized in that type (an ``int`` column later promoted to ``long``
+still has 4-byte bounds in its old files).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from pyiceberg.manifest import DataFile as IcebergDataFile
+from pyiceberg.manifest import DataFileContent
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.types import NestedField, PrimitiveType, StructType
+
+from lakestats.model import (
+    Column,
+    ColumnMetrics,
+    DataFile,
+    FileContent,
+    JsonScalar,
+    PartitionKey,
+    TableSchema,
+)
+from lakestats.values import STRING_LIKE_TYPES, decode_bound, from_physical, parse_type, to_json
+
+_CONTENT = {
+    DataFileContent.DATA: FileContent.DATA,
+    DataFileContent.POSITION_DELETES: FileContent.POSITION_DELETES,
+    DataFileContent.EQUALITY_DELETES: FileContent.EQUALITY_DELETES,
+}
+_METRICS_DEFAULT_KEY = "write.metadata.metrics.default"
+_METRICS_COLUMN_KEY = "write.metadata.metrics.column."
+_DEFAULT_TRUNCATE = 16  # Iceberg's default metrics mode is truncate(16)
+_TRUNCATE_MODE = re.compile(r"^\s*truncate\(\s*(\d+)\s*\)\s*$", re.IGNORECASE)
+# Bounds of files written before a type promotion keep the narrower encoding.
+_PROMOTED_FROM = {("long", 4): "int", ("double", 4): "float"}
+
+
+def leaf_columns(schema: Schema) -> tuple[Column, ...]:
+    """Primitive columns of a schema in order; struct children get dotted names.
+
+    Elements of lists and keys/values of maps are left out: their metrics describe the
+    flattened elements, not the rows, so they do not fit column-level table statistics.
+    """
+    columns: list[Column] = []
+
+    def walk(fields: Iterable[NestedField], prefix: str) -> None:
+        for nested in fields:
+            name = f"{prefix}{nested.name}"
+            if isinstance(nested.field_type, StructType):
+                walk(nested.field_type.fields, f"{name}.")
+            elif isinstance(nested.field_type, PrimitiveType):
+                columns.append(Column(nested.field_id, name, str(nested.field_type)))
+
+    walk(schema.fields, "")
+    return tuple(columns)
+
+
+def table_schema(schema: Schema) -> TableSchema:
+    return TableSchema(schema_id=schema.schema_id, columns=leaf_columns(schema))
+
+
+@dataclass(frozen=True)
+class _SchemaView:
+    columns: Mapping[int, Column]
+    field_ids: frozenset[int]
+
+
+class FileConverter:
+    """Converts the manifest entries of one table's metadata version.
+
+    Build one per ``TableMetadata``: it caches per-schema lookups.
+    """
+
+    def __init__(self, metadata: TableMetadata) -> None:
+        self._metadata = metadata
+        self._views: dict[int, _SchemaView] = {}
+
+    @cached_property
+    def _newest_first(self) -> tuple[Schema, ...]:
+        return tuple(sorted(self._metadata.schemas, key=lambda s: s.schema_id, reverse=True))
+
+    @cached_property
+    def _specs(self) -> dict[int, PartitionSpec]:
+        return self._metadata.specs()
+
+    @cached_property
+    def _schema_by_sequence(self) -> dict[int, int]:
+        """Snapshot sequence number → schema id, to find the writer of a removed file."""
+        return {
+            s.sequence_number: s.schema_id
+            for s in self._metadata.snapshots
+            if s.sequence_number and s.schema_id is not None
+        }
+
+    def schema_id_for(self, snapshot_id: int | None) -> int:
+        """The schema a snapshot was written with; the current one when unknown."""
+        if snapshot_id is not None:
+            snapshot = self._metadata.snapshot_by_id(snapshot_id)
+            if snapshot is not None and snapshot.schema_id is not None:
+                return snapshot.schema_id
+        return self._metadata.current_schema_id
+
+    def writer_schema_id(
+        self, added_by: int | None, file_sequence_number: int | None, default: int
+    ) -> int:
+        """Best knowledge of the schema a file was written with.
+
+        The adding snapshot tells it while that snapshot exists; a removed entry names the
+        removing snapshot instead, but its file sequence number still names the adder.
+        """
+        if added_by is not None:
+            snapshot = self._metadata.snapshot_by_id(added_by)
+            if snapshot is not None and snapshot.schema_id is not None:
+                return snapshot.schema_id
+        if file_sequence_number:
+            return self._schema_by_sequence.get(file_sequence_number, default)
+        return default
+
+    def _view(self, schema_id: int) -> _SchemaView:
+        view = self._views.get(schema_id)
+        if view is None:
+            schema = self._metadata.schema_by_id(schema_id)
+            columns = {c.field_id: c for c in leaf_columns(schema)} if schema else {}
+            view = _SchemaView(columns, frozenset(columns))
+            self._views[schema_id] = view
+        return view
+
+    def _column(self, field_id: int, schema_id: int) -> Column | None:
+        column = self._view(schema_id).columns.get(field_id)
+        if column is not None:
+            return column
+        for schema in self._newest_first:
+            column = self._view(schema.schema_id).columns.get(field_id)
+            if column is not None:
+                return column
+        return None
+
+    def convert(self, data_file: IcebergDataFile, schema_id: int) -> DataFile:
+        """One manifest entry's file, its metrics decoded with the types of ``schema_id``."""
+        return DataFile(
+            path=data_file.file_path,
+            content=_CONTENT[data_file.content],
+            file_format=str(data_file.file_format.value).upper(),
+            record_count=data_file.record_count,
+            file_size_bytes=data_file.file_size_in_bytes,
+            partition=self.partition_key(data_file, schema_id),
+            columns=self._metrics(data_file, schema_id),
+            field_ids=self._view(schema_id).field_ids,
+        )
+
+    def partition_key(self, data_file: IcebergDataFile, schema_id: int) -> PartitionKey:
+        spec_id = data_file.spec_id or 0
+        spec = self._specs.get(spec_id)
+        if spec is None or not spec.fields:
+            return PartitionKey(spec_id=spec_id)
+        record = data_file.partition
+        values: list[tuple[str, JsonScalar]] = []
+        for index, partition_field in enumerate(spec.fields):
+            raw = record[index] if index < len(record) else None
+            source = self._column(partition_field.source_id, schema_id)
+            value: JsonScalar = None
+            if raw is not None and source is not None:
+                result_type = partition_field.transform.result_type(parse_type(source.type))
+                value = to_json(from_physical(str(result_type), raw))
+            elif raw is not None:
+                value = to_json(raw)
+            values.append((partition_field.name, value))
+        return PartitionKey(spec_id=spec_id, values=tuple(values))
+
+    def _metrics(self, data_file: IcebergDataFile, schema_id: int) -> dict[int, ColumnMetrics]:
+        sizes = _as_dict(data_file.column_sizes)
+        values = _as_dict(data_file.value_counts)
+        nulls = _as_dict(data_file.null_value_counts)
+        nans = _as_dict(data_file.nan_value_counts)
+        lowers = _as_dict(data_file.lower_bounds)
+        uppers = _as_dict(data_file.upper_bounds)
+        metrics: dict[int, ColumnMetrics] = {}
+        for field_id in sorted({*sizes, *values, *nulls, *nans, *lowers, *uppers}):
+            column = self._column(field_id, schema_id)
+            if column is None:
+                continue
+            lower = _decode(column.type, lowers.get(field_id))
+            upper = _decode(column.type, uppers.get(field_id))
+            metrics[field_id] = ColumnMetrics(
+                column_size=sizes.get(field_id),
+                value_count=values.get(field_id),
+                null_count=nulls.get(field_id),
+                nan_count=nans.get(field_id),
+                lower=lower,
+                upper=upper,
+                bounds_may_be_truncated=self._maybe_truncated(column, lower, upper),
+            )
+        return metrics
+
+    def _maybe_truncated(self, column: Column, lower: Any, upper: Any) -> bool:
+        if column.type not in STRING_LIKE_TYPES:
+            return False
+        limit = self._truncate_length(column.name)
+        if limit is None:
+            return False
+        return any(b is not None and len(b) >= limit for b in (lower, upper))
+
+    def _truncate_length(self, column_name: str) -> int | None:
+        """The truncation in force for a column; ``None`` for ``full`` (never truncated)."""
+        props = self._metadata.properties
+        mode = props.get(f"{_METRICS_COLUMN_KEY}{column_name}") or props.get(
+            _METRICS_DEFAULT_KEY, f"truncate({_DEFAULT_TRUNCATE})"
+        )
+        if mode.strip().lower() == "full":
+            return None
+        match = _TRUNCATE_MODE.match(mode)
+        # "none"/"counts" write no bounds; a bound present anyway came from other settings,
+        # so assume the default truncation rather than claim exactness.
+        return int(match.group(1)) if match else _DEFAULT_TRUNCATE
+
+
+def _as_dict(value: Mapping[int, Any] | None) -> dict[int, Any]:
+    return dict(value.items()) if value else {}
+
+
+def _decode(type_str: str, raw: bytes | None) -> Any:
+    if raw is None:
+        return None
+    decode_as = _PROMOTED_FROM.get((type_str, len(raw)), type_str)
+    try:
+        value = decode_bound(decode_as, raw)
+    except (ValueError, struct.error, TypeError, OverflowError):
+        # A bound we cannot read is a bound we do not have: the merge then reports the
+        # column's bounds as incomplete instead of failing the whole commit.
+        return None
+    if decode_as != type_str and isinstance(value, int | float):
+        return float(value) if type_str == "double" else int(value)
+    return value

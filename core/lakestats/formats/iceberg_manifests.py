@@ -1,0 +1,211 @@
+"""Reading manifest lists and manifests: validated, cached, errors named by file.
+
+pyiceberg's Avro reader stops quietly at an unexpected end of file, so a truncated manifest
+would read as one with fewer (or no) entries and statistics would be silently wrong. Every
+file is therefore read whole once and checked to end where an Avro container file ends (on
+its header's sync marker) and, for manifests, to have the length the manifest list records.
+"""
+
+from __future__ import annotations
+
+import io as _io
+import threading
+import zlib
+from collections import OrderedDict
+from typing import TypeVar, cast
+
+from pyiceberg.exceptions import ResolveError
+from pyiceberg.exceptions import ValidationError as IcebergValidationError
+from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile
+from pyiceberg.manifest import ManifestEntry, ManifestFile, read_manifest_list
+from pyiceberg.table.snapshots import Snapshot
+
+from lakestats.exceptions import MetadataError
+from lakestats.formats.iceberg_location import first_line
+
+_V = TypeVar("_V")
+_AVRO_MAGIC = b"Obj\x01"
+_SYNC_SIZE = 16
+# Errors pyiceberg's Avro decoding raises on damaged input (it has no error type of its own);
+# its Cython decoder turns absurd lengths into SystemError/MemoryError.
+_DECODE_ERRORS = (
+    SystemError,
+    MemoryError,
+    ValueError,
+    EOFError,
+    KeyError,
+    IndexError,
+    TypeError,
+    OverflowError,
+    zlib.error,
+    ResolveError,
+    IcebergValidationError,
+)
+
+
+class ManifestReader:
+    """Reads the manifests of one table through its FileIO; caches by path.
+
+    Manifest lists and manifests are immutable once committed, so a path names the same
+    content forever and caching by path is safe across refreshes. Only the most recently
+    used ``cache_size`` manifests are kept, so memory does not grow with history.
+    """
+
+    def __init__(self, file_io: FileIO, cache_size: int = 256) -> None:
+        self.file_io = file_io
+        self._cache_size = cache_size
+        self._lists: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[ManifestEntry, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def manifests(self, snapshot: Snapshot) -> tuple[ManifestFile, ...]:
+        path = snapshot.manifest_list
+        cached = self._get(self._lists, path)
+        if cached is not None:
+            return cached
+        what = f"manifest list {path} of snapshot {snapshot.snapshot_id}"
+        data = self._read(path, what)
+        try:
+            manifests = tuple(read_manifest_list(_MemoryInput(path, data)))
+        except _DECODE_ERRORS as exc:
+            raise MetadataError(f"{what} is not a valid Avro file ({first_line(exc)})") from exc
+        self._put(self._lists, path, manifests)
+        return manifests
+
+    def entries(self, manifest: ManifestFile) -> tuple[ManifestEntry, ...]:
+        """Every entry of a manifest, deleted ones included, snapshot ids inherited."""
+        path = manifest.manifest_path
+        cached = self._get(self._entries, path)
+        if cached is not None:
+            return cached
+        what = f"manifest {path}"
+        data = self._read(path, what)
+        if manifest.manifest_length and len(data) != manifest.manifest_length:
+            raise MetadataError(
+                f"{what} has {len(data)} bytes but the manifest list says "
+                f"{manifest.manifest_length} (truncated or replaced?)"
+            )
+        try:
+            entries = tuple(
+                manifest.fetch_manifest_entry(_OneFileIO(path, data), discard_deleted=False)
+            )
+        except _DECODE_ERRORS as exc:
+            raise MetadataError(f"{what} is not a valid Avro file ({first_line(exc)})") from exc
+        self._put(self._entries, path, entries)
+        return entries
+
+    def _read(self, path: str, what: str) -> bytes:
+        try:
+            with self.file_io.new_input(path).open() as stream:
+                data = stream.read()
+        except FileNotFoundError as exc:
+            raise MetadataError(f"{what} does not exist") from exc
+        except (OSError, ValueError) as exc:
+            raise MetadataError(f"{what} is unreadable ({first_line(exc)})") from exc
+        problem = avro_container_problem(data)
+        if problem is not None:
+            raise MetadataError(f"{what} {problem}")
+        return data
+
+    def _get(self, cache: OrderedDict[str, _V], key: str) -> _V | None:
+        with self._lock:
+            value = cache.get(key)
+            if value is not None:
+                cache.move_to_end(key)
+            return value
+
+    def _put(self, cache: OrderedDict[str, _V], key: str, value: _V) -> None:
+        with self._lock:
+            cache[key] = value
+            cache.move_to_end(key)
+            while len(cache) > self._cache_size:
+                cache.popitem(last=False)
+
+
+def avro_container_problem(data: bytes) -> str | None:
+    """Why ``data`` is not a complete Avro container file, or ``None`` if it looks complete.
+
+    A complete file starts with the magic bytes and ends with the sync marker its header
+    declares (written after the header and after every block).
+    """
+    if not data:
+        return "is empty"
+    if not data.startswith(_AVRO_MAGIC):
+        return "is not an Avro file (bad magic bytes)"
+    try:
+        sync = _header_sync(data)
+    except (IndexError, ValueError):
+        return "is truncated (incomplete Avro header)"
+    if not data.endswith(sync):
+        return "is truncated (does not end with its Avro sync marker)"
+    return None
+
+
+def _header_sync(data: bytes) -> bytes:
+    """The 16-byte sync marker after the header's metadata map (Avro spec, object files)."""
+    pos = len(_AVRO_MAGIC)
+    while True:
+        count, pos = _read_long(data, pos)
+        if count == 0:
+            break
+        if count < 0:  # a negative block count is followed by the block's byte size
+            count = -count
+            _, pos = _read_long(data, pos)
+        for _ in range(2 * count):  # key and value, both length-prefixed
+            length, pos = _read_long(data, pos)
+            if length < 0:
+                raise ValueError("negative length")
+            pos += length
+    sync = data[pos : pos + _SYNC_SIZE]
+    if len(sync) != _SYNC_SIZE:
+        raise ValueError("short sync marker")
+    return sync
+
+
+def _read_long(data: bytes, pos: int) -> tuple[int, int]:
+    """An Avro zig-zag varint at ``pos``; raises ``IndexError`` past the end."""
+    shift = 0
+    raw = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        raw |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+class _MemoryInput(InputFile):
+    def __init__(self, location: str, data: bytes) -> None:
+        super().__init__(location)
+        self._data = data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def exists(self) -> bool:
+        return True
+
+    def open(self, seekable: bool = True) -> InputStream:
+        return cast(InputStream, _io.BytesIO(self._data))
+
+
+class _OneFileIO(FileIO):
+    """Serves one file already in memory, so pyiceberg parses what was validated."""
+
+    def __init__(self, location: str, data: bytes) -> None:
+        super().__init__()
+        self._file = _MemoryInput(location, data)
+
+    def new_input(self, location: str) -> InputFile:
+        if location != self._file.location:
+            raise FileNotFoundError(location)
+        return self._file
+
+    def new_output(self, location: str) -> OutputFile:
+        raise NotImplementedError("read-only")
+
+    def delete(self, location: str | InputFile | OutputFile) -> None:
+        raise NotImplementedError("read-only")

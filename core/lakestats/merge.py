@@ -1,0 +1,251 @@
+"""The merge algebra: files → partition aggregates → table aggregate. Pure, no I/O.
+
+Exact counts add; bounds take min/max over the files that carry them; sketches merge by
+theta union and KLL merge. Merging is associative and commutative (property-tested), so a
+table's stats are the same however its history was cut into commits and segments.
+Removals never subtract sketches: the caller re-merges the live files of the affected
+segments instead (DESIGN §7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from lakestats.model import (
+    ColumnAggregate,
+    ColumnMetrics,
+    ColumnSketch,
+    DataFile,
+    FileContent,
+    PartitionAggregate,
+    PartitionKey,
+    SketchSettings,
+)
+from lakestats.sketches.merge import merge_kll, union_theta
+
+TABLE_KEY = PartitionKey(spec_id=-1)  # the key of a whole-table aggregate
+
+
+def _sum_known(values: Iterable[int | None]) -> int | None:
+    """Exact totals: unknown as soon as one part is unknown."""
+    total = 0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+def _sum_present(values: Iterable[int | None]) -> int | None:
+    """Sketch-derived totals: over the parts that have them (coverage is reported apart)."""
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def _max_present(values: Iterable[int | None]) -> int | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def _min_value(values: Iterable[Any]) -> Any:
+    present = [v for v in values if v is not None]
+    return min(present) if present else None
+
+
+def _max_value(values: Iterable[Any]) -> Any:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def _has_values(metrics: ColumnMetrics | None, sketch: ColumnSketch | None, records: int) -> bool:
+    """Whether the file may hold a non-null, non-NaN value of the column."""
+    if sketch is not None and sketch.null_count is not None:
+        nan = sketch.nan_count or 0
+        return records - sketch.null_count - nan > 0
+    if metrics is not None and metrics.value_count is not None and metrics.null_count is not None:
+        return metrics.value_count - metrics.null_count - (metrics.nan_count or 0) > 0
+    return True
+
+
+def column_of_file(data_file: DataFile, field_id: int, type_str: str) -> ColumnAggregate:
+    """One file's contribution to a column: metadata metrics, completed by its sketch."""
+    metrics = data_file.columns.get(field_id)
+    sketch = data_file.sketches.get(field_id)
+    m = metrics or ColumnMetrics()
+
+    null_count = m.null_count
+    if null_count is None and sketch is not None:
+        null_count = sketch.null_count
+    nan_count = m.nan_count
+    if nan_count is None and sketch is not None:
+        nan_count = sketch.nan_count
+    if nan_count is None and type_str not in ("float", "double"):
+        nan_count = 0  # only floating types can hold NaN
+
+    # Metadata bounds are free but may be truncated (strings) or missing; a scan's min/max
+    # is exact. Prefer exact: untruncated metadata, else the scan, else what metadata has.
+    truncated = m.bounds_may_be_truncated
+    lower, upper = m.lower, m.upper
+    have_metadata_bounds = lower is not None and upper is not None
+    if sketch is not None and (truncated or not have_metadata_bounds):
+        if sketch.min is not None or sketch.null_count is not None:
+            lower, upper, truncated = sketch.min, sketch.max, False
+    complete = (lower is not None and upper is not None) or not _has_values(
+        metrics, sketch, data_file.record_count
+    )
+
+    return ColumnAggregate(
+        field_id=field_id,
+        type=type_str,
+        files=1,
+        records=data_file.record_count,
+        value_count=m.value_count,
+        null_count=null_count,
+        nan_count=nan_count,
+        column_size=m.column_size,
+        lower=lower,
+        upper=upper,
+        bounds_complete=complete,
+        bounds_may_be_truncated=truncated and (lower is not None or upper is not None),
+        sketched_files=1 if sketch is not None else 0,
+        theta=sketch.theta if sketch else None,
+        kll=sketch.kll if sketch else None,
+        len_sum=sketch.len_sum if sketch else None,
+        len_max=sketch.len_max if sketch else None,
+        true_count=sketch.true_count if sketch else None,
+        false_count=sketch.false_count if sketch else None,
+    )
+
+
+def merge_columns(parts: Sequence[ColumnAggregate], settings: SketchSettings) -> ColumnAggregate:
+    """Merge aggregates of one column (same field id) over disjoint sets of files."""
+    if not parts:
+        raise ValueError("merge_columns needs at least one aggregate")
+    if len(parts) == 1:
+        return parts[0]
+    return ColumnAggregate(
+        field_id=parts[0].field_id,
+        type=parts[-1].type,  # the newest type wins after a promotion (int → long)
+        files=sum(p.files for p in parts),
+        records=sum(p.records for p in parts),
+        value_count=_sum_known(p.value_count for p in parts),
+        null_count=_sum_known(p.null_count for p in parts),
+        nan_count=_sum_known(p.nan_count for p in parts),
+        column_size=_sum_known(p.column_size for p in parts),
+        lower=_min_value(p.lower for p in parts),
+        upper=_max_value(p.upper for p in parts),
+        bounds_complete=all(p.bounds_complete for p in parts),
+        bounds_may_be_truncated=any(p.bounds_may_be_truncated for p in parts),
+        sketched_files=sum(p.sketched_files for p in parts),
+        theta=union_theta([p.theta for p in parts if p.theta is not None], settings.theta_lg_k),
+        kll=merge_kll([p.kll for p in parts if p.kll is not None], settings.kll_k),
+        len_sum=_sum_present(p.len_sum for p in parts),
+        len_max=_max_present(p.len_max for p in parts),
+        true_count=_sum_present(p.true_count for p in parts),
+        false_count=_sum_present(p.false_count for p in parts),
+    )
+
+
+def _merge_column_maps(
+    maps: Iterable[Mapping[int, ColumnAggregate]], settings: SketchSettings
+) -> dict[int, ColumnAggregate]:
+    by_field: dict[int, list[ColumnAggregate]] = {}
+    for columns in maps:
+        for field_id, column in columns.items():
+            by_field.setdefault(field_id, []).append(column)
+    return {fid: merge_columns(cols, settings) for fid, cols in sorted(by_field.items())}
+
+
+def merge_partition(
+    parts: Sequence[PartitionAggregate], settings: SketchSettings, key: PartitionKey | None = None
+) -> PartitionAggregate:
+    """Merge aggregates (of one partition, or of a whole table when ``key`` is given)."""
+    if not parts:
+        return PartitionAggregate(partition=key or TABLE_KEY)
+    return PartitionAggregate(
+        partition=key or parts[0].partition,
+        record_count=sum(p.record_count for p in parts),
+        file_count=sum(p.file_count for p in parts),
+        total_size_bytes=sum(p.total_size_bytes for p in parts),
+        position_delete_files=sum(p.position_delete_files for p in parts),
+        position_delete_records=sum(p.position_delete_records for p in parts),
+        equality_delete_files=sum(p.equality_delete_files for p in parts),
+        equality_delete_records=sum(p.equality_delete_records for p in parts),
+        columns=_merge_column_maps((p.columns for p in parts), settings),
+    )
+
+
+def merge_partitions(
+    parts: Iterable[PartitionAggregate], settings: SketchSettings
+) -> tuple[PartitionAggregate, ...]:
+    """Group by partition key and merge; the result is sorted by key for stable output."""
+    groups: dict[PartitionKey, list[PartitionAggregate]] = {}
+    for part in parts:
+        groups.setdefault(part.partition, []).append(part)
+    return tuple(
+        merge_partition(group, settings, key)
+        for key, group in sorted(groups.items(), key=lambda kv: partition_sort_key(kv[0]))
+    )
+
+
+def partition_sort_key(key: PartitionKey) -> tuple[Any, ...]:
+    """Order partitions by spec, then values (nulls first), comparing like with like."""
+    return (
+        key.spec_id,
+        tuple((name, value is not None, str(type(value)), value) for name, value in key.values),
+    )
+
+
+def _file_partition(data_file: DataFile, types: Mapping[int, str]) -> PartitionAggregate:
+    if data_file.content is FileContent.POSITION_DELETES:
+        return PartitionAggregate(
+            partition=data_file.partition,
+            position_delete_files=1,
+            position_delete_records=data_file.record_count,
+        )
+    if data_file.content is FileContent.EQUALITY_DELETES:
+        return PartitionAggregate(
+            partition=data_file.partition,
+            equality_delete_files=1,
+            equality_delete_records=data_file.record_count,
+        )
+    present = set(data_file.field_ids) | set(data_file.columns) | set(data_file.sketches)
+    columns = {
+        fid: column_of_file(data_file, fid, types[fid]) for fid in sorted(present) if fid in types
+    }
+    return PartitionAggregate(
+        partition=data_file.partition,
+        record_count=data_file.record_count,
+        file_count=1,
+        total_size_bytes=data_file.file_size_bytes,
+        columns=columns,
+    )
+
+
+def aggregate_files(
+    files: Iterable[DataFile], types: Mapping[int, str], settings: SketchSettings
+) -> tuple[PartitionAggregate, ...]:
+    """Per-partition aggregates of data and delete files. ``types``: field id → type string.
+
+    Fields missing from ``types`` (not primitive, or unknown to every schema) are skipped.
+    """
+    return merge_partitions((_file_partition(f, types) for f in files), settings)
+
+
+def whole_table(
+    parts: Sequence[PartitionAggregate], settings: SketchSettings
+) -> PartitionAggregate:
+    """All partitions merged into one aggregate under ``TABLE_KEY``."""
+    return merge_partition(list(parts), settings, TABLE_KEY)
+
+
+def without_sketches(part: PartitionAggregate) -> PartitionAggregate:
+    """A copy with the sketch bytes dropped (for documents that only need exact stats)."""
+    return replace(
+        part,
+        columns={
+            fid: replace(col, theta=None, kll=None) for fid, col in part.columns.items()
+        },
+    )

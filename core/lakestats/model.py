@@ -1,0 +1,220 @@
+"""The typed, frozen data model shared by every part of lakestats.
+
+Nothing here does I/O or imports pyarrow/pyspark: formats produce these objects, the store
+persists them, ``merge`` combines them. Values of a column (bounds, partition values) are
+plain Python values of the column's type (``int``, ``float``, ``str``, ``bytes``,
+``Decimal``, ``date``, ``datetime``, ``time``, ``UUID``, ``bool``); types are spelled as
+Iceberg spells them (``"long"``, ``"decimal(10, 2)"``, ``"timestamptz"``, ``"fixed[16]"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+JsonScalar = str | int | float | bool | None
+
+
+class FileContent(str, Enum):
+    """What a file listed by the table format holds."""
+
+    DATA = "data"
+    POSITION_DELETES = "position_deletes"
+    EQUALITY_DELETES = "equality_deletes"
+
+
+@dataclass(frozen=True)
+class Column:
+    """A primitive (leaf) column of a table schema, identified by its stable field id."""
+
+    field_id: int
+    name: str  # dotted path for nested struct fields, e.g. "address.city"
+    type: str  # Iceberg type string
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    schema_id: int
+    columns: tuple[Column, ...]  # leaf primitive columns, in schema order
+
+    def by_id(self) -> dict[int, Column]:
+        return {c.field_id: c for c in self.columns}
+
+
+@dataclass(frozen=True)
+class PartitionKey:
+    """A partition as the format names it, values already rendered as JSON scalars.
+
+    ``values`` keeps the spec's field order; an unpartitioned table has ``spec_id`` 0 and no
+    values.
+    """
+
+    spec_id: int
+    values: tuple[tuple[str, JsonScalar], ...] = ()
+
+    def as_dict(self) -> dict[str, JsonScalar]:
+        return dict(self.values)
+
+
+UNPARTITIONED = PartitionKey(spec_id=0)
+
+
+@dataclass(frozen=True)
+class ColumnMetrics:
+    """What a file's metadata says about one column. ``None`` means "not recorded"."""
+
+    column_size: int | None = None
+    value_count: int | None = None  # includes nulls and NaNs, as in Iceberg
+    null_count: int | None = None
+    nan_count: int | None = None
+    lower: Any = None  # decoded bound, a Python value of the column's type
+    upper: Any = None
+    bounds_may_be_truncated: bool = False  # string/binary bounds cut by the writer
+
+
+@dataclass(frozen=True)
+class ColumnSketch:
+    """Block-level statistics computed by reading one data file (the sketch pipeline).
+
+    Every field is optional: which ones exist depends on the column type.
+    """
+
+    theta: bytes | None = None  # compact theta sketch, Iceberg-Puffin-compatible hashing
+    kll: bytes | None = None  # KLL doubles sketch
+    null_count: int | None = None
+    nan_count: int | None = None
+    min: Any = None
+    max: Any = None
+    len_sum: int | None = None  # total length of non-null string/binary values
+    len_max: int | None = None
+    true_count: int | None = None
+    false_count: int | None = None
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One file listed by the format, with the metrics its manifest entry already holds."""
+
+    path: str  # exactly as the format lists it (e.g. "file:///wh/db/t/data/x.parquet")
+    content: FileContent
+    file_format: str  # "PARQUET", "ORC", "AVRO"
+    record_count: int
+    file_size_bytes: int
+    partition: PartitionKey
+    columns: Mapping[int, ColumnMetrics] = field(default_factory=dict)
+    # field ids the file was written with (the commit's schema); fields missing here read
+    # as null in this file.
+    field_ids: frozenset[int] = frozenset()
+    sketches: Mapping[int, ColumnSketch] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One snapshot of the main branch and the files it changed."""
+
+    snapshot_id: int
+    parent_id: int | None
+    sequence_number: int
+    timestamp_ms: int
+    operation: str  # "append", "overwrite", "delete", "replace", or "baseline"
+    schema_id: int
+    added_files: tuple[DataFile, ...] = ()
+    removed_files: tuple[DataFile, ...] = ()
+    added_delete_files: tuple[DataFile, ...] = ()
+    removed_delete_files: tuple[DataFile, ...] = ()
+
+    @property
+    def is_baseline(self) -> bool:
+        """A baseline lists every live file of the snapshot as added (history unavailable)."""
+        return self.operation == BASELINE_OPERATION
+
+
+BASELINE_OPERATION = "baseline"
+
+
+@dataclass(frozen=True)
+class SketchSettings:
+    """Sketch parameters; validated by ``lakestats.config``."""
+
+    kll_k: int = 200
+    theta_lg_k: int = 12
+    histogram_buckets: int = 100
+    quantiles: tuple[float, ...] = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
+
+
+@dataclass(frozen=True)
+class ColumnAggregate:
+    """One column merged over a set of files (a segment's partition, a partition, a table).
+
+    Counts are ``None`` when some file did not record them. ``files``/``records`` count
+    only files that carry the column: rows of files written before the column existed are
+    nulls the merge adds at read time (see ``merge``).
+    """
+
+    field_id: int
+    type: str
+    files: int = 0
+    records: int = 0
+    value_count: int | None = 0
+    null_count: int | None = 0
+    nan_count: int | None = 0
+    column_size: int | None = 0
+    lower: Any = None
+    upper: Any = None
+    bounds_complete: bool = True  # every file with non-null values had both bounds
+    bounds_may_be_truncated: bool = False
+    # block-level sketch merges (sketch pipeline); None when no file carried one
+    sketched_files: int = 0  # files whose sketches are merged in below
+    theta: bytes | None = None
+    kll: bytes | None = None
+    len_sum: int | None = None
+    len_max: int | None = None
+    true_count: int | None = None
+    false_count: int | None = None
+
+
+@dataclass(frozen=True)
+class PartitionAggregate:
+    """Totals of one partition over a set of live files, with per-column aggregates."""
+
+    partition: PartitionKey
+    record_count: int = 0
+    file_count: int = 0
+    total_size_bytes: int = 0
+    position_delete_files: int = 0
+    position_delete_records: int = 0
+    equality_delete_files: int = 0
+    equality_delete_records: int = 0
+    columns: Mapping[int, ColumnAggregate] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SegmentEntry:
+    """A live segment: the files one commit added, minus tombstones."""
+
+    snapshot_id: int
+    path: str  # relative to the table's state folder
+    aggregate_path: str  # the segment's merged aggregate over its live files
+    file_count: int
+    dead_files: frozenset[str] = frozenset()  # tombstones: removed by later commits
+
+    @property
+    def live_file_count(self) -> int:
+        return self.file_count - len(self.dead_files)
+
+
+@dataclass(frozen=True)
+class StateVersion:
+    """One version of a table's state log. Immutable; the next commit writes version + 1."""
+
+    version: int
+    table_id: str
+    format: str
+    location: str
+    last_snapshot_id: int | None
+    segments: tuple[SegmentEntry, ...] = ()
+    stats: Mapping[int, str] = field(default_factory=dict)  # snapshot id → stats JSON path
+    created_at_ms: int = 0
+    published: Mapping[str, Any] = field(default_factory=dict)  # publishers' bookkeeping

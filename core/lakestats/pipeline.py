@@ -1,0 +1,423 @@
+"""The sketch pipeline: one Spark job over new data files → per-file, per-column sketches.
+
+One call reads exactly the given Parquet files, matched to the table schema by field id,
+groups rows by ``_metadata.file_path`` and computes every column's statistics in one
+``agg``: Spark's DataSketches aggregates (``theta_sketch_agg``, ``kll_sketch_agg_double``)
+plus plain counts, min/max and lengths. The per-row work stays in the JVM; Python only
+receives one row per file.
+
+*One job*: the query runs in a private child session of the caller's SparkSession with
+adaptive query execution off (AQE submits each shuffle map stage as a separate job) and
+parallel file listing off (it would be another job for many paths), so each call is exactly
+one Spark job of two stages (scan + partial aggregate, final aggregate), tagged with job
+group ``JOB_GROUP``. Calls are serialized by a lock: they set per-call conf on that session.
+
+Units and conventions of the results (``ColumnSketch``):
+
+* ``theta``: uncompressed compact theta sketch, hashed as the Iceberg Puffin spec says
+  (``sketches/hashing.py``); empty strings/binaries are not hashed (as in Iceberg).
+* ``kll``: KLL doubles sketch of the value as a double: numbers and decimals as their
+  value (decimals and longs beyond 2^53 round), dates as days since 1970-01-01, timestamps
+  as microseconds since the epoch (UTC; ``timestamp`` wall-clock micros). NaN is left out;
+  ±inf are kept.
+* ``min``/``max``: Python values of the column type, NaN excluded (Iceberg's rule), -0.0
+  ordered below 0.0 (Iceberg's float order). Always computed for every supported type; the
+  caller prefers untruncated manifest bounds when it has them.
+* ``len_sum``/``len_max``: string lengths in *characters* (Unicode code points, as Hive's
+  and Spark's avgColLen of strings), binary lengths in bytes; over non-null values.
+* A column whose field id is absent from a file reads as all nulls there
+  (``null_count`` = rows). Files with zero rows come back with empty sketches and zero counts.
+* Columns of types ``spec.type_spec`` does not support are omitted from the result.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+
+import structlog
+
+from lakestats.exceptions import DataFileError, SketchError
+from lakestats.model import Column, ColumnSketch, SketchSettings, TableSchema
+from lakestats.sketches.hashing import theta_input_sql
+from lakestats.sketches.merge import empty_kll, empty_theta, normalize_theta
+from lakestats.sketches.spec import TypeSpec, type_spec, validate_sketch_settings
+from lakestats.values import from_physical, is_decimal
+
+_log = structlog.get_logger(__name__)
+
+JOB_GROUP = "lakestats-sketch"
+FIELD_ID_KEY = "parquet.field.id"
+_DOUBLE_NEG_ZERO_BITS = -(1 << 63)
+_FLOAT_NEG_ZERO_BITS = -(1 << 31)
+
+_JOB_CONF = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.parquet.fieldId.read.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": str(2**31 - 1),
+    "spark.sql.files.ignoreMissingFiles": "false",
+    "spark.sql.files.ignoreCorruptFiles": "false",
+    # Iceberg writes proleptic Gregorian dates; never "rebase" or refuse ancient values.
+    "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
+    "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
+}
+
+_lock = threading.Lock()
+_job_sessions: dict[int, tuple[Any, Any]] = {}
+
+
+@dataclass(frozen=True)
+class _Planned:
+    index: int
+    column: Column
+    spec: TypeSpec
+
+
+def sketch_files(
+    spark: Any,
+    paths: Sequence[str],
+    schema: TableSchema,
+    settings: SketchSettings,
+    *,
+    match_by: Literal["field_id", "name"] = "field_id",
+) -> dict[str, dict[int, ColumnSketch]]:
+    """Sketch every supported column of every Parquet file in ``paths`` in one Spark job.
+
+    Returns ``{path: {field_id: ColumnSketch}}`` keyed by the paths exactly as given (a
+    manifest's ``file:///x/y.parquet`` and Spark's ``file:/x/y.parquet`` are the same file).
+    ``match_by="name"`` is for files written without Parquet field ids.
+
+    Raises ``DataFileError`` naming the file when a data file is missing or unreadable,
+    ``SketchError`` for any other failure of the job, ``ConfigError`` for bad settings.
+    """
+    settings = validate_sketch_settings(settings)
+    if not paths:
+        return {}
+    keys = {p: _input_key(p) for p in paths}
+    unique: dict[str, str] = {}  # key -> first spelling; Spark must read each file once
+    for p, key in keys.items():
+        unique.setdefault(key, p)
+    _check_local_files_exist(unique.values())
+
+    planned = [
+        _Planned(i, c, s)
+        for i, c in enumerate(schema.columns)
+        if (s := type_spec(c.type)) is not None
+    ]
+    with _lock:
+        session = _job_session(spark)
+        rows = _run(session, list(unique.values()), planned, settings, match_by)
+
+    by_key: dict[str, dict[int, ColumnSketch]] = {}
+    for row in rows:
+        by_key[_spark_key(row["__path"])] = {
+            p.column.field_id: _column_sketch(row, p) for p in planned
+        }
+    empty = {p.column.field_id: _empty_sketch(p.spec, settings) for p in planned}
+    result: dict[str, dict[int, ColumnSketch]] = {}
+    for p, key in keys.items():
+        # groupBy emits no row for a file with no rows; it still gets (empty) sketches.
+        result[p] = dict(by_key.get(key, empty))
+    unknown = set(by_key) - set(keys.values())
+    if unknown:  # would mean the path normalisation is wrong: never drop data silently
+        raise SketchError(f"Spark reported files that were not requested: {sorted(unknown)}")
+    return result
+
+
+# -- Spark job -------------------------------------------------------------------------
+
+
+def _job_session(spark: Any) -> Any:
+    """A child session (shared SparkContext, own SQL conf) so per-job conf never leaks."""
+    entry = _job_sessions.get(id(spark))
+    if entry is not None and entry[0] is spark:
+        return entry[1]
+    child = spark.newSession()
+    for key, value in _JOB_CONF.items():
+        child.conf.set(key, value)
+    _job_sessions[id(spark)] = (spark, child)
+    return child
+
+
+def _run(
+    session: Any,
+    paths: list[str],
+    planned: list[_Planned],
+    settings: SketchSettings,
+    match_by: str,
+) -> list[Any]:
+    from pyspark.sql import functions as F  # noqa: N812 - pyspark's own convention
+
+    sc = session.sparkContext
+    partitions = max(1, min(len(paths), sc.defaultParallelism))
+    session.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    projections, aggregates = _plan_sql(planned, settings)
+    sc.setJobGroup(JOB_GROUP, f"lakestats: sketch {len(paths)} data files", False)
+    try:
+        df = session.read.schema(_read_schema(planned, match_by == "field_id")).parquet(*paths)
+        projected = df.select(
+            F.col("_metadata.file_path").alias("__path"),
+            *[F.expr(sql).alias(name) for name, sql in projections],
+        )
+        aggregated = projected.groupBy("__path").agg(
+            F.count(F.lit(1)).alias("__rows"),
+            *[F.expr(sql).alias(name) for name, sql in aggregates],
+        )
+        return list(aggregated.collect())
+    except Exception as exc:
+        raise _convert_error(exc, paths) from exc
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+
+
+def _plan_sql(
+    planned: list[_Planned], settings: SketchSettings
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(projection, aggregate) SQL per column. Heavy per-row expressions (hash inputs,
+    java_method) go in the projection: it is code-generated, while the input expressions of
+    the object-hash aggregate behind the sketch functions are interpreted row by row."""
+    projections: list[tuple[str, str]] = []
+    aggregates: list[tuple[str, str]] = []
+    for p in planned:
+        i, spec, v = p.index, p.spec, _quote_path(p.column.name)
+        projections.append((f"v{i}", v))
+        aggregates.append((f"nn{i}", f"count(v{i})"))
+        theta = theta_input_sql(spec.type, v)
+        if theta is not None:
+            projections.append((f"h{i}", theta))
+            aggregates.append((f"theta{i}", f"theta_sketch_agg(h{i}, {settings.theta_lg_k})"))
+        if spec.kll:
+            projections.append((f"k{i}", _kll_input_sql(spec, v)))
+            aggregates.append((f"kll{i}", f"kll_sketch_agg_double(k{i}, {settings.kll_k})"))
+        if spec.nan:
+            aggregates.append((f"nan{i}", f"count_if(isnan(v{i}))"))
+            bits = f"h{i}" if spec.type == "double" else f"h{i}[0]"
+            neg = _DOUBLE_NEG_ZERO_BITS if spec.type == "double" else _FLOAT_NEG_ZERO_BITS
+            aggregates.append((f"negz{i}", f"bool_or({bits} = {neg})"))
+            aggregates.append((f"posz{i}", f"bool_or({bits} = 0)"))
+        if spec.bounds and not spec.booleans:
+            projections.append((f"m{i}", _bound_input_sql(spec, v)))
+            aggregates.append((f"min{i}", f"min(m{i})"))
+            aggregates.append((f"max{i}", f"max(m{i})"))
+        if spec.lengths:
+            aggregates.append((f"lsum{i}", f"sum(length(v{i}))"))
+            aggregates.append((f"lmax{i}", f"max(length(v{i}))"))
+        if spec.booleans:
+            aggregates.append((f"t{i}", f"count_if(v{i})"))
+            aggregates.append((f"f{i}", f"count_if(NOT v{i})"))
+    return projections, aggregates
+
+
+def _kll_input_sql(spec: TypeSpec, v: str) -> str:
+    if spec.type == "date":
+        return f"CAST(unix_date({v}) AS DOUBLE)"
+    if spec.type == "timestamp":
+        return f"CAST(unix_micros(CAST({v} AS TIMESTAMP)) AS DOUBLE)"
+    if spec.type == "timestamptz":
+        return f"CAST(unix_micros({v}) AS DOUBLE)"
+    if spec.nan:
+        return f"CASE WHEN isnan({v}) THEN NULL ELSE CAST({v} AS DOUBLE) END"
+    return f"CAST({v} AS DOUBLE)"
+
+
+def _bound_input_sql(spec: TypeSpec, v: str) -> str:
+    """What min/max run over: physical ints for dates/timestamps (time-zone free to collect),
+    NaN-free floats (Spark orders NaN above +inf, Iceberg keeps it out of bounds)."""
+    if spec.type == "date":
+        return f"unix_date({v})"
+    if spec.type == "timestamp":
+        return f"unix_micros(CAST({v} AS TIMESTAMP))"
+    if spec.type == "timestamptz":
+        return f"unix_micros({v})"
+    if spec.nan:
+        return f"CASE WHEN isnan({v}) THEN NULL ELSE {v} END"
+    return v
+
+
+def _quote_path(name: str) -> str:
+    return ".".join("`" + part.replace("`", "``") + "`" for part in name.split("."))
+
+
+def _spark_type(spec: TypeSpec) -> Any:
+    from pyspark.sql import types as T  # noqa: N812 - pyspark's own convention
+
+    simple: dict[str, Any] = {
+        "boolean": T.BooleanType(),
+        "int": T.IntegerType(),
+        "bigint": T.LongType(),
+        "float": T.FloatType(),
+        "double": T.DoubleType(),
+        "date": T.DateType(),
+        "timestamp_ntz": T.TimestampNTZType(),
+        "timestamp": T.TimestampType(),
+        "string": T.StringType(),
+        "binary": T.BinaryType(),
+    }
+    if spec.spark_type in simple:
+        return simple[spec.spark_type]
+    m = re.fullmatch(r"decimal\((\d+),(\d+)\)", spec.spark_type)
+    if m is None:
+        raise SketchError(f"no Spark type for {spec.type!r}")
+    return T.DecimalType(int(m.group(1)), int(m.group(2)))
+
+
+def _read_schema(planned: list[_Planned], by_id: bool) -> Any:
+    """The read schema: leaves carry their field id; struct parents (whose ids the model
+    does not carry) are matched by name."""
+    from pyspark.sql import types as T  # noqa: N812 - pyspark's own convention
+
+    tree: dict[str, Any] = {}
+    for p in planned:
+        parts = p.column.name.split(".")
+        node = tree
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise SketchError(f"column {p.column.name!r} nests under a primitive column")
+            node = child
+        if parts[-1] in node:
+            raise SketchError(f"column {p.column.name!r} appears twice in the schema")
+        node[parts[-1]] = p
+
+    def build(node: dict[str, Any]) -> Any:
+        fields = []
+        for name, child in node.items():
+            if isinstance(child, dict):
+                fields.append(T.StructField(name, build(child), True))
+            else:
+                metadata = {FIELD_ID_KEY: child.column.field_id} if by_id else {}
+                fields.append(T.StructField(name, _spark_type(child.spec), True, metadata))
+        return T.StructType(fields)
+
+    return build(tree)
+
+
+# -- results ---------------------------------------------------------------------------
+
+
+def _column_sketch(row: Any, p: _Planned) -> ColumnSketch:
+    i, spec, t = p.index, p.spec, p.spec.type
+    rows = int(row["__rows"])
+    values: dict[str, Any] = {"null_count": rows - int(row[f"nn{i}"])}
+    if spec.theta:
+        values["theta"] = normalize_theta(bytes(row[f"theta{i}"]))
+    if spec.kll:
+        values["kll"] = bytes(row[f"kll{i}"])
+    if spec.nan:
+        values["nan_count"] = int(row[f"nan{i}"])
+    if spec.bounds and not spec.booleans:
+        lo, hi = row[f"min{i}"], row[f"max{i}"]
+        if spec.nan:
+            # Spark treats -0.0 == 0.0 when ordering; Iceberg orders -0.0 first.
+            if lo == 0.0 and lo is not None and row[f"negz{i}"]:
+                lo = -0.0
+            if hi == 0.0 and hi is not None:
+                hi = 0.0 if row[f"posz{i}"] else -0.0
+        values["min"], values["max"] = _to_value(t, lo), _to_value(t, hi)
+    if spec.lengths:
+        values["len_sum"] = int(row[f"lsum{i}"] or 0)
+        lmax = row[f"lmax{i}"]
+        values["len_max"] = None if lmax is None else int(lmax)
+    if spec.booleans:
+        trues, falses = int(row[f"t{i}"]), int(row[f"f{i}"])
+        values["true_count"], values["false_count"] = trues, falses
+        values["min"] = False if falses else (True if trues else None)
+        values["max"] = True if trues else (False if falses else None)
+    return ColumnSketch(**values)
+
+
+def _to_value(type_str: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if type_str in ("date", "timestamp", "timestamptz"):
+        return from_physical(type_str, int(value))
+    if type_str == "uuid":
+        return uuid.UUID(bytes=bytes(value))
+    if type_str == "binary" or type_str.startswith("fixed"):
+        return bytes(value)
+    if is_decimal(type_str) or type_str in ("int", "long", "float", "double", "string"):
+        return value
+    return value
+
+
+def _empty_sketch(spec: TypeSpec, settings: SketchSettings) -> ColumnSketch:
+    return ColumnSketch(
+        theta=empty_theta(settings.theta_lg_k) if spec.theta else None,
+        kll=empty_kll(settings.kll_k) if spec.kll else None,
+        null_count=0,
+        nan_count=0 if spec.nan else None,
+        len_sum=0 if spec.lengths else None,
+        true_count=0 if spec.booleans else None,
+        false_count=0 if spec.booleans else None,
+    )
+
+
+# -- paths and errors ------------------------------------------------------------------
+
+
+def _is_local(scheme: str) -> bool:
+    return scheme in ("", "file") or len(scheme) == 1  # a Windows drive letter
+
+
+def _input_key(path: str) -> str:
+    """Canonical form of a path as a manifest lists it (not URL-encoded: Hadoop reads
+    ``file:///a b.parquet`` as the file named ``a b.parquet``)."""
+    parts = urlsplit(path)
+    if _is_local(parts.scheme):
+        local = parts.path if parts.scheme == "file" else path
+        return "file:" + os.path.normpath(os.path.abspath(local))
+    return f"{parts.scheme}://{parts.netloc}{os.path.normpath(parts.path)}"
+
+
+def _spark_key(path: str) -> str:
+    """Canonical form of Spark's ``_metadata.file_path`` (a URI: ``file:/a%20b.parquet``)."""
+    parts = urlsplit(path)
+    if _is_local(parts.scheme):
+        return "file:" + os.path.normpath(unquote(parts.path))
+    return f"{parts.scheme}://{parts.netloc}{os.path.normpath(unquote(parts.path))}"
+
+
+def _local_path(path: str) -> str | None:
+    parts = urlsplit(path)
+    if not _is_local(parts.scheme):
+        return None
+    return parts.path if parts.scheme == "file" else path
+
+
+def _check_local_files_exist(paths: Any) -> None:
+    missing = [p for p in paths if (lp := _local_path(p)) is not None and not os.path.isfile(lp)]
+    if missing:
+        raise DataFileError(f"data file not found: {', '.join(missing)}")
+
+
+_FILE_IN_MESSAGE = re.compile(r"(?:reading file|Path does not exist:|File) (\S+?)[.,;]?(?:\s|$)")
+
+
+def _convert_error(exc: Exception, paths: list[str]) -> Exception:
+    message = str(exc)
+    first = message.strip().splitlines()[0] if message.strip() else type(exc).__name__
+    by_key = {_input_key(p): p for p in paths}
+    named = [
+        by_key.get(_spark_key(m.group(1)), m.group(1)) for m in _FILE_IN_MESSAGE.finditer(message)
+    ]
+    named = [n for n in dict.fromkeys(named) if _spark_key(n) in by_key or n in paths]
+    not_found = any(
+        marker in message
+        for marker in ("PATH_NOT_FOUND", "FileNotFoundException", "FILE_NOT_EXIST")
+    )
+    if not_found:
+        gone = [p for p in paths if (lp := _local_path(p)) is not None and not os.path.isfile(lp)]
+        files = gone or named or paths
+        return DataFileError(f"data file not found: {', '.join(files)}")
+    if "FAILED_READ_FILE" in message or "CANNOT_READ_FILE_FOOTER" in message:
+        files = named or paths
+        return DataFileError(f"cannot read data file {', '.join(files)}: {first}")
+    return SketchError(f"sketch job failed: {first}")

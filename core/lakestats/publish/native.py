@@ -1,0 +1,270 @@
+"""The native stats document: what ``lakestats show --json`` prints and the HTTP API serves.
+
+Built once per processed snapshot from merged aggregates and stored as JSON, so reading a
+table's stats is one small file whatever the number of data files. Key names are a stable
+contract (snake_case); new keys may be added, existing ones never change meaning.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+from lakestats.merge import whole_table
+from lakestats.model import (
+    ColumnAggregate,
+    Commit,
+    PartitionAggregate,
+    SketchSettings,
+    TableSchema,
+)
+from lakestats.sketches.histogram import equi_depth_histogram
+from lakestats.sketches.merge import (
+    kll_normalized_rank_error,
+    kll_quantiles,
+    theta_estimate,
+)
+from lakestats.values import from_physical, to_json
+
+FLOAT_TYPES = frozenset({"float", "double"})
+DOC_VERSION = 1
+
+
+def kll_value(type_str: str, value: float) -> Any:
+    """A KLL item (a double) back in the column's own terms, for display.
+
+    KLL sketches hold numbers: dates as days and timestamps as microseconds since the
+    epoch, decimals as doubles (see docs/sketches.md).
+    """
+    if not math.isfinite(value):
+        return value
+    if type_str in ("int", "long"):
+        return round(value)
+    if type_str.startswith("decimal"):
+        scale = int(type_str.rstrip(")").split(",")[1])
+        return Decimal(repr(value)).quantize(Decimal(1).scaleb(-scale))
+    if type_str in ("date", "timestamp", "timestamptz"):
+        return from_physical(type_str, round(value))
+    return value
+
+
+def _ndv(column: ColumnAggregate) -> int | None:
+    if column.theta is None:
+        return None
+    return round(theta_estimate(column.theta))
+
+
+def _sketch_fields(
+    column: ColumnAggregate, settings: SketchSettings, non_null: int | None
+) -> dict[str, Any]:
+    """ndv, quantiles, histogram, lengths and boolean counts of one column."""
+    out: dict[str, Any] = {
+        "ndv": _ndv(column),
+        "quantiles": None,
+        "histogram": None,
+        "avg_len": None,
+        "max_len": column.len_max,
+        "true_count": column.true_count,
+        "false_count": column.false_count,
+    }
+    covered = column.files > 0 and column.sketched_files == column.files
+    if column.len_sum is not None and covered and non_null:
+        out["avg_len"] = column.len_sum / non_null
+    elif column.len_sum is not None and covered:
+        out["avg_len"] = 0.0 if non_null == 0 else None
+    if column.kll is not None:
+        quantiles = kll_quantiles(column.kll, settings.quantiles)
+        out["quantiles"] = {
+            _rank_key(q): to_json(kll_value(column.type, v)) for q, v in quantiles.items()
+        }
+        buckets = equi_depth_histogram(
+            column.kll, column.theta, settings.histogram_buckets
+        )
+        out["histogram"] = [
+            {
+                "lower": to_json(kll_value(column.type, b.lower)),
+                "upper": to_json(kll_value(column.type, b.upper)),
+                "count": b.count,
+                "ndv": b.ndv,
+            }
+            for b in buckets
+        ]
+    sketch: dict[str, Any] = {
+        "files": column.files,
+        "sketched_files": column.sketched_files,
+        "coverage": (column.sketched_files / column.files) if column.files else None,
+    }
+    if column.theta is not None:
+        sketch["ndv"] = {
+            "kind": "theta",
+            "lg_k": settings.theta_lg_k,
+            "relative_standard_error": 1 / math.sqrt(2**settings.theta_lg_k),
+            "approximate": True,
+        }
+    if column.kll is not None:
+        sketch["quantiles"] = {
+            "kind": "kll_doubles",
+            "k": settings.kll_k,
+            "normalized_rank_error": kll_normalized_rank_error(settings.kll_k),
+            "histogram_buckets": settings.histogram_buckets,
+            "approximate": True,
+        }
+    out["sketch"] = sketch
+    return out
+
+
+def _rank_key(q: float) -> str:
+    return repr(float(q))
+
+
+def column_doc(
+    column: ColumnAggregate | None,
+    field_id: int,
+    type_str: str,
+    record_count: int,
+    settings: SketchSettings,
+) -> dict[str, Any]:
+    """One column's entry. Files without the column (added later) count as all-null."""
+    if column is None:
+        doc: dict[str, Any] = {
+            "field_id": field_id,
+            "type": type_str,
+            "null_count": record_count,
+            "nan_count": 0 if type_str in FLOAT_TYPES else None,
+            "column_size_bytes": None,
+            "min": None,
+            "max": None,
+            "min_max_exact": True,
+        }
+        doc.update(_sketch_fields(ColumnAggregate(field_id=field_id, type=type_str), settings, 0))
+        return doc
+    absent_records = record_count - column.records
+    null_count = None if column.null_count is None else column.null_count + absent_records
+    nan_count = column.nan_count if type_str in FLOAT_TYPES else None
+    non_null = None
+    if column.null_count is not None:
+        non_null = column.records - column.null_count - (column.nan_count or 0)
+    doc = {
+        "field_id": field_id,
+        "type": type_str,
+        "null_count": null_count,
+        "nan_count": nan_count,
+        "column_size_bytes": column.column_size,
+        "min": to_json(column.lower),
+        "max": to_json(column.upper),
+        "min_max_exact": column.bounds_complete and not column.bounds_may_be_truncated,
+    }
+    doc.update(_sketch_fields(column, settings, non_null))
+    return doc
+
+
+def merged_record_count(table: PartitionAggregate) -> int | None:
+    """Rows after row-level deletes: exact without delete files, an estimate with
+    position deletes (each deleted position removes one row), unknown with equality
+    deletes (they need a data read)."""
+    if table.equality_delete_files:
+        return None
+    return table.record_count - table.position_delete_records
+
+
+def columns_doc(
+    schema: TableSchema, table: PartitionAggregate, settings: SketchSettings
+) -> dict[str, Any]:
+    return {
+        col.name: column_doc(
+            table.columns.get(col.field_id), col.field_id, col.type, table.record_count, settings
+        )
+        for col in schema.columns
+    }
+
+
+def partitions_doc(parts: Sequence[PartitionAggregate]) -> list[dict[str, Any]]:
+    return [
+        {
+            "partition": p.partition.as_dict(),
+            "spec_id": p.partition.spec_id,
+            "record_count": p.record_count,
+            "file_count": p.file_count,
+            "total_size_bytes": p.total_size_bytes,
+            "position_delete_records": p.position_delete_records,
+            "equality_delete_records": p.equality_delete_records,
+        }
+        for p in parts
+        if p.file_count or p.position_delete_files or p.equality_delete_files
+    ]
+
+
+def _side_doc(
+    parts: Sequence[PartitionAggregate], names: Mapping[int, str], settings: SketchSettings
+) -> dict[str, Any]:
+    total = whole_table(parts, settings)
+    return {
+        "data_files": total.file_count,
+        "delete_files": total.position_delete_files + total.equality_delete_files,
+        "record_count": total.record_count,
+        "file_size_bytes": total.total_size_bytes,
+        "delete_record_count": total.position_delete_records + total.equality_delete_records,
+        "columns": {
+            names.get(fid, f"field_{fid}"): {
+                "field_id": fid,
+                "column_size_bytes": col.column_size,
+                "null_count": col.null_count,
+                "nan_count": col.nan_count if col.type in FLOAT_TYPES else None,
+                "lower_bound": to_json(col.lower),
+                "upper_bound": to_json(col.upper),
+                "bounds_exact": col.bounds_complete and not col.bounds_may_be_truncated,
+            }
+            for fid, col in total.columns.items()
+        },
+    }
+
+
+def commit_doc(
+    commit: Commit,
+    added: Sequence[PartitionAggregate],
+    removed: Sequence[PartitionAggregate],
+    names: Mapping[int, str],
+    settings: SketchSettings,
+) -> dict[str, Any]:
+    """Manifest-level aggregates of one commit: what it added and what it removed."""
+    return {
+        "snapshot_id": commit.snapshot_id,
+        "parent_id": commit.parent_id,
+        "sequence_number": commit.sequence_number,
+        "timestamp_ms": commit.timestamp_ms,
+        "operation": commit.operation,
+        "schema_id": commit.schema_id,
+        "added": _side_doc(added, names, settings),
+        "removed": _side_doc(removed, names, settings),
+    }
+
+
+def stats_doc(
+    *,
+    table_name: str,
+    format_name: str,
+    snapshot_id: int,
+    schema: TableSchema,
+    partitions: Sequence[PartitionAggregate],
+    commit: dict[str, Any],
+    settings: SketchSettings,
+) -> dict[str, Any]:
+    """The whole document for one snapshot."""
+    table = whole_table(partitions, settings)
+    return {
+        "table": table_name,
+        "format": format_name,
+        "snapshot_id": snapshot_id,
+        "schema_id": schema.schema_id,
+        "record_count": table.record_count,
+        "file_count": table.file_count,
+        "total_size_bytes": table.total_size_bytes,
+        "merged_record_count": merged_record_count(table),
+        "delete_file_count": table.position_delete_files + table.equality_delete_files,
+        "columns": columns_doc(schema, table, settings),
+        "partitions": partitions_doc(partitions),
+        "commit": commit,
+        "doc_version": DOC_VERSION,
+    }

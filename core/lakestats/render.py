@@ -1,0 +1,160 @@
+"""Human-readable rendering of stats documents (the JSON form is the contract; this is for
+people reading a terminal)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+_SPARK_BARS = " ▁▂▃▄▅▆▇█"
+_MAX_CELL = 24
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        text = f"{value:.4g}"
+    else:
+        text = str(value)
+    return text if len(text) <= _MAX_CELL else text[: _MAX_CELL - 1] + "…"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines.extend(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    )
+    return "\n".join(lines) + "\n"
+
+
+def sparkline(histogram: Sequence[dict[str, Any]], width: int = 24) -> str | None:
+    """Density over the value range from equi-depth buckets (numeric bounds only)."""
+    bounds = [(b["lower"], b["upper"], b["count"]) for b in histogram]
+    if not bounds or not all(
+        isinstance(lo, int | float) and isinstance(hi, int | float) for lo, hi, _ in bounds
+    ):
+        return None
+    low, high = float(bounds[0][0]), float(bounds[-1][1])
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        return None
+    bins = [0.0] * width
+    step = (high - low) / width
+    for lo, hi, count in bounds:
+        lo_f, hi_f = float(lo), float(hi)
+        span = max(hi_f - lo_f, 0.0)
+        for i in range(width):
+            b_lo, b_hi = low + i * step, low + (i + 1) * step
+            if span == 0:
+                if b_lo <= lo_f <= b_hi:
+                    bins[i] += count
+                    break
+                continue
+            overlap = max(0.0, min(hi_f, b_hi) - max(lo_f, b_lo))
+            bins[i] += count * overlap / span
+    peak = max(bins) or 1.0
+    return "".join(_SPARK_BARS[round(v / peak * (len(_SPARK_BARS) - 1))] for v in bins)
+
+
+def render_stats(doc: dict[str, Any]) -> str:
+    out = [
+        f"table     {doc['table']} ({doc['format']})",
+        f"snapshot  {doc['snapshot_id']}  schema {doc['schema_id']}",
+        f"rows      {doc['record_count']}"
+        + (
+            f" ({doc['merged_record_count']} after deletes)"
+            if doc.get("merged_record_count") not in (None, doc["record_count"])
+            else ""
+        ),
+        f"files     {doc['file_count']}  bytes {doc['total_size_bytes']}",
+        "",
+    ]
+    rows = []
+    for name, col in doc["columns"].items():
+        bound_note = "" if col["min_max_exact"] else "~"
+        rows.append(
+            [
+                name,
+                col["type"],
+                col["null_count"],
+                col["nan_count"],
+                f"{bound_note}{_cell(col['min'])}" if col["min"] is not None else None,
+                f"{bound_note}{_cell(col['max'])}" if col["max"] is not None else None,
+                col.get("ndv"),
+                col.get("avg_len"),
+                col.get("true_count"),
+                col.get("false_count"),
+                col["column_size_bytes"],
+            ]
+        )
+    out.append(
+        _table(
+            ["column", "type", "nulls", "nans", "min", "max", "ndv≈", "avg_len", "true", "false",
+             "bytes"],
+            rows,
+        )
+    )
+    out.append("(~ marks bounds that may be truncated or incomplete; ndv≈ is a sketch estimate)")
+    histograms = [
+        (name, sparkline(col["histogram"]), col.get("quantiles"))
+        for name, col in doc["columns"].items()
+        if col.get("histogram")
+    ]
+    if histograms:
+        out.append("\ndistribution (density over min..max; quantiles p25 / p50 / p75)")
+        for name, line, quantiles in histograms:
+            q = quantiles or {}
+            marks = " / ".join(_cell(q.get(k)) for k in ("0.25", "0.5", "0.75"))
+            out.append(f"  {name:<20} {line or '':<24}  {marks}")
+    partitions = doc.get("partitions") or []
+    if len(partitions) > 1 or (partitions and partitions[0]["partition"]):
+        out.append("")
+        shown = partitions[:50]
+        out.append(
+            _table(
+                ["partition", "rows", "files", "bytes"],
+                [
+                    [
+                        ", ".join(f"{k}={v}" for k, v in p["partition"].items()) or "()",
+                        p["record_count"],
+                        p["file_count"],
+                        p["total_size_bytes"],
+                    ]
+                    for p in shown
+                ],
+            )
+        )
+        if len(partitions) > len(shown):
+            out.append(f"… and {len(partitions) - len(shown)} more partitions (see --json)")
+    published = doc.get("published")
+    if published:
+        out.append("")
+        for where in published:
+            out.append(f"published: {where}")
+    return "\n".join(out) + "\n"
+
+
+def render_commits(table: str, docs: Sequence[dict[str, Any]]) -> str:
+    if not docs:
+        return f"{table}: no commits analyzed yet\n"
+    rows = [
+        [
+            d["snapshot_id"],
+            d["operation"],
+            d["added"]["data_files"],
+            d["added"]["record_count"],
+            d["added"]["file_size_bytes"],
+            d["removed"]["data_files"],
+            d["removed"]["record_count"],
+            d["added"]["delete_files"],
+        ]
+        for d in docs
+    ]
+    return _table(
+        ["snapshot", "operation", "+files", "+rows", "+bytes", "-files", "-rows", "+deletes"],
+        rows,
+    )

@@ -1,0 +1,136 @@
+"""Which block-level statistics apply to which Iceberg type, and the sketch parameter rules.
+
+No pyspark here: the CLI and the merger use this module without starting Spark.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from numbers import Real
+
+from lakestats.exceptions import ConfigError
+from lakestats.model import SketchSettings
+
+# The ranges Spark 4 accepts, checked against the functions themselves:
+#   kll_sketch_agg_double(x, k)      -> KLL_SKETCH_K_OUT_OF_RANGE unless 8 <= k <= 65535
+#   theta_sketch_agg(x, lgNomEntries) -> SKETCH_INVALID_LG_NOM_ENTRIES unless 4 <= lg <= 26
+# Validating here turns a failed Spark job (or a stack trace deep in a batch) into a
+# configuration error at start-up.
+KLL_K_MIN, KLL_K_MAX = 8, 65535
+THETA_LG_K_MIN, THETA_LG_K_MAX = 4, 26
+# KLL at its largest k resolves ranks to ~0.01 %, so more buckets than this only repeat
+# boundaries; the cap also keeps a typo (1e9) from allocating a billion buckets.
+HISTOGRAM_BUCKETS_MAX = 10_000
+
+_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+_FIXED = re.compile(r"^fixed\[\s*(\d+)\s*\]$")
+
+
+@dataclass(frozen=True)
+class TypeSpec:
+    """The statistics the sketch pipeline computes for one Iceberg type.
+
+    ``kll_unit`` says what the KLL doubles mean (``value``, ``days since epoch``,
+    ``microseconds since epoch``); histogram bounds are in that unit too.
+    """
+
+    type: str
+    spark_type: str  # Spark SQL type name used in the read schema
+    theta: bool  # NDV sketch with Iceberg-Puffin hashing (see hashing.py)
+    kll: bool  # quantiles / histogram over the value as a double
+    kll_unit: str | None
+    nan: bool  # float/double: count NaNs, keep them out of min/max and KLL
+    lengths: bool  # string (characters) / binary (bytes): sum and max of lengths
+    booleans: bool  # true/false counts
+    bounds: bool  # min/max computed by the scan
+
+
+def type_spec(type_str: str) -> TypeSpec | None:
+    """The statistics for an Iceberg type string; ``None`` if the pipeline cannot read it.
+
+    Unsupported: ``time`` (Spark 4 reads Parquet TIME only behind an experimental flag),
+    ``timestamp_ns``/``timestamptz_ns`` (Spark has microsecond timestamps only), and
+    every non-primitive or unknown type. Those columns get no block sketch at all; their
+    manifest metrics still apply.
+    """
+    t = type_str.strip().lower()
+    if t == "boolean":
+        return TypeSpec(t, "boolean", True, False, None, False, False, True, True)
+    if t in ("int", "long"):
+        spark = "int" if t == "int" else "bigint"
+        return TypeSpec(t, spark, True, True, "value", False, False, False, True)
+    if t in ("float", "double"):
+        return TypeSpec(t, t, True, True, "value", True, False, False, True)
+    if m := _DECIMAL.match(t):
+        precision, scale = int(m.group(1)), int(m.group(2))
+        if not 1 <= precision <= 38 or scale > precision:
+            return None
+        spark = f"decimal({precision},{scale})"
+        return TypeSpec(t, spark, True, True, "value", False, False, False, True)
+    if t == "date":
+        return TypeSpec(t, "date", True, True, "days since epoch", False, False, False, True)
+    if t in ("timestamp", "timestamptz"):
+        spark = "timestamp_ntz" if t == "timestamp" else "timestamp"
+        unit = "microseconds since epoch"
+        return TypeSpec(t, spark, True, True, unit, False, False, False, True)
+    if t == "string":
+        return TypeSpec(t, "string", True, False, None, False, True, False, True)
+    if t == "binary":
+        return TypeSpec(t, "binary", True, False, None, False, True, False, True)
+    if _FIXED.match(t) or t == "uuid":
+        # Parquet FIXED_LEN_BYTE_ARRAY (UUID annotated or not) reads as BINARY when the read
+        # schema says so; lengths are constant, so no length stats.
+        return TypeSpec(t, "binary", True, False, None, False, False, False, True)
+    return None
+
+
+def decimal_precision_scale(type_str: str) -> tuple[int, int]:
+    m = _DECIMAL.match(type_str.strip().lower())
+    if not m:
+        raise ValueError(f"not a decimal type: {type_str!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def validate_sketch_settings(settings: SketchSettings) -> SketchSettings:
+    """Return ``settings`` if every parameter is usable, else raise ``ConfigError``.
+
+    Nothing is defaulted or clamped: a wrong value is an error naming the key.
+    """
+    k = settings.kll_k
+    if not _is_int(k) or not KLL_K_MIN <= k <= KLL_K_MAX:
+        raise ConfigError(
+            f"sketch.kll_k must be an integer between {KLL_K_MIN} and {KLL_K_MAX}, got {k!r}"
+        )
+    lg = settings.theta_lg_k
+    if not _is_int(lg) or not THETA_LG_K_MIN <= lg <= THETA_LG_K_MAX:
+        raise ConfigError(
+            f"sketch.theta_lg_k must be an integer between {THETA_LG_K_MIN} and "
+            f"{THETA_LG_K_MAX}, got {lg!r}"
+        )
+    b = settings.histogram_buckets
+    if not _is_int(b) or not 1 <= b <= HISTOGRAM_BUCKETS_MAX:
+        raise ConfigError(
+            f"sketch.histogram_buckets must be an integer between 1 and "
+            f"{HISTOGRAM_BUCKETS_MAX}, got {b!r}"
+        )
+    qs = settings.quantiles
+    if not isinstance(qs, tuple | list):
+        raise ConfigError(f"sketch.quantiles must be a list of numbers in [0, 1], got {qs!r}")
+    previous: float | None = None
+    for q in qs:
+        if isinstance(q, bool) or not isinstance(q, Real) or not math.isfinite(float(q)):
+            raise ConfigError(f"sketch.quantiles must contain numbers in [0, 1], got {q!r}")
+        if not 0.0 <= float(q) <= 1.0:
+            raise ConfigError(f"sketch.quantiles values must be within [0, 1], got {q!r}")
+        if previous is not None and float(q) <= previous:
+            raise ConfigError(
+                f"sketch.quantiles must be sorted ascending without duplicates, got {list(qs)!r}"
+            )
+        previous = float(q)
+    return settings

@@ -1,0 +1,128 @@
+"""Pieces shared by the segment and aggregate Parquet codecs."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakestats.exceptions import StoreError
+from lakestats.model import JsonScalar, PartitionKey
+from lakestats.store import atomic
+from lakestats.values import decode_bound, encode_bound
+
+KIND_KEY = b"lakestats.kind"
+FORMAT_VERSION_KEY = b"lakestats.format_version"
+FORMAT_VERSION = 1
+
+
+def schema_with_kind(fields: Sequence[pa.Field], kind: str) -> pa.Schema:
+    return pa.schema(
+        fields,
+        metadata={KIND_KEY: kind.encode(), FORMAT_VERSION_KEY: str(FORMAT_VERSION).encode()},
+    )
+
+
+def encode_table(columns: dict[str, list[Any]], schema: pa.Schema) -> bytes:
+    """Serialise to Parquet in memory, so the bytes go through ``atomic_write`` whole."""
+    table = pa.Table.from_pydict(columns, schema=schema)
+    table.validate(full=True)  # catches nulls in required columns before they hit disk
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue()
+
+
+def read_table(path: atomic.PathLike, kind: str, schema: pa.Schema, columns: list[str]) -> Any:
+    """Read ``columns`` of a store Parquet file of ``kind``; ``StoreError`` naming the file.
+
+    Extra columns (a later minor revision) are ignored; a missing or retyped column, or a
+    file without our kind marker, is not ours.
+    """
+    try:
+        with atomic.open_input(path) as source:
+            parquet = pq.ParquetFile(source)
+            file_schema = parquet.schema_arrow
+            metadata = file_schema.metadata or {}
+            if metadata.get(KIND_KEY) != kind.encode():
+                raise StoreError(f"{path}: not a lakestats {kind} file")
+            version = metadata.get(FORMAT_VERSION_KEY, b"?").decode(errors="replace")
+            if version != str(FORMAT_VERSION):
+                raise StoreError(f"{path}: unsupported {kind} format_version {version!r}")
+            for name in columns:
+                expected = schema.field(name)
+                index = file_schema.get_field_index(name)
+                if index < 0:
+                    raise StoreError(f"{path}: column {name!r} is missing")
+                if not file_schema.field(index).type.equals(expected.type):
+                    raise StoreError(
+                        f"{path}: column {name!r} has type {file_schema.field(index).type}, "
+                        f"expected {expected.type}"
+                    )
+            return parquet.read(columns=columns)
+    except StoreError:
+        raise
+    except FileNotFoundError as exc:
+        raise StoreError(f"{path}: {kind} file is missing") from exc
+    except (OSError, pa.ArrowException) as exc:
+        raise StoreError(f"{path}: unreadable {kind} file: {exc}") from exc
+
+
+@contextmanager
+def decoding(path: atomic.PathLike, kind: str) -> Iterator[None]:
+    """Turn any surprise while rebuilding model objects into a ``StoreError`` for ``path``."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except Exception as exc:
+        raise StoreError(f"{path}: corrupt {kind} file: {exc!r}") from exc
+
+
+def partition_json(key: PartitionKey) -> str:
+    """The partition's ``[[name, value], ...]`` list: keeps spec order and int/float/bool."""
+    return json.dumps(
+        [[name, value] for name, value in key.values],
+        allow_nan=False,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def partition_from_json(spec_id: int, text: str) -> PartitionKey:
+    raw = json.loads(text)
+    if not isinstance(raw, list):
+        raise ValueError(f"partition is not a JSON list: {text!r}")
+    values: list[tuple[str, JsonScalar]] = []
+    for item in raw:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+            raise ValueError(f"partition entry is not a [name, value] pair: {item!r}")
+        name, value = item
+        if value is not None and not isinstance(value, str | int | float | bool):
+            raise ValueError(f"partition value is not a JSON scalar: {value!r}")
+        values.append((name, value))
+    return PartitionKey(spec_id=spec_id, values=tuple(values))
+
+
+def encode_value(type_str: str | None, value: Any, where: Callable[[], str]) -> bytes | None:
+    """A bound as Iceberg single-value bytes; ``ValueError`` saying where when impossible."""
+    if value is None:
+        return None
+    if type_str is None:
+        raise ValueError(f"{where()}: has a bound but no type to encode it with")
+    try:
+        return encode_bound(type_str, value)
+    except Exception as exc:
+        raise ValueError(f"{where()}: cannot encode {value!r} as {type_str}: {exc}") from exc
+
+
+def decode_value(type_str: str | None, raw: bytes | None) -> Any:
+    if raw is None:
+        return None
+    if type_str is None:
+        raise ValueError("a bound is stored without a type")
+    return decode_bound(type_str, raw)

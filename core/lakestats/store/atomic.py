@@ -1,0 +1,165 @@
+"""The store's only filesystem primitives: durable writes, exclusive creates, plain reads.
+
+Everything else in ``lakestats.store`` goes through these functions, so a pyarrow.fs
+backend (object stores) replaces this module alone. Today they work on local paths and
+``file://`` URIs.
+
+Durability: a write is complete only once the file's data *and* the directory entry that
+names it have been fsynced; otherwise a power loss can leave a version file whose name
+survived but whose blocks did not, or a fully written file that no directory lists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+
+PathLike = str | Path
+
+TEMP_MARKER = ".tmp-"
+
+
+def local_path(path: PathLike) -> Path:
+    """A local ``Path`` for a path or a ``file://`` URI; other schemes are not supported yet."""
+    if isinstance(path, Path):
+        return path
+    if "://" not in path:
+        return Path(path)
+    parsed = urlparse(path)
+    if parsed.scheme != "file":
+        raise ValueError(f"unsupported state_dir scheme {parsed.scheme!r} in {path!r}")
+    if parsed.netloc not in ("", "localhost"):
+        raise ValueError(f"file URI with a remote host is not supported: {path!r}")
+    return Path(unquote(parsed.path))
+
+
+def temp_name(final_name: str) -> str:
+    """Hidden, unique, recognisable: readers skip it, cleanup can find it."""
+    return f".{final_name}{TEMP_MARKER}{uuid.uuid4().hex}"
+
+
+def is_temp_name(name: str) -> bool:
+    return name.startswith(".") and TEMP_MARKER in name
+
+
+def fsync_dir(directory: PathLike) -> None:
+    fd = os.open(local_path(directory), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def ensure_dir(directory: PathLike) -> Path:
+    """Create ``directory`` and missing parents, each made durable in its own parent."""
+    target = local_path(directory)
+    missing: list[Path] = []
+    probe = target
+    while not probe.exists():
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    for created in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # a concurrent writer created it first
+            created.mkdir()
+        fsync_dir(created.parent)
+    return target
+
+
+def _write_temp(directory: Path, final_name: str, data: bytes) -> Path:
+    tmp = directory / temp_name(final_name)
+    # O_EXCL: a uuid collision or a stale link must never be written through.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    os.close(fd)
+    return tmp
+
+
+def atomic_write(path: PathLike, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that readers see the old or the new file, whole.
+
+    Creates the parent directory if needed. Returns only once the content is durable.
+    """
+    target = local_path(path)
+    directory = ensure_dir(target.parent)
+    tmp = _write_temp(directory, target.name, data)
+    try:
+        tmp.replace(target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    fsync_dir(directory)
+
+
+def create_exclusive(path: PathLike, data: bytes) -> bool:
+    """Create ``path`` holding ``data`` unless it exists; ``False`` if it already did.
+
+    The content is complete and durable under a temporary name before ``link`` publishes
+    it: ``link`` is atomic and, unlike ``rename``, fails when the target exists, so exactly
+    one of several racing writers wins and nobody ever sees a partial file.
+    """
+    target = local_path(path)
+    directory = ensure_dir(target.parent)
+    tmp = _write_temp(directory, target.name, data)
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        fsync_dir(directory)
+    return True
+
+
+def read_bytes(path: PathLike) -> bytes:
+    """The whole file; ``OSError`` (e.g. ``FileNotFoundError``) when it cannot be read."""
+    return local_path(path).read_bytes()
+
+
+def open_input(path: PathLike) -> pa.NativeFile:
+    """A random-access pyarrow file, so Parquet readers fetch only the columns they need."""
+    return pa.OSFile(str(local_path(path)), "r")
+
+
+def exists(path: PathLike) -> bool:
+    return local_path(path).is_file()
+
+
+def list_dir(directory: PathLike) -> list[str]:
+    """Names of the regular files in ``directory`` (sorted); ``[]`` if it does not exist."""
+    target = local_path(directory)
+    try:
+        entries = list(os.scandir(target))
+    except FileNotFoundError:
+        return []
+    return sorted(e.name for e in entries if e.is_file(follow_symlinks=False))
+
+
+def list_tree(directory: PathLike) -> list[str]:
+    """Every regular file below ``directory``, as sorted POSIX paths relative to it."""
+    root = local_path(directory)
+    if not root.is_dir():
+        return []
+    found: list[str] = []
+    for dirpath, _dirnames, filenames in os.walk(root):
+        base = Path(dirpath)
+        found.extend((base / name).relative_to(root).as_posix() for name in filenames)
+    return sorted(found)

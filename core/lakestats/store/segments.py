@@ -1,0 +1,248 @@
+"""Segment files: the data files one commit added, with their metrics and block sketches.
+
+One Parquet row per (data file, field id) for every field id in
+``field_ids ∪ columns ∪ sketches``; a file with no field at all gets one row whose
+``field_id`` is null. File-level columns repeat on each of the file's rows. Presence flags
+(``in_field_ids``, ``has_metrics``, ``has_sketch``) keep "recorded as all-null" apart from
+"not recorded", so a ``DataFile`` round-trips exactly. ``docs/store-format.md`` lists every
+column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from lakestats.model import ColumnMetrics, ColumnSketch, DataFile, FileContent
+from lakestats.store import atomic
+from lakestats.store._codec import (
+    decode_value,
+    decoding,
+    encode_table,
+    encode_value,
+    partition_from_json,
+    partition_json,
+    read_table,
+    schema_with_kind,
+)
+
+KIND = "segment"
+
+_FILE_FIELDS = [
+    pa.field("file_ordinal", pa.int32(), nullable=False),
+    pa.field("file_path", pa.string(), nullable=False),
+    pa.field("content", pa.string(), nullable=False),
+    pa.field("file_format", pa.string(), nullable=False),
+    pa.field("record_count", pa.int64(), nullable=False),
+    pa.field("file_size_bytes", pa.int64(), nullable=False),
+    pa.field("spec_id", pa.int32(), nullable=False),
+    pa.field("partition", pa.string(), nullable=False),
+]
+_FIELD_FIELDS = [
+    pa.field("field_id", pa.int32()),
+    pa.field("field_type", pa.string()),
+    pa.field("in_field_ids", pa.bool_()),
+]
+_METRIC_FIELDS = [
+    pa.field("has_metrics", pa.bool_()),
+    pa.field("column_size", pa.int64()),
+    pa.field("value_count", pa.int64()),
+    pa.field("null_count", pa.int64()),
+    pa.field("nan_count", pa.int64()),
+    pa.field("lower_bound", pa.binary()),
+    pa.field("upper_bound", pa.binary()),
+    pa.field("bounds_may_be_truncated", pa.bool_()),
+]
+_SKETCH_FIELDS = [
+    pa.field("has_sketch", pa.bool_()),
+    pa.field("theta", pa.binary()),
+    pa.field("kll", pa.binary()),
+    pa.field("sketch_null_count", pa.int64()),
+    pa.field("sketch_nan_count", pa.int64()),
+    pa.field("sketch_min", pa.binary()),
+    pa.field("sketch_max", pa.binary()),
+    pa.field("len_sum", pa.int64()),
+    pa.field("len_max", pa.int64()),
+    pa.field("true_count", pa.int64()),
+    pa.field("false_count", pa.int64()),
+]
+SCHEMA = schema_with_kind(_FILE_FIELDS + _FIELD_FIELDS + _METRIC_FIELDS + _SKETCH_FIELDS, KIND)
+COLUMNS = list(SCHEMA.names)
+
+_EMPTY_METRICS: dict[str, Any] = {f.name: None for f in _METRIC_FIELDS}
+_EMPTY_SKETCH: dict[str, Any] = {f.name: None for f in _SKETCH_FIELDS}
+
+
+def _metric_cells(
+    metrics: ColumnMetrics | None, type_str: str | None, where: str
+) -> dict[str, Any]:
+    if metrics is None:
+        return {**_EMPTY_METRICS, "has_metrics": False}
+    return {
+        "has_metrics": True,
+        "column_size": metrics.column_size,
+        "value_count": metrics.value_count,
+        "null_count": metrics.null_count,
+        "nan_count": metrics.nan_count,
+        "lower_bound": encode_value(type_str, metrics.lower, lambda: f"{where} lower bound"),
+        "upper_bound": encode_value(type_str, metrics.upper, lambda: f"{where} upper bound"),
+        "bounds_may_be_truncated": metrics.bounds_may_be_truncated,
+    }
+
+
+def _sketch_cells(sketch: ColumnSketch | None, type_str: str | None, where: str) -> dict[str, Any]:
+    if sketch is None:
+        return {**_EMPTY_SKETCH, "has_sketch": False}
+    return {
+        "has_sketch": True,
+        "theta": sketch.theta,
+        "kll": sketch.kll,
+        "sketch_null_count": sketch.null_count,
+        "sketch_nan_count": sketch.nan_count,
+        "sketch_min": encode_value(type_str, sketch.min, lambda: f"{where} sketch min"),
+        "sketch_max": encode_value(type_str, sketch.max, lambda: f"{where} sketch max"),
+        "len_sum": sketch.len_sum,
+        "len_max": sketch.len_max,
+        "true_count": sketch.true_count,
+        "false_count": sketch.false_count,
+    }
+
+
+def encode_segment(files: Sequence[DataFile], types: Mapping[int, str]) -> bytes:
+    """The segment's Parquet bytes. ``ValueError`` if a bound has no type or cannot encode."""
+    columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+
+    def emit(row: dict[str, Any]) -> None:
+        for name in COLUMNS:
+            columns[name].append(row[name])
+
+    for ordinal, data_file in enumerate(files):
+        file_cells = {
+            "file_ordinal": ordinal,
+            "file_path": data_file.path,
+            "content": FileContent(data_file.content).value,
+            "file_format": data_file.file_format,
+            "record_count": data_file.record_count,
+            "file_size_bytes": data_file.file_size_bytes,
+            "spec_id": data_file.partition.spec_id,
+            "partition": partition_json(data_file.partition),
+        }
+        field_ids = sorted(
+            set(data_file.field_ids) | set(data_file.columns) | set(data_file.sketches)
+        )
+        if not field_ids:
+            emit(
+                {
+                    **file_cells,
+                    "field_id": None,
+                    "field_type": None,
+                    "in_field_ids": None,
+                    **_EMPTY_METRICS,
+                    **_EMPTY_SKETCH,
+                }
+            )
+            continue
+        for field_id in field_ids:
+            type_str = types.get(field_id)
+            where = f"{data_file.path} field {field_id}"
+            emit(
+                {
+                    **file_cells,
+                    "field_id": field_id,
+                    "field_type": type_str,
+                    "in_field_ids": field_id in data_file.field_ids,
+                    **_metric_cells(data_file.columns.get(field_id), type_str, where),
+                    **_sketch_cells(data_file.sketches.get(field_id), type_str, where),
+                }
+            )
+    return encode_table(columns, SCHEMA)
+
+
+def write_segment(
+    path: atomic.PathLike, files: Sequence[DataFile], types: Mapping[int, str]
+) -> None:
+    """Write ``files`` durably to ``path`` (replacing it atomically if it exists).
+
+    ``types`` maps field id → Iceberg type string; a field with a bound (metrics or sketch
+    min/max) must have one, a field without bounds may not.
+    """
+    atomic.atomic_write(path, encode_segment(files, types))
+
+
+def _metrics(cells: Mapping[str, Any], type_str: str | None) -> ColumnMetrics:
+    return ColumnMetrics(
+        column_size=cells["column_size"],
+        value_count=cells["value_count"],
+        null_count=cells["null_count"],
+        nan_count=cells["nan_count"],
+        lower=decode_value(type_str, cells["lower_bound"]),
+        upper=decode_value(type_str, cells["upper_bound"]),
+        bounds_may_be_truncated=bool(cells["bounds_may_be_truncated"]),
+    )
+
+
+def _sketch(cells: Mapping[str, Any], type_str: str | None) -> ColumnSketch:
+    return ColumnSketch(
+        theta=cells["theta"],
+        kll=cells["kll"],
+        null_count=cells["sketch_null_count"],
+        nan_count=cells["sketch_nan_count"],
+        min=decode_value(type_str, cells["sketch_min"]),
+        max=decode_value(type_str, cells["sketch_max"]),
+        len_sum=cells["len_sum"],
+        len_max=cells["len_max"],
+        true_count=cells["true_count"],
+        false_count=cells["false_count"],
+    )
+
+
+def read_segment(path: atomic.PathLike) -> tuple[DataFile, ...]:
+    """The segment's files, in the order written. ``StoreError`` naming ``path`` if unreadable."""
+    table = read_table(path, KIND, SCHEMA, COLUMNS)
+    data = table.to_pydict()
+    with decoding(path, KIND):
+        groups: dict[int, list[int]] = {}
+        for row, ordinal in enumerate(data["file_ordinal"]):
+            groups.setdefault(ordinal, []).append(row)
+        files: list[DataFile] = []
+        for ordinal in sorted(groups):
+            rows = groups[ordinal]
+            first = rows[0]
+            columns: dict[int, ColumnMetrics] = {}
+            sketches: dict[int, ColumnSketch] = {}
+            field_ids: set[int] = set()
+            for row in rows:
+                cells = {name: values[row] for name, values in data.items()}
+                field_id = cells["field_id"]
+                if field_id is None:
+                    continue
+                type_str = cells["field_type"]
+                if cells["in_field_ids"]:
+                    field_ids.add(field_id)
+                if cells["has_metrics"]:
+                    columns[field_id] = _metrics(cells, type_str)
+                if cells["has_sketch"]:
+                    sketches[field_id] = _sketch(cells, type_str)
+            files.append(
+                DataFile(
+                    path=data["file_path"][first],
+                    content=FileContent(data["content"][first]),
+                    file_format=data["file_format"][first],
+                    record_count=data["record_count"][first],
+                    file_size_bytes=data["file_size_bytes"][first],
+                    partition=partition_from_json(data["spec_id"][first], data["partition"][first]),
+                    columns=columns,
+                    field_ids=frozenset(field_ids),
+                    sketches=sketches,
+                )
+            )
+    return tuple(files)
+
+
+def read_segment_paths(path: atomic.PathLike) -> list[str]:
+    """The data file paths a segment holds, in order, reading only the path column."""
+    table = read_table(path, KIND, SCHEMA, ["file_path"])
+    with decoding(path, KIND):
+        return list(dict.fromkeys(table.column("file_path").to_pylist()))

@@ -1,0 +1,160 @@
+"""The state log: ``log/<version:020d>.json``, one immutable ``StateVersion`` per file.
+
+Version files are only ever created with ``atomic.create_exclusive``, so a file that exists
+is complete: one that does not parse is real corruption (or someone else's file) and is
+reported, never skipped. Names that are not 20 digits + ``.json`` (crash leftovers such as
+``.00000000000000000042.json.tmp-…``) are not versions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from lakestats.exceptions import StoreError
+from lakestats.model import SegmentEntry, StateVersion
+from lakestats.store import atomic
+
+FORMAT_VERSION = 1
+LOG_DIR = "log"
+_VERSION_NAME = re.compile(r"^(\d{20})\.json$")
+
+
+def version_file_name(version: int) -> str:
+    if version < 1:
+        raise ValueError(f"state versions start at 1, got {version}")
+    return f"{version:020d}.json"
+
+
+def version_path(table_dir: atomic.PathLike, version: int) -> Path:
+    return atomic.local_path(table_dir) / LOG_DIR / version_file_name(version)
+
+
+def version_to_json(state: StateVersion) -> bytes:
+    """Stable, human-readable JSON. ``ValueError`` if ``published`` is not JSON-safe."""
+    doc: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "version": state.version,
+        "table_id": state.table_id,
+        "format": state.format,
+        "location": state.location,
+        "last_snapshot_id": state.last_snapshot_id,
+        "created_at_ms": state.created_at_ms,
+        "segments": [
+            {
+                "snapshot_id": seg.snapshot_id,
+                "path": seg.path,
+                "aggregate_path": seg.aggregate_path,
+                "file_count": seg.file_count,
+                "dead_files": sorted(seg.dead_files),
+            }
+            for seg in state.segments
+        ],
+        "stats": {str(snap): state.stats[snap] for snap in sorted(state.stats)},
+        "published": dict(state.published),
+    }
+    return (json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n").encode()
+
+
+def _get(doc: Mapping[str, Any], key: str, kind: type, *, nullable: bool = False) -> Any:
+    if key not in doc:
+        raise ValueError(f"missing field {key!r}")
+    value = doc[key]
+    if value is None and nullable:
+        return None
+    # JSON true is a Python int; the format never uses a boolean for a number.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ValueError(f"field {key!r} has the wrong type: {value!r}")
+    return value
+
+
+def _segment(raw: Any) -> SegmentEntry:
+    if not isinstance(raw, dict):
+        raise ValueError(f"segment entry is not an object: {raw!r}")
+    dead = _get(raw, "dead_files", list)
+    if not all(isinstance(p, str) for p in dead):
+        raise ValueError("dead_files must be a list of strings")
+    return SegmentEntry(
+        snapshot_id=_get(raw, "snapshot_id", int),
+        path=_get(raw, "path", str),
+        aggregate_path=_get(raw, "aggregate_path", str),
+        file_count=_get(raw, "file_count", int),
+        dead_files=frozenset(dead),
+    )
+
+
+def _stats(raw: Any) -> dict[int, str]:
+    if not isinstance(raw, dict):
+        raise ValueError("field 'stats' must be an object")
+    stats: dict[int, str] = {}
+    for key, path in raw.items():
+        if not re.fullmatch(r"-?\d+", key) or not isinstance(path, str):
+            raise ValueError(f"bad stats entry {key!r}: {path!r}")
+        stats[int(key)] = path
+    return stats
+
+
+def version_from_json(data: bytes, source: str) -> StateVersion:
+    """Parse a version file's bytes; ``StoreError`` naming ``source`` if it is not ours."""
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreError(f"{source}: state version is not valid JSON: {exc}") from exc
+    try:
+        if not isinstance(doc, dict):
+            raise ValueError("not a JSON object")
+        fmt = doc.get("format_version")
+        if fmt != FORMAT_VERSION or isinstance(fmt, bool):
+            raise ValueError(f"unsupported format_version {fmt!r}")
+        return StateVersion(
+            version=_get(doc, "version", int),
+            table_id=_get(doc, "table_id", str),
+            format=_get(doc, "format", str),
+            location=_get(doc, "location", str),
+            last_snapshot_id=_get(doc, "last_snapshot_id", int, nullable=True),
+            segments=tuple(_segment(s) for s in _get(doc, "segments", list)),
+            stats=_stats(_get(doc, "stats", dict)),
+            created_at_ms=_get(doc, "created_at_ms", int),
+            published=_get(doc, "published", dict),
+        )
+    except ValueError as exc:
+        raise StoreError(f"{source}: not a lakestats state version: {exc}") from exc
+
+
+def list_versions(table_dir: atomic.PathLike) -> list[int]:
+    """Version numbers present in the log, ascending."""
+    names = atomic.list_dir(atomic.local_path(table_dir) / LOG_DIR)
+    return sorted(int(m.group(1)) for name in names if (m := _VERSION_NAME.match(name)))
+
+
+def read_version(table_dir: atomic.PathLike, version: int) -> StateVersion:
+    """Version ``version``; ``StoreError`` naming the file if missing, corrupt or misnamed."""
+    path = version_path(table_dir, version)
+    try:
+        data = atomic.read_bytes(path)
+    except FileNotFoundError as exc:
+        raise StoreError(f"{path}: state version {version} does not exist") from exc
+    except OSError as exc:
+        raise StoreError(f"{path}: unreadable state version: {exc}") from exc
+    state = version_from_json(data, str(path))
+    if state.version != version:
+        raise StoreError(f"{path}: holds version {state.version}, not {version}")
+    return state
+
+
+def latest_version(table_dir: atomic.PathLike) -> StateVersion | None:
+    """The highest version in the log, ``None`` for an empty log.
+
+    Never falls back to an older version: the newest file cannot be partial, so failing to
+    read it means corruption that an operator must see.
+    """
+    versions = list_versions(table_dir)
+    return read_version(table_dir, versions[-1]) if versions else None
+
+
+def create_version(table_dir: atomic.PathLike, state: StateVersion) -> bool:
+    """Create the version file exclusively; ``False`` if that version already exists."""
+    return atomic.create_exclusive(version_path(table_dir, state.version), version_to_json(state))

@@ -1,0 +1,263 @@
+"""``StatsStore``: one table's segments, aggregates, stats documents and state log."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path, PurePosixPath
+from typing import Any, Generic, TypeVar
+
+from lakestats.exceptions import ConcurrentUpdateError, StoreError
+from lakestats.model import DataFile, PartitionAggregate, SegmentEntry, StateVersion
+from lakestats.store import aggregates, atomic, segments, statelog
+
+SEGMENTS_DIR = "segments"
+AGGREGATES_DIR = "aggregates"
+STATS_DIR = "stats"
+DEFAULT_CACHE_SIZE = 256
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _LRU(Generic[K, V]):
+    """A tiny thread-safe LRU; store files are immutable, so entries never go stale."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._capacity:
+                self._items.popitem(last=False)
+
+
+def referenced_files(state: StateVersion | None) -> set[str]:
+    """Paths (relative to the table dir) that ``state`` points to: segments, aggregates,
+    stats documents. Log files are not included: the log is never garbage."""
+    if state is None:
+        return set()
+    refs = {seg.path for seg in state.segments}
+    refs.update(seg.aggregate_path for seg in state.segments)
+    refs.update(state.stats.values())
+    return refs
+
+
+def list_files(table_dir: atomic.PathLike) -> list[str]:
+    """Every file under ``table_dir`` that cleanup may consider, as sorted relative paths.
+
+    That is everything except state versions (``log/<20 digits>.json``), including the
+    hidden temporary files a crash can leave in any folder (``atomic.is_temp_name``).
+    ``list_files(d) - referenced_files(s)`` is what ``s`` does not need; whether older
+    versions still need it is the cleanup policy's call.
+    """
+    versions = {statelog.version_file_name(v) for v in statelog.list_versions(table_dir)}
+    return [
+        rel
+        for rel in atomic.list_tree(table_dir)
+        if not (rel.startswith(f"{statelog.LOG_DIR}/") and rel.split("/", 1)[1] in versions)
+    ]
+
+
+def _check_table_id(table_id: str) -> None:
+    if (
+        not table_id
+        or table_id in (".", "..")
+        or any(c in table_id for c in "/\\\0")
+        or table_id.startswith(".")
+    ):
+        raise ValueError(f"table id {table_id!r} cannot be used as a folder name")
+
+
+class StatsStore:
+    """The stats store of one table under ``state_dir/<table_id>/``.
+
+    Writers (``write_*``) return only once their file is durable, so a ``StateVersion``
+    built from their results can be committed safely. Reads raise ``StoreError`` naming the
+    file when it is missing or not ours. Safe to share between threads; several processes
+    may write concurrently, ``commit`` lets exactly one win each version.
+    """
+
+    def __init__(
+        self, state_dir: str | Path, table_id: str, *, cache_size: int = DEFAULT_CACHE_SIZE
+    ) -> None:
+        _check_table_id(table_id)
+        self._table_id = table_id
+        self._table_dir = atomic.local_path(state_dir) / table_id
+        self._aggregates: _LRU[str, tuple[PartitionAggregate, ...]] = _LRU(cache_size)
+        self._segment_paths: _LRU[str, frozenset[str]] = _LRU(cache_size * 4)
+
+    @property
+    def table_dir(self) -> Path:
+        return self._table_dir
+
+    @property
+    def table_id(self) -> str:
+        return self._table_id
+
+    def path(self, rel: str) -> Path:
+        """The absolute path of a store file named relative to the table dir."""
+        parts = PurePosixPath(rel).parts
+        if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
+            raise StoreError(f"{self._table_dir}: store path {rel!r} escapes the table folder")
+        return self._table_dir.joinpath(*parts)
+
+    # -- state log ------------------------------------------------------------------------
+
+    def current(self) -> StateVersion | None:
+        """The newest state version, ``None`` if the table was never processed."""
+        state = statelog.latest_version(self._table_dir)
+        self._check_owner(state)
+        return state
+
+    def read_version(self, version: int) -> StateVersion:
+        state = statelog.read_version(self._table_dir, version)
+        self._check_owner(state)
+        return state
+
+    def versions(self) -> list[int]:
+        return statelog.list_versions(self._table_dir)
+
+    def _check_owner(self, state: StateVersion | None) -> None:
+        if state is not None and state.table_id != self._table_id:
+            raise StoreError(
+                f"{statelog.version_path(self._table_dir, state.version)}: belongs to table "
+                f"{state.table_id!r}, not {self._table_id!r}"
+            )
+
+    def commit(self, state: StateVersion) -> StateVersion:
+        """Publish ``state`` as the next version and return it as written.
+
+        ``state.version`` must be the current version + 1 (1 for an empty log). Raises
+        ``ConcurrentUpdateError`` when another writer got that version first (re-read
+        ``current()`` and redo the work on top of it), ``StoreError`` if a file the state
+        newly references does not exist. A ``created_at_ms`` of 0 is set to now.
+        """
+        if state.table_id != self._table_id:
+            raise ValueError(f"state is for table {state.table_id!r}, store is {self._table_id!r}")
+        current = self.current()
+        expected = 1 if current is None else current.version + 1
+        if state.version < expected:
+            raise ConcurrentUpdateError(
+                f"{statelog.version_path(self._table_dir, state.version)}: version "
+                f"{state.version} was already committed (current is {expected - 1})"
+            )
+        if state.version > expected:
+            raise ValueError(f"cannot commit version {state.version}: the next is {expected}")
+        for rel in sorted(referenced_files(state) - referenced_files(current)):
+            if not atomic.exists(self.path(rel)):
+                raise StoreError(f"{self.path(rel)}: referenced by the new state but missing")
+        if state.created_at_ms == 0:
+            state = replace(state, created_at_ms=time.time_ns() // 1_000_000)
+        if not statelog.create_version(self._table_dir, state):
+            raise ConcurrentUpdateError(
+                f"{statelog.version_path(self._table_dir, state.version)}: another writer "
+                f"committed version {state.version} first"
+            )
+        return state
+
+    # -- segments -------------------------------------------------------------------------
+
+    def _new_name(self, folder: str, snapshot_id: int, suffix: str) -> str:
+        # A fresh uuid per write: re-processing a commit never overwrites a file that a
+        # committed version may reference; the loser is an unreferenced orphan.
+        return f"{folder}/{snapshot_id}-{uuid.uuid4()}{suffix}"
+
+    def write_segment(
+        self, snapshot_id: int, files: Sequence[DataFile], types: Mapping[int, str]
+    ) -> str:
+        """Write a segment durably; returns its path relative to the table dir."""
+        rel = self._new_name(SEGMENTS_DIR, snapshot_id, ".parquet")
+        segments.write_segment(self.path(rel), files, types)
+        self._segment_paths.put(rel, frozenset(f.path for f in files))
+        return rel
+
+    def read_segment(self, rel: str) -> tuple[DataFile, ...]:
+        return segments.read_segment(self.path(rel))
+
+    def segment_paths(self, rel: str) -> frozenset[str]:
+        """The data file paths a segment holds (cached; reads only the path column)."""
+        cached = self._segment_paths.get(rel)
+        if cached is None:
+            cached = frozenset(segments.read_segment_paths(self.path(rel)))
+            self._segment_paths.put(rel, cached)
+        return cached
+
+    def locate(self, paths: Iterable[str], state: StateVersion) -> dict[str, SegmentEntry]:
+        """Map data file paths to the live segment of ``state`` that added them.
+
+        Paths that no live segment holds (unknown, or already tombstoned) are left out.
+        Newer segments are searched first, so a path added twice maps to the newest.
+        """
+        wanted = set(paths)
+        found: dict[str, SegmentEntry] = {}
+        for seg in reversed(state.segments):
+            if not wanted:
+                break
+            if seg.live_file_count <= 0:
+                continue
+            hits = (wanted & self.segment_paths(seg.path)) - seg.dead_files
+            for data_path in hits:
+                found[data_path] = seg
+            wanted -= hits
+        return found
+
+    # -- aggregates -----------------------------------------------------------------------
+
+    def write_aggregate(self, snapshot_id: int, parts: Sequence[PartitionAggregate]) -> str:
+        """Write a segment aggregate durably; returns its path relative to the table dir."""
+        rel = self._new_name(AGGREGATES_DIR, snapshot_id, ".parquet")
+        aggregates.write_aggregate(self.path(rel), parts)
+        return rel
+
+    def read_aggregate(self, rel: str) -> tuple[PartitionAggregate, ...]:
+        """The aggregate's partitions (cached: treat the result as read-only)."""
+        cached = self._aggregates.get(rel)
+        if cached is None:
+            cached = aggregates.read_aggregate(self.path(rel))
+            self._aggregates.put(rel, cached)
+        return cached
+
+    # -- stats documents ------------------------------------------------------------------
+
+    def write_stats(self, snapshot_id: int, doc: Mapping[str, Any]) -> str:
+        """Write a table-level stats document durably; returns its relative path.
+
+        ``ValueError`` if ``doc`` holds a non-finite float (it must already be JSON-safe).
+        """
+        data = json.dumps(doc, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+        rel = self._new_name(STATS_DIR, snapshot_id, ".json")
+        atomic.atomic_write(self.path(rel), data.encode())
+        return rel
+
+    def read_stats(self, rel: str) -> dict[str, Any]:
+        path = self.path(rel)
+        try:
+            raw = atomic.read_bytes(path)
+        except FileNotFoundError as exc:
+            raise StoreError(f"{path}: stats file is missing") from exc
+        except OSError as exc:
+            raise StoreError(f"{path}: unreadable stats file: {exc}") from exc
+        try:
+            doc = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise StoreError(f"{path}: stats file is not valid JSON: {exc}") from exc
+        if not isinstance(doc, dict):
+            raise StoreError(f"{path}: stats file is not a JSON object")
+        return doc

@@ -1,0 +1,130 @@
+"""Typed column values: Iceberg single-value (de)serialization and JSON rendering.
+
+Bounds travel as Python values of the column's type; the store keeps them as Iceberg's
+single-value binary form (spec-exact, lossless for every type, unlike JSON for floats such
+as ``inf``). Types are Iceberg type strings.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import uuid
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from pyiceberg.conversions import from_bytes, to_bytes
+from pyiceberg.types import IcebergType, PrimitiveType
+from pydantic import TypeAdapter
+
+from lakestats.model import JsonScalar
+
+_EPOCH_DATE = dt.date(1970, 1, 1)
+_EPOCH = dt.datetime(1970, 1, 1)  # noqa: DTZ001 - Iceberg "timestamp" is zone-less
+_EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_TYPE_ADAPTER: TypeAdapter[IcebergType] = TypeAdapter(IcebergType)
+
+NUMERIC_TYPES = frozenset({"int", "long", "float", "double"})
+STRING_LIKE_TYPES = frozenset({"string", "binary"})
+
+
+@lru_cache(maxsize=256)
+def parse_type(type_str: str) -> PrimitiveType:
+    """The pyiceberg type for an Iceberg type string; ``ValueError`` for non-primitives."""
+    parsed = _TYPE_ADAPTER.validate_python(type_str)
+    if not isinstance(parsed, PrimitiveType):
+        raise ValueError(f"not a primitive Iceberg type: {type_str!r}")
+    return parsed
+
+
+def is_decimal(type_str: str) -> bool:
+    return type_str.startswith("decimal")
+
+
+def is_fixed(type_str: str) -> bool:
+    return type_str.startswith("fixed")
+
+
+def _from_physical(type_str: str, value: Any) -> Any:
+    """pyiceberg's physical representation (days, micros, …) to the Python value."""
+    if value is None:
+        return None
+    if type_str == "date":
+        return _EPOCH_DATE + dt.timedelta(days=int(value))
+    if type_str == "timestamp":
+        return _EPOCH + dt.timedelta(microseconds=int(value))
+    if type_str == "timestamptz":
+        return _EPOCH_TZ + dt.timedelta(microseconds=int(value))
+    if type_str == "timestamp_ns":
+        return _EPOCH + dt.timedelta(microseconds=int(value) // 1000)
+    if type_str == "timestamptz_ns":
+        return _EPOCH_TZ + dt.timedelta(microseconds=int(value) // 1000)
+    if type_str == "time":
+        micros = int(value)
+        return (dt.datetime.min + dt.timedelta(microseconds=micros)).time()
+    if type_str == "uuid":
+        return value if isinstance(value, uuid.UUID) else uuid.UUID(bytes=bytes(value))
+    return value
+
+
+def _to_physical(type_str: str, value: Any) -> Any:
+    if type_str == "date" and isinstance(value, dt.date):
+        return (value - _EPOCH_DATE).days
+    if type_str in ("timestamp", "timestamp_ns") and isinstance(value, dt.datetime):
+        micros = (value.replace(tzinfo=None) - _EPOCH) // dt.timedelta(microseconds=1)
+        return micros * 1000 if type_str == "timestamp_ns" else micros
+    if type_str in ("timestamptz", "timestamptz_ns") and isinstance(value, dt.datetime):
+        aware = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        micros = (aware - _EPOCH_TZ) // dt.timedelta(microseconds=1)
+        return micros * 1000 if type_str == "timestamptz_ns" else micros
+    if type_str == "time" and isinstance(value, dt.time):
+        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + (
+            value.microsecond
+        )
+    return value
+
+
+def decode_bound(type_str: str, raw: bytes | None) -> Any:
+    """Iceberg single-value binary → Python value of the type."""
+    if raw is None:
+        return None
+    return _from_physical(type_str, from_bytes(parse_type(type_str), raw))
+
+
+def encode_bound(type_str: str, value: Any) -> bytes | None:
+    """Python value of the type → Iceberg single-value binary."""
+    if value is None:
+        return None
+    return to_bytes(parse_type(type_str), _to_physical(type_str, value))
+
+
+def from_physical(type_str: str, value: Any) -> Any:
+    """Public form of the physical → Python conversion (partition values, scan results)."""
+    return _from_physical(type_str, value)
+
+
+def to_json(value: Any) -> JsonScalar:
+    """Render a Python column value as the ``show --json`` contract says.
+
+    Numbers stay numbers (non-finite floats become the strings ``"NaN"``, ``"Infinity"``,
+    ``"-Infinity"``, since JSON has no such numbers); decimals are strings; date, time and
+    timestamps are ISO-8601; binary is hex; UUIDs are their canonical string.
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, dt.date | dt.time):  # datetime is a date
+        return value.isoformat()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return str(value)

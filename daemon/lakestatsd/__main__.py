@@ -1,0 +1,5 @@
+"""``python -m lakestatsd``."""
+
+from lakestatsd.app import main
+
+raise SystemExit(main())

@@ -1,0 +1,188 @@
+"""The OpenAPI 3.1 description served at ``/openapi.json``.
+
+Written by hand rather than generated: starlette's generator parses YAML docstrings (an
+extra dependency) and would still need every schema spelled out. A test checks that every
+route of the app is described here and the other way round.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakestatsd import __version__
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_NAME = {
+    "name": "name",
+    "in": "path",
+    "required": True,
+    "description": "A table name from the daemon's configuration",
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"},
+}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def openapi_document() -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "lakestatsd",
+            "version": __version__,
+            "description": "Incremental statistics service for lakehouse tables.",
+        },
+        "paths": {
+            "/healthz": {
+                "get": {
+                    "summary": "Liveness: the process serves HTTP",
+                    "responses": {"200": _json({"type": "object"}, "alive")},
+                }
+            },
+            "/readyz": {
+                "get": {
+                    "summary": "Readiness: Spark up (when sketches are on), state dir writable",
+                    "description": "Per-table status is included; a broken table is reported "
+                    "with its last error but does not make the daemon unready.",
+                    "responses": {
+                        "200": _json({"$ref": "#/components/schemas/Readiness"}, "ready"),
+                        "503": _json({"$ref": "#/components/schemas/Readiness"}, "not ready"),
+                    },
+                }
+            },
+            "/metrics": {
+                "get": {
+                    "summary": "Prometheus metrics (text exposition format)",
+                    "responses": {
+                        "200": {
+                            "description": "metrics",
+                            "content": {"text/plain": {"schema": {"type": "string"}}},
+                        }
+                    },
+                }
+            },
+            "/openapi.json": {
+                "get": {
+                    "summary": "This document",
+                    "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")},
+                }
+            },
+            "/v1/tables": {
+                "get": {
+                    "summary": "Configured tables and their processing status",
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "tables": {
+                                        "type": "array",
+                                        "items": {"$ref": "#/components/schemas/TableStatus"},
+                                    }
+                                },
+                            },
+                            "tables",
+                        )
+                    },
+                }
+            },
+            "/v1/tables/{name}/stats": {
+                "get": {
+                    "summary": "Table statistics, as `lakestats show --json` prints them",
+                    "parameters": [
+                        _NAME,
+                        {
+                            "name": "snapshot",
+                            "in": "query",
+                            "required": False,
+                            "description": "Snapshot id (default: the newest processed one)",
+                            "schema": {"type": "integer", "format": "int64"},
+                        },
+                    ],
+                    "responses": {
+                        "200": _json({"type": "object"}, "the stats document"),
+                        "400": _json(_ERROR, "malformed query"),
+                        "404": _json(_ERROR, "unknown table, or no stats for that snapshot"),
+                        "503": _json(_ERROR, "the table or its stats store is unreadable"),
+                    },
+                }
+            },
+            "/v1/tables/{name}/commits": {
+                "post": {
+                    "summary": "On-commit notification: a commit landed, look at the table",
+                    "description": "The body is ignored (and capped at http.max_body_bytes). "
+                    "With wait=true the answer comes once a run that started after this "
+                    "request has completed, i.e. the stats cover at least the snapshot that "
+                    "was current when the request arrived.",
+                    "security": [{"bearer": []}],
+                    "parameters": [
+                        _NAME,
+                        {
+                            "name": "wait",
+                            "in": "query",
+                            "required": False,
+                            "schema": {"type": "boolean", "default": False},
+                        },
+                        {
+                            "name": "timeout_s",
+                            "in": "query",
+                            "required": False,
+                            "description": "With wait: give up after this many seconds "
+                            "(at most http.wait_timeout_s, the default)",
+                            "schema": {"type": "number", "exclusiveMinimum": 0},
+                        },
+                    ],
+                    "responses": {
+                        "200": _json(
+                            {"$ref": "#/components/schemas/TableStatus"}, "up to date (wait=true)"
+                        ),
+                        "202": _json({"type": "object"}, "queued"),
+                        "400": _json(_ERROR, "malformed query"),
+                        "401": _json(_ERROR, "missing or wrong bearer token"),
+                        "404": _json(_ERROR, "unknown table"),
+                        "413": _json(_ERROR, "body too large"),
+                        "503": _json(_ERROR, "shutting down"),
+                        "504": _json(_ERROR, "not up to date within the timeout"),
+                    },
+                }
+            },
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error", "message"],
+                    "properties": {"error": {"type": "string"}, "message": {"type": "string"}},
+                },
+                "TableStatus": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "state": {"enum": ["idle", "pending", "running", "backoff"]},
+                        "healthy": {"type": "boolean"},
+                        "last_snapshot_id": {"type": ["integer", "null"]},
+                        "current_snapshot_id": {"type": ["integer", "null"]},
+                        "freshness_lag_seconds": {"type": ["number", "null"]},
+                        "consecutive_failures": {"type": "integer"},
+                        "last_error": {"type": ["string", "null"]},
+                        "last_error_kind": {"type": ["string", "null"]},
+                        "last_success_at": {"type": ["number", "null"]},
+                        "retry_in_seconds": {"type": ["number", "null"]},
+                    },
+                },
+                "Readiness": {
+                    "type": "object",
+                    "properties": {
+                        "ready": {"type": "boolean"},
+                        "checks": {"type": "object"},
+                        "tables": {
+                            "type": "object",
+                            "additionalProperties": {"$ref": "#/components/schemas/TableStatus"},
+                        },
+                    },
+                },
+            },
+        },
+    }

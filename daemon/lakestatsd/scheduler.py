@@ -1,0 +1,379 @@
+"""The per-table work queue: hints in, one run per table at a time, bounded concurrency.
+
+Watch events, poll ticks and HTTP notifications are *hints*: each only says "look at this
+table again". The queue turns a stream of hints into runs of a ``process`` callable, which
+asks core for every unprocessed commit (the table's metadata is the truth, never the hint).
+
+Rules, each one a reason this module exists:
+
+* a table is processed by at most one worker at a time, tables run concurrently up to
+  ``max_concurrent`` (one Spark session is shared, so more would only queue inside it);
+* hints coalesce: the first hint of an idle table schedules a run ``debounce_s`` later and
+  later hints ride along, so a burst of commits becomes one run (one Spark job). The delay
+  is not extended by later hints, which bounds the latency under a steady stream;
+* a hint that arrives during a run marks the table dirty and it runs again after, so a
+  commit that lands after the run read the metadata is never lost;
+* a failure backs off exponentially (``backoff_initial_s`` doubling up to ``backoff_max_s``)
+  and only delays that table;
+* ``wait`` lets a caller block until a run that *started after* its hint has completed,
+  which means the run saw at least the snapshot that was current when the caller asked.
+
+``process`` is injected (as APScheduler injects its stores), so the rules are tested with
+plain functions and no Spark. Worker threads are daemon threads: a run stuck in a JVM call
+cannot keep the process alive past the shutdown timeout (the store's create-only state log
+makes abandoning a commit safe).
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import structlog
+
+from lakestats.exceptions import LakestatsError
+
+log = structlog.get_logger("lakestatsd.scheduler")
+
+StopCheck = Callable[[], bool]
+ProcessFn = Callable[[str, StopCheck], bool]
+"""``process(table, should_stop)``: True when the table is up to date, False when it
+stopped early because ``should_stop()`` said so. Raising means the run failed."""
+
+
+class RunState(enum.StrEnum):
+    IDLE = "idle"  # up to date as of the last run
+    PENDING = "pending"  # hinted, waiting for its debounce delay or a free worker
+    RUNNING = "running"
+    BACKOFF = "backoff"  # the last run failed; retried after a delay
+
+
+class WaitOutcome(enum.Enum):
+    DONE = "done"
+    TIMEOUT = "timeout"
+    STOPPING = "stopping"
+
+
+@dataclass
+class _Table:
+    name: str
+    hint_seq: int = 0  # number of hints received so far
+    done_seq: int = 0  # hints covered by the last successful run
+    pending: bool = False
+    running: bool = False
+    due_at: float = 0.0  # monotonic time the next run may start
+    failures: int = 0  # consecutive failed runs
+    last_error: str | None = None
+    last_error_kind: str | None = None
+    last_success_at: float | None = None  # wall clock, for humans
+    last_run_s: float | None = None
+    runs: int = 0
+    hint_sources: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    """What ``/readyz`` and ``/v1/tables`` show about one table's processing."""
+
+    name: str
+    state: RunState
+    failures: int
+    last_error: str | None
+    last_error_kind: str | None
+    last_success_at: float | None
+    last_run_s: float | None
+    runs: int
+    retry_in_s: float | None
+
+    @property
+    def healthy(self) -> bool:
+        return self.failures == 0
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "state": self.state.value,
+            "healthy": self.healthy,
+            "consecutive_failures": self.failures,
+            "last_error": self.last_error,
+            "last_error_kind": self.last_error_kind,
+            "last_success_at": self.last_success_at,
+            "last_run_seconds": self.last_run_s,
+            "runs": self.runs,
+            "retry_in_seconds": self.retry_in_s,
+        }
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Passed to ``on_run`` after every run, for metrics and logs."""
+
+    table: str
+    ok: bool
+    completed: bool
+    duration_s: float
+    error: BaseException | None
+    sources: frozenset[str]
+
+
+def error_kind(exc: BaseException) -> str:
+    """A bounded label for metrics: our named errors by class, anything else 'unexpected'."""
+    return type(exc).__name__ if isinstance(exc, LakestatsError) else "unexpected"
+
+
+class TableQueue:
+    """Schedules runs of ``process`` per table from hints. Thread-safe."""
+
+    def __init__(
+        self,
+        tables: Iterable[str],
+        process: ProcessFn,
+        *,
+        debounce_s: float,
+        max_concurrent: int,
+        backoff_initial_s: float,
+        backoff_max_s: float,
+        on_run: Callable[[RunReport], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._tables = {name: _Table(name) for name in tables}
+        self._process = process
+        self._debounce_s = debounce_s
+        self._max_concurrent = max_concurrent
+        self._backoff_initial_s = backoff_initial_s
+        self._backoff_max_s = max(backoff_max_s, backoff_initial_s)
+        self._on_run = on_run
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._accepting = False
+        self._stopping = threading.Event()
+        self._dispatcher: threading.Thread | None = None
+        self._workers: set[threading.Thread] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        with self._cond:
+            if self._dispatcher is not None:
+                raise RuntimeError("queue already started")
+            self._accepting = True
+            self._dispatcher = threading.Thread(
+                target=self._dispatch_loop, name="lakestatsd-dispatch", daemon=True
+            )
+            self._dispatcher.start()
+
+    def should_stop(self) -> bool:
+        """Handed to core: checked between commits so a run ends at a commit boundary."""
+        return self._stopping.is_set()
+
+    def stop(self, timeout_s: float) -> bool:
+        """Stop taking hints, let running commits finish; True if all workers ended in time."""
+        deadline = self._clock() + timeout_s
+        with self._cond:
+            self._accepting = False
+            self._stopping.set()
+            self._cond.notify_all()
+            workers = list(self._workers)
+            dispatcher = self._dispatcher
+        if dispatcher is not None:
+            dispatcher.join(max(0.0, deadline - self._clock()))
+        for worker in workers:
+            worker.join(max(0.0, deadline - self._clock()))
+        with self._cond:
+            return not any(w.is_alive() for w in self._workers)
+
+    @property
+    def alive(self) -> bool:
+        """The dispatcher runs (for the systemd watchdog: a dead loop must not be pinged)."""
+        return self._dispatcher is not None and self._dispatcher.is_alive()
+
+    # -- hints -----------------------------------------------------------------------------
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tables
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._tables)
+
+    def hint(self, name: str, source: str = "api") -> int:
+        """Ask for ``name`` to be looked at; returns a ticket for ``wait``.
+
+        Raises ``KeyError`` for a table that is not configured.
+        """
+        with self._cond:
+            table = self._tables[name]
+            table.hint_seq += 1
+            if not self._accepting:
+                return table.hint_seq
+            table.hint_sources.add(source)
+            if not table.pending:
+                table.pending = True
+                # a table in backoff keeps its later due time; a fresh hint cannot skip it
+                table.due_at = max(table.due_at, self._clock() + self._debounce_s)
+            self._cond.notify_all()
+            return table.hint_seq
+
+    def hint_all(self, source: str) -> None:
+        for name in self._tables:
+            self.hint(name, source)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    @property
+    def accepting(self) -> bool:
+        with self._cond:
+            return self._accepting
+
+    def is_done(self, name: str, ticket: int) -> bool:
+        """Has a run that started after hint ``ticket`` completed successfully?"""
+        with self._cond:
+            return self._tables[name].done_seq >= ticket
+
+    def wait(self, name: str, ticket: int, timeout_s: float) -> WaitOutcome:
+        """Block until a run that started after hint ``ticket`` completed successfully."""
+        deadline = self._clock() + timeout_s
+        with self._cond:
+            table = self._tables[name]
+            while table.done_seq < ticket:
+                if self._stopping.is_set():
+                    return WaitOutcome.STOPPING
+                remaining = deadline - self._clock()
+                if remaining <= 0:
+                    return WaitOutcome.TIMEOUT
+                self._cond.wait(remaining)
+            return WaitOutcome.DONE
+
+    # -- status ----------------------------------------------------------------------------
+
+    def status(self) -> Mapping[str, TableStatus]:
+        now = self._clock()
+        with self._cond:
+            return {name: self._status(t, now) for name, t in self._tables.items()}
+
+    def _status(self, t: _Table, now: float) -> TableStatus:
+        if t.running:
+            state = RunState.RUNNING
+        elif t.failures:
+            state = RunState.BACKOFF
+        elif t.pending:
+            state = RunState.PENDING
+        else:
+            state = RunState.IDLE
+        retry = max(0.0, t.due_at - now) if t.failures and not t.running else None
+        return TableStatus(
+            name=t.name,
+            state=state,
+            failures=t.failures,
+            last_error=t.last_error,
+            last_error_kind=t.last_error_kind,
+            last_success_at=t.last_success_at,
+            last_run_s=t.last_run_s,
+            runs=t.runs,
+            retry_in_s=retry,
+        )
+
+    def depth(self) -> int:
+        """Tables waiting for a run (hinted, not yet started): the queue depth metric."""
+        with self._cond:
+            return sum(1 for t in self._tables.values() if t.pending and not t.running)
+
+    def running(self) -> int:
+        with self._cond:
+            return sum(1 for t in self._tables.values() if t.running)
+
+    # -- dispatch --------------------------------------------------------------------------
+
+    def _dispatch_loop(self) -> None:
+        with self._cond:
+            while not self._stopping.is_set():
+                now = self._clock()
+                next_due: float | None = None
+                # oldest due first: a table that waited longest gets the next free worker
+                for table in sorted(self._tables.values(), key=lambda t: t.due_at):
+                    if not table.pending or table.running:
+                        continue
+                    if table.due_at > now:
+                        next_due = table.due_at if next_due is None else min(next_due, table.due_at)
+                        continue
+                    if len(self._workers) >= self._max_concurrent:
+                        break
+                    self._start_run(table)
+                timeout = None if next_due is None else max(0.0, next_due - self._clock())
+                self._cond.wait(timeout)
+
+    def _start_run(self, table: _Table) -> None:
+        # called with the lock held
+        table.pending = False
+        table.running = True
+        started_seq = table.hint_seq
+        sources = frozenset(table.hint_sources)
+        table.hint_sources.clear()
+        worker = threading.Thread(
+            target=self._run,
+            args=(table, started_seq, sources),
+            name=f"lakestatsd-table-{table.name}",
+            daemon=True,
+        )
+        self._workers.add(worker)
+        worker.start()
+
+    def _run(self, table: _Table, started_seq: int, sources: frozenset[str]) -> None:
+        started = self._clock()
+        error: BaseException | None = None
+        completed = False
+        try:
+            completed = self._process(table.name, self.should_stop)
+        except Exception as exc:  # one broken table must never stop the others
+            error = exc
+        duration = self._clock() - started
+        with self._cond:
+            table.running = False
+            table.runs += 1
+            table.last_run_s = duration
+            if error is not None:
+                table.failures += 1
+                table.last_error = f"{type(error).__name__}: {error}"
+                table.last_error_kind = error_kind(error)
+                delay = min(
+                    self._backoff_max_s, self._backoff_initial_s * 2 ** (table.failures - 1)
+                )
+                table.pending = True  # retry even without a new hint
+                table.due_at = self._clock() + delay
+            elif completed:
+                table.failures = 0
+                table.last_error = None
+                table.last_error_kind = None
+                table.done_seq = max(table.done_seq, started_seq)
+                table.last_success_at = time.time()
+            self._workers.discard(threading.current_thread())
+            self._cond.notify_all()
+            failures = table.failures
+            retry_in = max(0.0, table.due_at - self._clock())
+        report = RunReport(
+            table=table.name,
+            ok=error is None,
+            completed=completed,
+            duration_s=duration,
+            error=error,
+            sources=sources,
+        )
+        if error is not None:
+            log.warning(
+                "table_run_failed",
+                table=table.name,
+                error=f"{type(error).__name__}: {error}",
+                kind=error_kind(error),
+                consecutive_failures=failures,
+                retry_in_s=round(retry_in, 3),
+                exc_info=not isinstance(error, LakestatsError),
+            )
+        if self._on_run is not None:
+            try:
+                self._on_run(report)
+            except Exception:  # metrics must not break scheduling
+                log.exception("on_run_hook_failed", table=table.name)

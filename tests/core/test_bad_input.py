@@ -1,0 +1,135 @@
+"""Bad input: one clear line naming the file and the problem, and the store left as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lakestats.cli import main
+from lakestats.testing import IcebergWarehouse
+
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
+
+
+def snapshot_dir(root: Path) -> dict[str, str]:
+    """Every file under root with a hash of its bytes."""
+    if not root.exists():
+        return {}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(list(args), out=io.StringIO())
+    err = capsys.readouterr().err
+    return code, err
+
+
+@pytest.fixture
+def analyzed(tmp_path: Path) -> tuple[IcebergWarehouse, str, Path]:
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", SCHEMA)
+    wh.append("t", pa.table({"id": [1, 2, 3], "name": ["a", "b", None]}, schema=SCHEMA))
+    loc = wh.location("t")
+    state = tmp_path / "state"
+    assert main(["analyze", loc, "--state-dir", str(state), "--no-sketches", "-q"]) == 0
+    wh.append("t", pa.table({"id": [4], "name": ["d"]}, schema=SCHEMA))
+    return wh, loc, state
+
+
+def assert_one_line(err: str, *needles: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("lakestats: error: ")
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def test_path_that_is_no_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "not-a-table"
+    empty.mkdir()
+    state = tmp_path / "state"
+    code, err = run(capsys, "analyze", str(empty), "--state-dir", str(state), "--no-sketches")
+    assert code == 1
+    assert_one_line(err, str(empty))
+    assert not state.exists()
+    code, err = run(capsys, "show", str(tmp_path / "missing"), "--state-dir", str(state))
+    assert code == 1
+    assert_one_line(err, "missing")
+
+
+def test_truncated_metadata_json(
+    analyzed: tuple[IcebergWarehouse, str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, loc, state = analyzed
+    newest = max((Path(loc) / "metadata").glob("*.metadata.json"))
+    newest.write_bytes(newest.read_bytes()[:200])
+    before = snapshot_dir(state)
+    code, err = run(capsys, "analyze", loc, "--state-dir", str(state), "--no-sketches")
+    assert code == 1
+    assert_one_line(err, newest.name)
+    assert snapshot_dir(state) == before
+
+
+def test_corrupt_manifest(
+    analyzed: tuple[IcebergWarehouse, str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    wh, loc, state = analyzed
+    snapshot = wh.table("t").current_snapshot()
+    assert snapshot is not None
+    manifests = snapshot.manifests(wh.table("t").io)
+    newest = Path(manifests[0].manifest_path.removeprefix("file://"))
+    newest.write_bytes(b"Obj\x01garbage")
+    before = snapshot_dir(state)
+    code, err = run(capsys, "analyze", loc, "--state-dir", str(state), "--no-sketches")
+    assert code == 1
+    assert_one_line(err, newest.name)
+    assert snapshot_dir(state) == before
+
+
+def test_missing_manifest_list(
+    analyzed: tuple[IcebergWarehouse, str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    wh, loc, state = analyzed
+    snapshot = wh.table("t").current_snapshot()
+    assert snapshot is not None
+    manifest_list = Path(snapshot.manifest_list.removeprefix("file://"))
+    manifest_list.unlink()
+    before = snapshot_dir(state)
+    code, err = run(capsys, "analyze", loc, "--state-dir", str(state), "--no-sketches")
+    assert code == 1
+    assert_one_line(err, manifest_list.name)
+    assert snapshot_dir(state) == before
+
+
+def test_bad_config_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[sketch]\nkll_k = 1\n", encoding="utf-8")
+    code, err = run(capsys, "show", "x", "--config", str(config))
+    assert code == 2
+    assert_one_line(err, "sketch.kll_k")
+
+
+def test_unknown_table_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run(capsys, "show", "sales", "--state-dir", str(tmp_path))
+    assert code == 1
+    assert_one_line(err, "'sales' is neither a configured table name")
+
+
+def test_corrupt_state_version(
+    analyzed: tuple[IcebergWarehouse, str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, loc, state = analyzed
+    (log,) = list(state.rglob("log/*.json"))
+    log.write_text("{not json", encoding="utf-8")
+    code, err = run(capsys, "show", loc, "--state-dir", str(state))
+    assert code == 1
+    assert_one_line(err, log.name)

@@ -1,0 +1,130 @@
+"""A real ``lakestatsd`` subprocess for tests (imported by conftest and the e2e tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHONPATH = os.pathsep.join([str(REPO / "core"), str(REPO / "daemon")])
+
+
+def daemon_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKESTATS_")}
+    env.pop("NOTIFY_SOCKET", None)
+    env["PYTHONPATH"] = PYTHONPATH
+    env.update(extra)
+    return env
+
+
+class Response:
+    def __init__(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        self.status = status
+        self.body = body
+        self.headers = headers
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class DaemonProcess:
+    """``python -m lakestatsd`` on 127.0.0.1 with a port chosen by the kernel."""
+
+    def __init__(self, config: Path, log: Path, env: dict[str, str]) -> None:
+        self.config = config
+        self.log_path = log
+        self._log = log.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "lakestatsd", "--config", str(config)],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(config.parent),
+        )
+        self.port = 0
+
+    def events(self, name: str | None = None) -> list[dict[str, Any]]:
+        out = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(event, dict) and (name is None or event.get("event") == name):
+                out.append(event)
+        return out
+
+    def wait_event(self, name: str, timeout_s: float = 60, count: int = 1) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            found = self.events(name)
+            if len(found) >= count:
+                return found
+            if self.proc.poll() is not None:
+                raise AssertionError(f"daemon exited ({self.proc.returncode}):\n{self.tail()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {count}× {name!r} in time:\n{self.tail()}")
+            time.sleep(0.05)
+
+    def tail(self, n: int = 40) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+
+    def start(self, timeout_s: float = 60) -> DaemonProcess:
+        self.port = int(self.wait_event("http_listening", timeout_s)[0]["port"])
+        self.wait_event("ready", timeout_s)
+        return self
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        timeout_s: float = 30,
+    ) -> Response:
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}", data=body, method=method, headers=headers or {}
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # noqa: S310 - http only
+                return Response(resp.status, resp.read(), dict(resp.headers))
+        except urllib.error.HTTPError as exc:
+            with exc:
+                return Response(exc.code, exc.read(), dict(exc.headers))
+
+    def get_json(self, path: str) -> Any:
+        resp = self.request("GET", path)
+        assert resp.status == 200, (resp.status, resp.body)
+        return resp.json()
+
+    def metric(self, name: str, **labels: str) -> float | None:
+        text = self.request("GET", "/metrics").body.decode()
+        want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        for line in text.splitlines():
+            if line.startswith("#"):
+                continue
+            key, _, value = line.rpartition(" ")
+            metric, _, rest = key.partition("{")
+            got = ",".join(sorted(rest.rstrip("}").split(","))) if rest else ""
+            if metric == name and got == want:
+                return float(value)
+        return None
+
+    def terminate(self, timeout_s: float = 30) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout_s)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._log.close()

@@ -1,0 +1,231 @@
+"""The per-table queue's rules, with real process functions injected (no Spark, no tables)."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from lakestats.exceptions import MetadataError
+from lakestatsd.scheduler import RunState, StopCheck, TableQueue, WaitOutcome
+
+
+class Recorder:
+    """A process function that records runs and can block, fail or be slow on demand."""
+
+    def __init__(self, duration_s: float = 0.0) -> None:
+        self.duration_s = duration_s
+        self.runs: list[tuple[str, float, float]] = []  # table, start, end
+        self.fail: dict[str, int] = {}  # table -> failures left
+        self.gates: dict[str, threading.Event] = {}
+        self.started = threading.Condition()
+        self.active: dict[str, int] = {}
+        self.max_active_total = 0
+        self.max_active_per_table: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, table: str, should_stop: StopCheck) -> bool:
+        start = time.monotonic()
+        with self._lock:
+            self.active[table] = self.active.get(table, 0) + 1
+            self.max_active_per_table[table] = max(
+                self.max_active_per_table.get(table, 0), self.active[table]
+            )
+            self.max_active_total = max(self.max_active_total, sum(self.active.values()))
+        with self.started:
+            self.started.notify_all()
+        try:
+            gate = self.gates.get(table)
+            if gate is not None:
+                gate.wait(10)
+            time.sleep(self.duration_s)
+            if self.fail.get(table, 0) > 0:
+                self.fail[table] -= 1
+                raise MetadataError(f"{table}: metadata.json unreadable")
+            return not should_stop()
+        finally:
+            with self._lock:
+                self.active[table] -= 1
+                self.runs.append((table, start, time.monotonic()))
+
+    def count(self, table: str) -> int:
+        with self._lock:
+            return sum(1 for r in self.runs if r[0] == table)
+
+
+def wait_for(predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def make_queue() -> Iterator[Callable[..., TableQueue]]:
+    queues: list[TableQueue] = []
+
+    def make(
+        process: Callable[[str, StopCheck], bool], tables: tuple[str, ...], **kw: float
+    ) -> TableQueue:
+        options: dict[str, float] = {
+            "debounce_s": 0.05,
+            "max_concurrent": 2,
+            "backoff_initial_s": 0.05,
+            "backoff_max_s": 0.2,
+        }
+        options.update(kw)
+        queue = TableQueue(
+            tables,
+            process,
+            debounce_s=options["debounce_s"],
+            max_concurrent=int(options["max_concurrent"]),
+            backoff_initial_s=options["backoff_initial_s"],
+            backoff_max_s=options["backoff_max_s"],
+        )
+        queue.start()
+        queues.append(queue)
+        return queue
+
+    yield make
+    for queue in queues:
+        assert queue.stop(5.0)
+
+
+def test_a_burst_of_hints_becomes_one_run(make_queue: Callable[..., TableQueue]) -> None:
+    rec = Recorder()
+    queue = make_queue(rec, ("a",), debounce_s=0.2)
+    for _ in range(10):  # ten commits in well under the debounce delay
+        queue.hint("a", "watch")
+        time.sleep(0.005)
+    wait_for(lambda: rec.count("a") == 1)
+    time.sleep(0.3)
+    assert rec.count("a") == 1
+    assert queue.status()["a"].state is RunState.IDLE
+
+
+def test_a_hint_during_a_run_is_not_lost(make_queue: Callable[..., TableQueue]) -> None:
+    rec = Recorder()
+    rec.gates["a"] = threading.Event()
+    queue = make_queue(rec, ("a",))
+    queue.hint("a")
+    wait_for(lambda: queue.status()["a"].state is RunState.RUNNING)
+    ticket = queue.hint("a")  # the commit landed after the run read the metadata
+    queue.hint("a")  # and more: they coalesce into one follow-up run
+    rec.gates["a"].set()
+    assert queue.wait("a", ticket, 5.0) is WaitOutcome.DONE
+    wait_for(lambda: queue.status()["a"].state is RunState.IDLE)
+    assert rec.count("a") == 2
+
+
+def test_one_worker_per_table_and_a_global_limit(make_queue: Callable[..., TableQueue]) -> None:
+    rec = Recorder(duration_s=0.05)
+    tables = ("a", "b", "c", "d")
+    queue = make_queue(rec, tables, max_concurrent=2, debounce_s=0.0)
+    for _ in range(5):
+        for t in tables:
+            queue.hint(t)
+        time.sleep(0.02)
+    wait_for(lambda: queue.running() == 0 and queue.depth() == 0)
+    assert rec.max_active_total == 2
+    assert max(rec.max_active_per_table.values()) == 1
+    assert all(rec.count(t) >= 1 for t in tables)
+
+
+def test_failures_back_off_exponentially_and_recover(make_queue: Callable[..., TableQueue]) -> None:
+    rec = Recorder()
+    rec.fail["a"] = 3
+    queue = make_queue(rec, ("a",), debounce_s=0.0, backoff_initial_s=0.1, backoff_max_s=0.25)
+    queue.hint("a")
+    wait_for(lambda: rec.count("a") == 4, timeout_s=3)  # three failures, then a success
+    starts = [r[1] for r in rec.runs]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert gaps[0] >= 0.1 * 0.9 and gaps[1] >= 0.2 * 0.9 and gaps[2] >= 0.25 * 0.9
+    assert gaps[2] < 0.25 + 0.2  # capped at backoff_max_s
+    wait_for(lambda: queue.status()["a"].healthy)
+    status = queue.status()["a"]
+    assert status.last_error is None and status.state is RunState.IDLE
+
+
+def test_a_broken_table_never_stops_the_others(make_queue: Callable[..., TableQueue]) -> None:
+    rec = Recorder()
+    rec.fail["broken"] = 10**6
+    queue = make_queue(rec, ("broken", "ok"), debounce_s=0.0, max_concurrent=1)
+    for _ in range(3):
+        queue.hint("broken")
+        ticket = queue.hint("ok")
+        assert queue.wait("ok", ticket, 2.0) is WaitOutcome.DONE
+    status = queue.status()
+    assert status["broken"].state is RunState.BACKOFF
+    assert status["broken"].last_error == "MetadataError: broken: metadata.json unreadable"
+    assert status["broken"].last_error_kind == "MetadataError"
+    assert status["ok"].healthy
+
+
+def test_wait_needs_a_run_that_started_after_the_hint(
+    make_queue: Callable[..., TableQueue],
+) -> None:
+    rec = Recorder()
+    rec.gates["a"] = threading.Event()
+    queue = make_queue(rec, ("a",), debounce_s=0.0)
+    queue.hint("a")
+    wait_for(lambda: queue.status()["a"].state is RunState.RUNNING)
+    ticket = queue.hint("a")
+    # the run in progress started before the ticket: finishing it is not enough
+    assert queue.wait("a", ticket, 0.05) is WaitOutcome.TIMEOUT
+    rec.gates["a"].set()
+    assert queue.wait("a", ticket, 5.0) is WaitOutcome.DONE
+
+
+def test_stop_lets_the_run_finish_and_wakes_waiters() -> None:
+    rec = Recorder()
+    rec.gates["a"] = threading.Event()
+    queue = TableQueue(
+        ("a",),
+        rec,
+        debounce_s=0.0,
+        max_concurrent=1,
+        backoff_initial_s=1,
+        backoff_max_s=1,
+    )
+    queue.start()
+    queue.hint("a")
+    wait_for(lambda: queue.running() == 1)
+    ticket = queue.hint("a")
+    outcome: list[WaitOutcome] = []
+    waiter = threading.Thread(target=lambda: outcome.append(queue.wait("a", ticket, 10)))
+    waiter.start()
+    threading.Timer(0.1, rec.gates["a"].set).start()
+    assert queue.stop(5.0)
+    waiter.join(5)
+    assert outcome == [WaitOutcome.STOPPING]
+    assert queue.should_stop()
+    assert rec.count("a") == 1  # the dirty re-run is not started once stopping
+    assert not queue.accepting
+
+
+def test_stop_reports_a_run_that_does_not_finish_in_time() -> None:
+    gate = threading.Event()
+
+    def stuck(table: str, should_stop: StopCheck) -> bool:
+        gate.wait(10)
+        return True
+
+    queue = TableQueue(
+        ("a",), stuck, debounce_s=0, max_concurrent=1, backoff_initial_s=1, backoff_max_s=1
+    )
+    queue.start()
+    queue.hint("a")
+    wait_for(lambda: queue.running() == 1)
+    assert queue.stop(0.1) is False
+    gate.set()
+    wait_for(lambda: queue.running() == 0)
+
+
+def test_unknown_table_is_a_key_error(make_queue: Callable[..., TableQueue]) -> None:
+    queue = make_queue(Recorder(), ("a",))
+    with pytest.raises(KeyError):
+        queue.hint("../../etc")
