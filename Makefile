@@ -34,7 +34,7 @@ test: lint
 
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
-	$(BIN)/python -m tests.bench.run $(BENCH_ARGS)
+	$(BIN)/python tests/bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .lakestats demo-warehouse .pytest_cache .mypy_cache .ruff_cache

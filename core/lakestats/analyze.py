@@ -122,9 +122,7 @@ def _batches(commits: Sequence[Commit], max_files: int) -> Iterator[list[Commit]
 class _Run:
     """One analyze run over a table: holds the state being advanced and the merged cache."""
 
-    def __init__(
-        self, opened: OpenedTable, config: Config, sketcher: Sketcher | None
-    ) -> None:
+    def __init__(self, opened: OpenedTable, config: Config, sketcher: Sketcher | None) -> None:
         self.opened = opened
         self.fmt = opened.table
         self.store = opened.store
@@ -171,12 +169,13 @@ class _Run:
         out = []
         for f in files:
             per_file = sketches.get(f.path)
-            if per_file is not None:
-                # Columns added after the file was written read as null in Spark; they are
-                # absent from the file, not all-null values of it.
-                kept = {fid: s for fid, s in per_file.items() if fid in f.field_ids}
-                f = replace(f, sketches=kept)
-            out.append(f)
+            if per_file is None:
+                out.append(f)
+                continue
+            # Columns added after the file was written read as null in Spark; they are
+            # absent from the file, not all-null values of it.
+            kept = {fid: s for fid, s in per_file.items() if fid in f.field_ids}
+            out.append(replace(f, sketches=kept))
         return out
 
     def _remerge_removed(
@@ -221,9 +220,7 @@ class _Run:
         started = time.perf_counter()
         schema = self.fmt.schema(commit.schema_id)
         types = _types(self.fmt.schema(), schema)
-        added = self._with_sketches(commit.added_files, sketches) + list(
-            commit.added_delete_files
-        )
+        added = self._with_sketches(commit.added_files, sketches) + list(commit.added_delete_files)
         removed = list(commit.removed_files) + list(commit.removed_delete_files)
 
         segments, had_removals = self._remerge_removed(state, removed, types)
@@ -247,9 +244,7 @@ class _Run:
             next_state = replace(state, segments=tuple(segments))
             partitions = self.partitions(next_state)
         else:
-            partitions = merge_partitions(
-                (*self.partitions(state), *new_parts), self.settings
-            )
+            partitions = merge_partitions((*self.partitions(state), *new_parts), self.settings)
             self._partitions = partitions
         names = {c.field_id: c.name for c in self.fmt.schema().columns} | {
             c.field_id: c.name for c in schema.columns
@@ -317,7 +312,14 @@ def analyze_table(
     """
     for attempt in range(_CONCURRENT_RETRIES):
         try:
-            return _analyze_once(opened, config, sketcher, should_stop, on_commit, rebuild)
+            return _analyze_once(
+                opened,
+                config=config,
+                sketcher=sketcher,
+                should_stop=should_stop,
+                on_commit=on_commit,
+                rebuild=rebuild,
+            )
         except ConcurrentUpdateError:
             # Another process advanced the log first; its work is as good as ours, so
             # reload and continue from where it got to.
@@ -329,6 +331,7 @@ def analyze_table(
 
 def _analyze_once(
     opened: OpenedTable,
+    *,
     config: Config,
     sketcher: Sketcher | None,
     should_stop: Callable[[], bool] | None,
@@ -398,4 +401,3 @@ def list_commit_docs(opened: OpenedTable) -> list[dict[str, Any]]:
         return []
     docs = [opened.store.read_stats(p)["commit"] for p in state.stats.values()]
     return sorted(docs, key=lambda d: (d["sequence_number"], d["timestamp_ms"]))
-

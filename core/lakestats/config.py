@@ -264,14 +264,15 @@ def _apply_override(data: dict[str, Any], parts: list[str], value: str, var: str
         if len(parts) != 3:
             raise ConfigError(f"environment variable {var}: use LAKESTATS_TABLE__<NAME>__<KEY>")
         tables = [dict(t) for t in data.get("table", [])]
-        match = next((t for t in tables if str(t.get("name", "")).lower() == parts[1].lower()), None)
+        wanted = parts[1].lower()
+        match = next((t for t in tables if str(t.get("name", "")).lower() == wanted), None)
         if match is None:
             match = {"name": parts[1]}
             tables.append(match)
         match[parts[2].lower()] = value
         data["table"] = tables
         return
-    free_form = head == "catalog" or (head == "spark" and len(parts) > 1 and parts[1].lower() == "conf")
+    spark_conf = head == "spark" and len(parts) > 1 and parts[1].lower() == "conf"
     node = data
     for depth, part in enumerate(parts[:-1]):
         key = part.lower()
@@ -287,7 +288,7 @@ def _apply_override(data: dict[str, Any], parts: list[str], value: str, var: str
         node[key] = child
         node = child
     # Spark conf keys are case-sensitive; catalog properties are lower-case by convention.
-    last = parts[-1] if head == "spark" and free_form else parts[-1].lower()
+    last = parts[-1] if spark_conf else parts[-1].lower()
     node[last] = value
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.expressions import LessThan
+from pyiceberg.expressions import LessThan, Reference
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
@@ -47,8 +47,10 @@ def _batch(rng: random.Random, start: int, rows: int) -> pa.Table:
             "order_id": pa.array(range(start, start + rows), pa.int64()),
             "region": pa.array([rng.choice(REGIONS) for _ in range(rows)]),
             "customer": pa.array(
-                [None if rng.random() < 0.05 else f"customer-{rng.randint(1, 400):04d}"
-                 for _ in range(rows)]
+                [
+                    None if rng.random() < 0.05 else f"customer-{rng.randint(1, 400):04d}"
+                    for _ in range(rows)
+                ]
             ),
             "amount": pa.array([round(rng.lognormvariate(3, 1), 2) for _ in range(rows)]),
             "order_date": pa.array(
@@ -72,11 +74,11 @@ def build_warehouse(root: Path) -> Path:
     catalog.create_namespace("shop")
     spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
     table = catalog.create_table("shop.orders", schema=SCHEMA, partition_spec=spec)
-    rng = random.Random(7)
+    rng = random.Random(7)  # noqa: S311 - demo data, not secrets
     print("demo: writing 3 appends and a delete to shop.orders", flush=True)
     for i in range(3):
         table.append(_batch(rng, i * 5000, 5000))
-    table.delete(LessThan("order_id", 1000))
+    table.delete(LessThan(Reference("order_id"), 1000))
     config = root / "lakestats.toml"
     config.write_text(
         f'''# written by `make demo`
@@ -89,7 +91,7 @@ identifier = "shop.orders"
 
 [catalog.demo]
 type = "sql"
-uri = "sqlite:///{root / 'catalog.db'}"
+uri = "sqlite:///{root / "catalog.db"}"
 warehouse = "{warehouse.as_uri()}"
 
 [spark]

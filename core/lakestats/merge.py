@@ -89,9 +89,10 @@ def column_of_file(data_file: DataFile, field_id: int, type_str: str) -> ColumnA
     truncated = m.bounds_may_be_truncated
     lower, upper = m.lower, m.upper
     have_metadata_bounds = lower is not None and upper is not None
-    if sketch is not None and (truncated or not have_metadata_bounds):
-        if sketch.min is not None or sketch.null_count is not None:
-            lower, upper, truncated = sketch.min, sketch.max, False
+    scanned = sketch is not None and (sketch.min is not None or sketch.null_count is not None)
+    if scanned and (truncated or not have_metadata_bounds):
+        assert sketch is not None
+        lower, upper, truncated = sketch.min, sketch.max, False
     complete = (lower is not None and upper is not None) or not _has_values(
         metrics, sketch, data_file.record_count
     )
@@ -245,7 +246,5 @@ def without_sketches(part: PartitionAggregate) -> PartitionAggregate:
     """A copy with the sketch bytes dropped (for documents that only need exact stats)."""
     return replace(
         part,
-        columns={
-            fid: replace(col, theta=None, kll=None) for fid, col in part.columns.items()
-        },
+        columns={fid: replace(col, theta=None, kll=None) for fid, col in part.columns.items()},
     )

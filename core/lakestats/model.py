@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 JsonScalar = str | int | float | bool | None
 
 
-class FileContent(str, Enum):
+class FileContent(StrEnum):
     """What a file listed by the table format holds."""
 
     DATA = "data"

@@ -14,10 +14,7 @@ _MAX_CELL = 24
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
-    if isinstance(value, float):
-        text = f"{value:.4g}"
-    else:
-        text = str(value)
+    text = f"{value:.4g}" if isinstance(value, float) else str(value)
     return text if len(text) <= _MAX_CELL else text[: _MAX_CELL - 1] + "…"
 
 
@@ -93,8 +90,19 @@ def render_stats(doc: dict[str, Any]) -> str:
         )
     out.append(
         _table(
-            ["column", "type", "nulls", "nans", "min", "max", "ndv≈", "avg_len", "true", "false",
-             "bytes"],
+            [
+                "column",
+                "type",
+                "nulls",
+                "nans",
+                "min",
+                "max",
+                "ndv≈",
+                "avg_len",
+                "true",
+                "false",
+                "bytes",
+            ],
             rows,
         )
     )

@@ -14,14 +14,14 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+from pydantic import TypeAdapter
 from pyiceberg.conversions import from_bytes, to_bytes
 from pyiceberg.types import IcebergType, PrimitiveType
-from pydantic import TypeAdapter
 
 from lakestats.model import JsonScalar
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
-_EPOCH = dt.datetime(1970, 1, 1)  # noqa: DTZ001 - Iceberg "timestamp" is zone-less
+_EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _TYPE_ADAPTER: TypeAdapter[IcebergType] = TypeAdapter(IcebergType)
 

@@ -213,6 +213,7 @@ def test_incremental_equals_single_pass(wh: IcebergWarehouse, tmp_path: Path) ->
         assert a == b
     assert_matches_exact(show_json(loc, once), wh, "t")
     code, text = run_cli("commits", loc, "--state-dir", str(once), "--json")
+    assert code == 0
     commits = json.loads(text)
     assert [c["snapshot_id"] for c in commits] == wh.lineage("t")
     first = commits[0]

@@ -35,14 +35,10 @@ def env() -> dict[str, str]:
 
 
 def show(loc: str, state: Path, snapshot: int) -> dict[str, Any]:
-    done = subprocess.run(
-        cli("show", loc, "--state-dir", str(state), "--json", "--snapshot", str(snapshot)),
-        capture_output=True,
-        text=True,
-        env=env(),
-        check=True,
-    )
-    doc: dict[str, Any] = json.loads(done.stdout)
+    out = io.StringIO()
+    args = ["show", loc, "--state-dir", str(state), "--json", "--snapshot", str(snapshot)]
+    assert main(args, out=out) == 0
+    doc: dict[str, Any] = json.loads(out.getvalue())
     doc.pop("computed_at_ms")
     return doc
 

@@ -18,7 +18,7 @@ from lakestats.exceptions import MetadataError, SnapshotNotFoundError
 from lakestatsd.api import create_app
 from lakestatsd.openapi import openapi_document
 
-TOKEN = "s3cret-token"  # noqa: S105 - test value
+TOKEN = "s3cret-token"
 
 
 class FakeBackend:

@@ -79,9 +79,7 @@ def _sketch_fields(
         out["quantiles"] = {
             _rank_key(q): to_json(kll_value(column.type, v)) for q, v in quantiles.items()
         }
-        buckets = equi_depth_histogram(
-            column.kll, column.theta, settings.histogram_buckets
-        )
+        buckets = equi_depth_histogram(column.kll, column.theta, settings.histogram_buckets)
         out["histogram"] = [
             {
                 "lower": to_json(kll_value(column.type, b.lower)),

@@ -95,7 +95,7 @@ def get_spark(settings: SparkSettings | None = None) -> Any:
 
 def stop_spark() -> None:
     """Stop the process-wide session (if any); the next ``get_spark`` creates a new one."""
-    global _session, _session_settings  # noqa: PLW0603 - the process-wide singleton
+    global _session, _session_settings
     with _lock:
         session, _session, _session_settings = _session, None, None
     if session is not None:

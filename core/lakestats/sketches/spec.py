@@ -16,10 +16,11 @@ from lakestats.model import SketchSettings
 # The ranges Spark 4 accepts, checked against the functions themselves:
 #   kll_sketch_agg_double(x, k)      -> KLL_SKETCH_K_OUT_OF_RANGE unless 8 <= k <= 65535
 #   theta_sketch_agg(x, lgNomEntries) -> SKETCH_INVALID_LG_NOM_ENTRIES unless 4 <= lg <= 26
-# Validating here turns a failed Spark job (or a stack trace deep in a batch) into a
-# configuration error at start-up.
+# and the Python datasketches that merges them (datasketches 5.x: theta lg_k >= 5, KLL
+# 8 <= k <= 65535). The accepted ranges are the intersection. Validating here turns a failed
+# Spark job (or a stack trace deep in a batch) into a configuration error at start-up.
 KLL_K_MIN, KLL_K_MAX = 8, 65535
-THETA_LG_K_MIN, THETA_LG_K_MAX = 4, 26
+THETA_LG_K_MIN, THETA_LG_K_MAX = 5, 26
 # KLL at its largest k resolves ranks to ~0.01 %, so more buckets than this only repeat
 # boundaries; the cap also keeps a typo (1e9) from allocating a billion buckets.
 HISTOGRAM_BUCKETS_MAX = 10_000

@@ -1,0 +1,100 @@
+"""What lakestats is compared with: plain Spark over the same Parquet files.
+
+Both baselines run in a child session of the one process-wide SparkSession (shared
+SparkContext and JVM, so they are as warm as lakestats' own jobs), with Spark's defaults
+apart from what each says.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from measure import timed
+
+SPARK_TABLE = "bench_lineitem"
+
+
+def jvm_pid(spark: Any) -> int:
+    """The Spark driver JVM's process id."""
+    return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+
+
+def min_scan(spark: Any, files: Sequence[str]) -> float:
+    """Seconds for ``SELECT min(c) for every column`` over ``files``: one full scan.
+
+    Includes planning (reading the Parquet footers for the schema) and collecting the
+    single result row. Spark's file source (DSv1) does not answer ``min`` from Parquet
+    footers, so every column chunk is decompressed and decoded.
+    """
+    from pyspark.sql import functions as F  # noqa: N812 - pyspark's convention
+
+    session = spark.newSession()
+
+    def run() -> list[Any]:
+        df = session.read.parquet(*files)
+        return list(df.agg(*[F.min(c).alias(c) for c in df.columns]).collect())
+
+    _, seconds = timed(run)
+    return seconds
+
+
+@dataclass(frozen=True)
+class SparkAnalyze:
+    seconds: float  # ANALYZE TABLE … COMPUTE STATISTICS FOR ALL COLUMNS, histograms on
+    row_count: int | None
+    distinct_count: dict[str, int | None]  # column -> Spark's own NDV estimate
+    histogram_buckets: int
+
+
+def create_table(spark: Any, files: Sequence[str], link_dir: Path) -> Any:
+    """A Spark (in-memory catalog) Parquet table over exactly ``files``.
+
+    The files are hard-linked (copied across file systems) into ``link_dir``, so the
+    table's location holds the live files and nothing else.
+    """
+    if link_dir.exists():
+        shutil.rmtree(link_dir)
+    link_dir.mkdir(parents=True)
+    for i, path in enumerate(files):
+        target = link_dir / f"part-{i:05d}.parquet"
+        try:
+            os.link(path, target)
+        except OSError:
+            shutil.copyfile(path, target)
+    session = spark.newSession()
+    session.conf.set("spark.sql.statistics.histogram.enabled", "true")
+    session.sql(f"DROP TABLE IF EXISTS {SPARK_TABLE}")
+    location = str(link_dir).replace("'", "\\'")
+    session.sql(f"CREATE TABLE {SPARK_TABLE} USING parquet LOCATION '{location}'")
+    return session
+
+
+def analyze(session: Any, columns: Sequence[str]) -> SparkAnalyze:
+    """Time Spark's ANALYZE (table + all columns, equi-height histograms) and read back
+    what it computed."""
+    _, seconds = timed(
+        lambda: session.sql(f"ANALYZE TABLE {SPARK_TABLE} COMPUTE STATISTICS FOR ALL COLUMNS")
+    )
+    distinct: dict[str, int | None] = {}
+    for column in columns:
+        rows = session.sql(f"DESCRIBE TABLE EXTENDED {SPARK_TABLE} `{column}`").collect()
+        info = {r["info_name"]: r["info_value"] for r in rows}
+        value = info.get("distinct_count")
+        distinct[column] = None if value in (None, "NULL") else int(value)
+    stats = [
+        r
+        for r in session.sql(f"DESCRIBE TABLE EXTENDED {SPARK_TABLE}").collect()
+        if r["col_name"] == "Statistics"
+    ]
+    row_count = None
+    if stats:  # "123 bytes, 456 rows"
+        for piece in str(stats[0]["data_type"]).split(","):
+            if piece.strip().endswith("rows"):
+                row_count = int(piece.split()[0])
+    buckets = int(session.conf.get("spark.sql.statistics.histogram.numBins"))
+    return SparkAnalyze(seconds, row_count, distinct, buckets)

@@ -1,0 +1,122 @@
+"""Deployment files, validated offline: systemd-analyze, YAML structure, the Containerfile."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from lakestats.config import load_config
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOY = REPO / "deploy"
+UNIT = DEPLOY / "systemd" / "lakestatsd.service"
+
+
+def unit_settings() -> dict[str, list[str]]:
+    settings: dict[str, list[str]] = {}
+    for line in UNIT.read_text().splitlines():
+        if "=" in line and not line.lstrip().startswith(("#", "[")):
+            key, _, value = line.partition("=")
+            settings.setdefault(key.strip(), []).append(value.strip())
+    return settings
+
+
+@pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed here"
+)
+def test_systemd_unit_verifies(tmp_path: Path) -> None:
+    # verify checks that ExecStart exists: point it at a stand-in executable
+    exe = tmp_path / "lakestatsd"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    unit = tmp_path / "lakestatsd.service"
+    unit.write_text(UNIT.read_text().replace("/opt/lakestats/bin/lakestatsd", str(exe)))
+    result = subprocess.run(
+        ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    # unknown keys are only warnings for systemd: treat any remark about our unit as failure
+    remarks = [line for line in result.stderr.splitlines() if "lakestatsd.service" in line]
+    assert not remarks, remarks
+
+
+def test_systemd_unit_is_hardened() -> None:
+    s = unit_settings()
+    assert s["Type"] == ["notify"]
+    assert s["User"] == ["lakestats"] and s["Group"] == ["lakestats"]
+    assert s["ProtectSystem"] == ["strict"]
+    assert s["ReadWritePaths"] == ["/var/lib/lakestats"]
+    assert s["StateDirectory"] == ["lakestats"]
+    for key in ("NoNewPrivileges", "PrivateTmp", "PrivateDevices", "ProtectHome"):
+        assert s[key] == ["yes"], key
+    assert s["CapabilityBoundingSet"] == [""]
+    assert "WatchdogSec" in s
+    assert s["RestartPreventExitStatus"] == ["2"]  # a bad config does not flap
+
+
+def load_yaml(name: str) -> list[dict[str, Any]]:
+    with (DEPLOY / "kubernetes" / name).open() as handle:
+        return [doc for doc in yaml.safe_load_all(handle) if doc]
+
+
+def test_kubernetes_manifests_structure(tmp_path: Path) -> None:
+    deployment = next(d for d in load_yaml("deployment.yaml") if d["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= (
+        deployment["spec"]["template"]["metadata"]["labels"].items()
+    )
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] != 0
+    (container,) = pod["containers"]
+    sc = container["securityContext"]
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert {"requests", "limits"} <= container["resources"].keys()
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert "emptyDir" in volumes[mounts["/tmp"]]
+    assert "persistentVolumeClaim" in volumes[mounts["/var/lib/lakestats"]]
+    assert volumes[mounts["/etc/lakestats"]]["configMap"]["name"] == "lakestatsd-config"
+    port = container["ports"][0]["containerPort"]
+
+    (configmap,) = load_yaml("configmap.yaml")
+    config_text = configmap["data"]["lakestatsd.toml"]
+    toml_path = tmp_path / "lakestatsd.toml"
+    toml_path.write_text(config_text)
+    config = load_config(toml_path, env={})  # the shipped config must be valid
+    assert config.state_dir == "/var/lib/lakestats" and config.http.port == port
+    assert deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] > (
+        config.daemon.shutdown_timeout_s
+    )
+
+    (service,) = load_yaml("service.yaml")
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert service["spec"]["ports"][0]["targetPort"] in ("http", port)
+    (kustomization,) = load_yaml("kustomization.yaml")
+    for resource in kustomization["resources"]:
+        assert (DEPLOY / "kubernetes" / resource).is_file()
+
+
+def test_containerfile() -> None:
+    text = (DEPLOY / "Containerfile").read_text()
+    assert text.startswith("#") and "FROM python:3.11-slim" in text
+    assert "openjdk-17-jre-headless" in text
+    assert "\nUSER 10001" in text
+    assert 'ENTRYPOINT ["/usr/bin/tini", "--", "lakestatsd"]' in text
+
+
+@pytest.mark.parametrize("name", ["local.toml", "production.toml"])
+def test_example_configs_are_valid(name: str) -> None:
+    path = REPO / "config" / name
+    tomllib.loads(path.read_text())
+    config = load_config(path, env={})
+    assert config.table

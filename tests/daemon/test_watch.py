@@ -1,0 +1,59 @@
+"""Watching: commit markers only, local paths only, real watchdog events become hints."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from watchdog.events import FileCreatedEvent, FileModifiedEvent, FileMovedEvent
+
+from lakestatsd.watch import MetadataWatcher, is_commit_event, local_metadata_dir
+
+
+def test_commit_markers() -> None:
+    assert is_commit_event(FileCreatedEvent("/t/metadata/00003-ab.metadata.json"))
+    assert is_commit_event(FileMovedEvent("/t/metadata/x.tmp", "/t/metadata/version-hint.text"))
+    assert not is_commit_event(FileCreatedEvent("/t/metadata/snap-1-0-ab.avro"))
+    assert not is_commit_event(FileModifiedEvent("/t/metadata/.00003.metadata.json"))
+
+
+def test_local_metadata_dir() -> None:
+    assert local_metadata_dir("/data/t") == Path("/data/t/metadata")
+    assert local_metadata_dir("file:///data/my%20t") == Path("/data/my t/metadata")
+    assert local_metadata_dir("s3://bucket/t") is None
+
+
+def test_events_become_hints_and_missing_dirs_are_retried(tmp_path: Path) -> None:
+    hints: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def hint(table: str, source: str) -> None:
+        with lock:
+            hints.append((table, source))
+
+    (tmp_path / "a" / "metadata").mkdir(parents=True)
+    locations = {"a": str(tmp_path / "a"), "late": str(tmp_path / "late"), "s3": "s3://b/t"}
+    watcher = MetadataWatcher(("a", "late", "s3"), hint, locations.get)
+    watcher.start()
+    try:
+        assert set(watcher.watched()) == {"a"}
+        (tmp_path / "a" / "metadata" / "snap-1.avro").write_text("x")
+        (tmp_path / "a" / "metadata" / "00001-x.metadata.json").write_text("{}")
+        (tmp_path / "late" / "metadata").mkdir(parents=True)
+        watcher.ensure_watches()  # what each poll tick does
+        assert set(watcher.watched()) == {"a", "late"}
+        (tmp_path / "late" / "metadata" / "00001-y.metadata.json").write_text("{}")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with lock:
+                if ("late", "watch") in hints and hints.count(("a", "watch")) >= 2:
+                    break
+            time.sleep(0.02)
+        with lock:
+            # one hint on watch start (a commit may have landed before it) + the commit
+            assert hints.count(("a", "watch")) >= 2
+            assert ("late", "watch") in hints
+            assert all(t != "s3" for t, _ in hints)
+    finally:
+        watcher.stop()
