@@ -163,19 +163,22 @@ def _cmd_commits(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 
 def _cmd_notify(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
-    from lakestats.exceptions import DaemonUnreachableError  # noqa: PLC0415
-    from lakestats.notify import notify  # noqa: PLC0415
+    from lakestats.notify import DaemonUnavailableError, notify  # noqa: PLC0415
 
     timeout = args.timeout if args.timeout is not None else config.http.wait_timeout_s
     try:
         result = notify(config, args.table, wait=args.wait, timeout_s=timeout)
-    except DaemonUnreachableError as exc:
+    except DaemonUnavailableError as exc:
         if not args.fallback_analyze:
             raise
         print(f"lakestats: {exc}; analyzing in this process instead", file=err)
         args.no_sketches, args.rebuild, args.quiet = False, False, True
         return _cmd_analyze(args, config, out, err)
-    print(result.message, file=out)
+    if result.waited:
+        snapshot = result.last_snapshot_id
+        print(f"{result.table}: stats are up to date (snapshot {snapshot})", file=out)
+    else:
+        print(f"{result.table}: commit notification queued by lakestatsd", file=out)
     return EXIT_OK
 
 

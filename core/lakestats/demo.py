@@ -1,22 +1,33 @@
-"""``make demo``: a small Iceberg warehouse, a few commits, then ``analyze`` and ``show``.
+"""``make demo``: lakestatsd keeping a live Iceberg table's stats fresh.
 
-The warehouse is made with pyiceberg's SQLite catalog under ``./demo-warehouse`` (replaced
-on every run), so the demo needs nothing but this package and Java.
+Builds a demo warehouse with pyiceberg's SQLite catalog under ``./demo-warehouse``
+(replaced on every run), starts ``lakestatsd --config config/local.toml`` in the
+background, then writes commits (appends, a delete, a compaction) and after each one shows
+the stats the daemon serves over HTTP and how fresh they are; finally stops the daemon with
+SIGTERM. Needs nothing but this package and Java.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 import shutil
+import signal
+import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.expressions import LessThan, Reference
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table import Table
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import (
     BooleanType,
@@ -27,7 +38,9 @@ from pyiceberg.types import (
     StringType,
 )
 
-from lakestats.cli import main as cli_main
+from lakestats.config import Config, load_config
+from lakestats.notify import notify
+from lakestats.render import render_stats
 
 SCHEMA = Schema(
     NestedField(1, "order_id", LongType(), required=False),
@@ -61,63 +74,111 @@ def _batch(rng: random.Random, start: int, rows: int) -> pa.Table:
     )
 
 
-def build_warehouse(root: Path) -> Path:
-    """Create the demo table with four commits; return the config file to use."""
+def build_warehouse(root: Path) -> Table:
+    """A fresh demo table ``shop.orders`` (SQLite catalog) with one first commit."""
     if root.exists():
         shutil.rmtree(root)
-    root.mkdir(parents=True)
     warehouse = root / "warehouse"
-    warehouse.mkdir()
+    warehouse.mkdir(parents=True)
     catalog = SqlCatalog(
         "demo", uri=f"sqlite:///{root / 'catalog.db'}", warehouse=warehouse.as_uri()
     )
     catalog.create_namespace("shop")
     spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
     table = catalog.create_table("shop.orders", schema=SCHEMA, partition_spec=spec)
-    rng = random.Random(7)  # noqa: S311 - demo data, not secrets
-    print("demo: writing 3 appends and a delete to shop.orders", flush=True)
-    for i in range(3):
-        table.append(_batch(rng, i * 5000, 5000))
-    table.delete(LessThan(Reference("order_id"), 1000))
-    config = root / "lakestats.toml"
-    config.write_text(
-        f'''# written by `make demo`
-state_dir = "state"
+    table.append(_batch(random.Random(0), 0, 5000))  # noqa: S311 - demo data
+    return table
 
-[[table]]
-name = "orders"
-catalog = "demo"
-identifier = "shop.orders"
 
-[catalog.demo]
-type = "sql"
-uri = "sqlite:///{root / "catalog.db"}"
-warehouse = "{warehouse.as_uri()}"
+def _get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - loopback URL
+        return json.loads(response.read())
 
-[spark]
-master = "local[2]"
-[spark.conf]
-"spark.ui.enabled" = "false"
-"spark.sql.shuffle.partitions" = "2"
-''',
-        encoding="utf-8",
-    )
-    return config
+
+def _lag(base: str) -> str:
+    with urllib.request.urlopen(f"{base}/metrics", timeout=10) as response:  # noqa: S310
+        for line in response.read().decode().splitlines():
+            if line.startswith('lakestats_freshness_lag_seconds{table="orders"}'):
+                return f"{float(line.split()[-1]):.1f}s"
+    return "n/a"
+
+
+def _wait_ready(base: str, daemon: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if daemon.poll() is not None:
+            raise SystemExit(f"demo: lakestatsd exited early; see {log}")
+        try:
+            _get_json(f"{base}/readyz")
+            return
+        except (urllib.error.URLError, OSError):
+            print(".", end="", flush=True)
+            time.sleep(1)
+    raise SystemExit(f"demo: lakestatsd was not ready within 180 s; see {log}")
 
 
 def main() -> int:
-    root = Path("demo-warehouse").resolve()
-    config = build_warehouse(root)
-    print(f"demo: lakestats analyze orders --config {config}", flush=True)
-    code = cli_main(["analyze", "orders", "--config", str(config)])
-    if code:
-        return code
-    print(f"\ndemo: lakestats show orders --config {config}\n", flush=True)
-    code = cli_main(["show", "orders", "--config", str(config)])
-    if code:
-        return code
-    print(f"\ndemo: lakestats commits orders --config {config}\n", flush=True)
-    return cli_main(["commits", "orders", "--config", str(config)])
+    repo = Path.cwd()
+    config_path = repo / "config" / "local.toml"
+    config = load_config(config_path)
+    (table_config,) = config.table
+    assert table_config.location is not None
+    root = Path(table_config.location).resolve().parents[2]  # <root>/warehouse/shop/orders
+    state = Path(config.state_dir)
+    print(f"demo: fresh warehouse in {root}", flush=True)
+    table = build_warehouse(root)
+    if state.exists():
+        shutil.rmtree(state)
+    log = root / "lakestatsd.log"
+    base = f"http://{config.http.host}:{config.http.port}"
+    print(f"demo: starting lakestatsd --config {config_path} (log: {log})", end="", flush=True)
+    with log.open("wb") as log_file:
+        daemon = subprocess.Popen(  # noqa: S603 - our own console script
+            [sys.executable, "-m", "lakestatsd", "--config", str(config_path)],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_ready(base, daemon, log)
+            print(" ready", flush=True)
+            _write_and_watch(table, config, base)
+            doc = _get_json(f"{base}/v1/tables/orders/stats")
+            print("\ndemo: final stats, as `lakestats show` prints them:\n", flush=True)
+            print(render_stats(doc), flush=True)
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            code = daemon.wait(timeout=60)
+    print(f"demo: lakestatsd stopped with exit code {code} after SIGTERM", flush=True)
+    return code
+
+
+def _write_and_watch(table: Table, config: Config, base: str) -> None:
+    rng = random.Random(7)  # noqa: S311 - demo data, not secrets
+    steps: list[tuple[str, Callable[[], None]]] = [
+        ("append 5000 rows", lambda: table.append(_batch(rng, 5000, 5000))),
+        ("append 5000 rows", lambda: table.append(_batch(rng, 10000, 5000))),
+        ("delete order_id < 2000", lambda: table.delete("order_id < 2000")),
+        ("compact into one file", lambda: table.overwrite(table.scan().to_arrow())),
+    ]
+    print(
+        f"demo: {'commit':<24} {'snapshot':>20} {'rows':>6} {'ndv(customer)':>13} "
+        f"{'p50(amount)':>11} {'fresh after':>11} {'lag now':>7}"
+    )
+    for label, write in steps:
+        write()
+        table = table.refresh()
+        committed = time.monotonic()
+        notify(config, "orders", wait=True, timeout_s=config.http.wait_timeout_s)
+        fresh_after = time.monotonic() - committed
+        doc = _get_json(f"{base}/v1/tables/orders/stats")
+        columns = doc["columns"]
+        p50 = (columns["amount"].get("quantiles") or {}).get("0.5")
+        print(
+            f"demo: {label:<24} {doc['snapshot_id']:>20} {doc['record_count']:>6} "
+            f"{columns['customer'].get('ndv')!s:>13} {p50!s:>11} {fresh_after:>10.2f}s "
+            f"{_lag(base):>7}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

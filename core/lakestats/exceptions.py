@@ -44,7 +44,3 @@ class SnapshotNotFoundError(LakestatsError):
 
 class SketchError(LakestatsError):
     """The sketch pipeline failed (Spark unavailable, unsupported input)."""
-
-
-class DaemonUnreachableError(LakestatsError):
-    """``lakestats notify`` could not connect to the daemon."""

@@ -38,6 +38,7 @@ import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
@@ -153,7 +154,7 @@ def _run(
     settings: SketchSettings,
     match_by: str,
 ) -> list[Any]:
-    from pyspark.sql import functions as F  # noqa: N812 - pyspark's own convention
+    from pyspark.sql import functions as F  # noqa: N812, PLC0415 - lazy; pyspark's own name
 
     sc = session.sparkContext
     partitions = max(1, min(len(paths), sc.defaultParallelism))
@@ -247,7 +248,7 @@ def _quote_path(name: str) -> str:
 
 
 def _spark_type(spec: TypeSpec) -> Any:
-    from pyspark.sql import types as T  # noqa: N812 - pyspark's own convention
+    from pyspark.sql import types as T  # noqa: N812, PLC0415 - lazy; pyspark's own name
 
     simple: dict[str, Any] = {
         "boolean": T.BooleanType(),
@@ -272,7 +273,7 @@ def _spark_type(spec: TypeSpec) -> Any:
 def _read_schema(planned: list[_Planned], by_id: bool) -> Any:
     """The read schema: leaves carry their field id; struct parents (whose ids the model
     does not carry) are matched by name."""
-    from pyspark.sql import types as T  # noqa: N812 - pyspark's own convention
+    from pyspark.sql import types as T  # noqa: N812, PLC0415 - lazy; pyspark's own name
 
     tree: dict[str, Any] = {}
     for p in planned:
@@ -373,7 +374,7 @@ def _input_key(path: str) -> str:
     parts = urlsplit(path)
     if _is_local(parts.scheme):
         local = parts.path if parts.scheme == "file" else path
-        return "file:" + os.path.normpath(os.path.abspath(local))
+        return "file:" + os.path.normpath(Path(local).absolute())
     return f"{parts.scheme}://{parts.netloc}{os.path.normpath(parts.path)}"
 
 
@@ -393,7 +394,7 @@ def _local_path(path: str) -> str | None:
 
 
 def _check_local_files_exist(paths: Any) -> None:
-    missing = [p for p in paths if (lp := _local_path(p)) is not None and not os.path.isfile(lp)]
+    missing = [p for p in paths if (lp := _local_path(p)) is not None and not Path(lp).is_file()]
     if missing:
         raise DataFileError(f"data file not found: {', '.join(missing)}")
 
@@ -414,7 +415,7 @@ def _convert_error(exc: Exception, paths: list[str]) -> Exception:
         for marker in ("PATH_NOT_FOUND", "FileNotFoundException", "FILE_NOT_EXIST")
     )
     if not_found:
-        gone = [p for p in paths if (lp := _local_path(p)) is not None and not os.path.isfile(lp)]
+        gone = [p for p in paths if (lp := _local_path(p)) is not None and not Path(lp).is_file()]
         files = gone or named or paths
         return DataFileError(f"data file not found: {', '.join(files)}")
     if "FAILED_READ_FILE" in message or "CANNOT_READ_FILE_FOOTER" in message:

@@ -209,10 +209,17 @@ class TableQueue:
             if not self._accepting:
                 return table.hint_seq
             table.hint_sources.add(source)
-            if not table.pending:
+            soon = self._clock() + self._debounce_s
+            if source == "api":
+                # A writer saying "I committed" is worth a prompt try even in backoff: what
+                # failed (a missing table, a bad file) may be what that commit fixed.
+                table.due_at = min(table.due_at, soon) if table.pending else soon
                 table.pending = True
-                # a table in backoff keeps its later due time; a fresh hint cannot skip it
-                table.due_at = max(table.due_at, self._clock() + self._debounce_s)
+            elif not table.pending:
+                table.pending = True
+                # events and polls never skip a backoff: they would retry a broken table
+                # at the rate files change
+                table.due_at = max(table.due_at, soon)
             self._cond.notify_all()
             return table.hint_seq
 

@@ -150,6 +150,22 @@ def test_failures_back_off_exponentially_and_recover(make_queue: Callable[..., T
     assert status.last_error is None and status.state is RunState.IDLE
 
 
+def test_a_writer_notification_skips_the_backoff_but_events_do_not(
+    make_queue: Callable[..., TableQueue],
+) -> None:
+    rec = Recorder()
+    rec.fail["a"] = 1
+    queue = make_queue(rec, ("a",), debounce_s=0.0, backoff_initial_s=30.0, backoff_max_s=60.0)
+    queue.hint("a", "watch")
+    wait_for(lambda: rec.count("a") == 1)  # failed: next try in 30 s
+    queue.hint("a", "poll")
+    time.sleep(0.3)
+    assert rec.count("a") == 1  # file events and polls wait out the backoff
+    queue.hint("a", "api")
+    wait_for(lambda: rec.count("a") == 2, timeout_s=3)  # an explicit notification does not
+    wait_for(lambda: queue.status()["a"].healthy)
+
+
 def test_a_broken_table_never_stops_the_others(make_queue: Callable[..., TableQueue]) -> None:
     rec = Recorder()
     rec.fail["broken"] = 10**6

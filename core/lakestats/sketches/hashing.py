@@ -121,8 +121,7 @@ def _decimal_bytes_sql(type_str: str, v: str) -> str:
     lo_hi = f"({lo} div {two32})"
     lo_lo = f"CAST({lo} - {lo_hi} * {two32} AS BIGINT)"
     hex32 = (
-        f"concat(lpad(hex({hi}), 16, '0'), lpad(hex({lo_hi}), 8, '0'), "
-        f"lpad(hex({lo_lo}), 8, '0'))"
+        f"concat(lpad(hex({hi}), 16, '0'), lpad(hex({lo_hi}), 8, '0'), lpad(hex({lo_lo}), 8, '0'))"
     )
     body = f"substring(unhex({hex32}), -{_min_bytes_sql(unscaled, 16)})"
     return f"CASE WHEN {v} IS NOT NULL THEN {body} END"

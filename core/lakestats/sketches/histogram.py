@@ -59,7 +59,9 @@ def equi_depth_histogram(
     if sketch.is_empty():
         return []
     n = float(sketch.n)
-    cuts = sketch.get_quantiles([i / buckets for i in range(buckets + 1)], True)
+    inner = sketch.get_quantiles([i / buckets for i in range(1, buckets)], True)
+    # the true extremes, not KLL's quantile 0/1 (retained items only)
+    cuts = [sketch.get_min_value(), *inner, sketch.get_max_value()]
     bounds: list[float] = []
     for value in cuts:
         if not bounds or value > bounds[-1]:
@@ -103,9 +105,7 @@ def _water_fill(total: float, weights: list[float], caps: list[float]) -> list[f
         weight = sum(weights[j] for j in active)
         if weight <= 0:
             break
-        capped = {
-            j for j in active if shares[j] + remaining * weights[j] / weight >= caps[j]
-        }
+        capped = {j for j in active if shares[j] + remaining * weights[j] / weight >= caps[j]}
         if not capped:
             for j in active:
                 shares[j] += remaining * weights[j] / weight

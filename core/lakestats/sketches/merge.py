@@ -101,12 +101,21 @@ def kll_count(blob: bytes) -> int:
 def kll_quantiles(blob: bytes, qs: Sequence[float]) -> dict[float, float]:
     """Approximate quantiles (inclusive rank definition); ``{}`` for an empty sketch.
 
-    Quantile 0 and 1 are the exact minimum and maximum the sketch saw.
+    Quantile 0 and 1 are the exact minimum and maximum the sketch saw (KLL's own
+    ``get_quantile`` answers them from retained items only, which may have lost the ends).
     """
     sketch = kll_doubles_sketch.deserialize(blob)
     if sketch.is_empty():
         return {}
-    return {float(q): float(sketch.get_quantile(float(q), True)) for q in qs}
+    return {float(q): _kll_quantile(sketch, float(q)) for q in qs}
+
+
+def _kll_quantile(sketch: kll_doubles_sketch, q: float) -> float:
+    if q <= 0.0:
+        return float(sketch.get_min_value())
+    if q >= 1.0:
+        return float(sketch.get_max_value())
+    return float(sketch.get_quantile(q, True))
 
 
 def kll_normalized_rank_error(k: int, *, pmf: bool = False) -> float:

@@ -124,7 +124,8 @@ def validate_sketch_settings(settings: SketchSettings) -> SketchSettings:
     if not isinstance(qs, tuple | list):
         raise ConfigError(f"sketch.quantiles must be a list of numbers in [0, 1], got {qs!r}")
     previous: float | None = None
-    for q in qs:
+    for item in qs:
+        q: object = item  # config may hand over anything; the annotation is a promise only
         if isinstance(q, bool) or not isinstance(q, Real) or not math.isfinite(float(q)):
             raise ConfigError(f"sketch.quantiles must contain numbers in [0, 1], got {q!r}")
         if not 0.0 <= float(q) <= 1.0:

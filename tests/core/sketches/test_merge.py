@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import numpy as np
@@ -41,9 +42,7 @@ def _kll(values: np.ndarray, k: int = 200) -> bytes:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    parts=st.lists(
-        st.tuples(st.integers(0, 5_000), st.integers(0, 3_000)), min_size=1, max_size=6
-    ),
+    parts=st.lists(st.tuples(st.integers(0, 5_000), st.integers(0, 3_000)), min_size=1, max_size=6),
     lg_k=st.integers(5, 8),
     seed=st.integers(0, 2**32 - 1),
 )
@@ -117,8 +116,11 @@ def test_histogram_uniform_buckets_are_equi_depth() -> None:
         assert abs(b.count - 10_000) <= kll_normalized_rank_error(200, pmf=True) * 100_000
         assert b.ndv is not None and b.ndv <= b.count + 1e-9
     assert abs(sum(b.count for b in buckets) - 100_000) < 1e-6
-    assert abs(sum(b.ndv or 0 for b in buckets) - 100_000) < 1e-6
-    for left, right in zip(buckets, buckets[1:], strict=False):
+    # each bucket is capped by its approximate row count and integer span, so the shares
+    # may fall a little short of the total, never above it
+    total_ndv = sum(b.ndv or 0 for b in buckets)
+    assert 0.98 * 100_000 <= total_ndv <= 100_000 + 1e-6
+    for left, right in itertools.pairwise(buckets):
         assert left.upper == right.lower
 
 

@@ -49,35 +49,27 @@ def test_boundary_values_are_accepted() -> None:
 
 
 @pytest.mark.parametrize(
-    ("type_str", "theta", "kll", "nan", "lengths", "booleans"),
+    ("type_str", "flags"),  # flags: theta, kll, nan, lengths, booleans
     [
-        ("boolean", True, False, False, False, True),
-        ("int", True, True, False, False, False),
-        ("long", True, True, False, False, False),
-        ("float", True, True, True, False, False),
-        ("double", True, True, True, False, False),
-        ("decimal(38, 10)", True, True, False, False, False),
-        ("date", True, True, False, False, False),
-        ("timestamp", True, True, False, False, False),
-        ("timestamptz", True, True, False, False, False),
-        ("string", True, False, False, True, False),
-        ("binary", True, False, False, True, False),
-        ("fixed[16]", True, False, False, False, False),
-        ("uuid", True, False, False, False, False),
+        ("boolean", (True, False, False, False, True)),
+        ("int", (True, True, False, False, False)),
+        ("long", (True, True, False, False, False)),
+        ("float", (True, True, True, False, False)),
+        ("double", (True, True, True, False, False)),
+        ("decimal(38, 10)", (True, True, False, False, False)),
+        ("date", (True, True, False, False, False)),
+        ("timestamp", (True, True, False, False, False)),
+        ("timestamptz", (True, True, False, False, False)),
+        ("string", (True, False, False, True, False)),
+        ("binary", (True, False, False, True, False)),
+        ("fixed[16]", (True, False, False, False, False)),
+        ("uuid", (True, False, False, False, False)),
     ],
 )
-def test_stats_per_type(
-    type_str: str, theta: bool, kll: bool, nan: bool, lengths: bool, booleans: bool
-) -> None:
+def test_stats_per_type(type_str: str, flags: tuple[bool, ...]) -> None:
     spec = type_spec(type_str)
     assert spec is not None
-    assert (spec.theta, spec.kll, spec.nan, spec.lengths, spec.booleans) == (
-        theta,
-        kll,
-        nan,
-        lengths,
-        booleans,
-    )
+    assert (spec.theta, spec.kll, spec.nan, spec.lengths, spec.booleans) == flags
     assert spec.bounds
 
 

@@ -1,0 +1,306 @@
+"""The run's summary: plain text for the terminal, a markdown section for docs/benchmarks.md.
+
+Each run's section is delimited by HTML comments keyed by scale factor and commit count;
+a new run replaces the section of an earlier run with the same key, and other sections
+(and the hand-written text around them) are left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from results import Results
+
+INCREMENTAL_TARGET = 50.0  # ≥ 50× faster than ANALYZE TABLE (DESIGN §11)
+FULL_BUILD_TARGET = 1.5  # ≤ 1.5× a plain scan
+RUNS_ANCHOR = "<!-- bench:runs -->"
+_MAX_PROFILE_LINES = 30
+
+
+# -- numbers ---------------------------------------------------------------------------
+
+
+def incremental_ratio(r: Results) -> float:
+    return r.spark.seconds / r.incremental.total_seconds.median
+
+
+def full_build_ratio(r: Results) -> float:
+    return r.sketch_build.median / r.min_scan.median
+
+
+def _verdict(met: bool) -> str:
+    return "MET" if met else "MISSED"
+
+
+def _pct(x: float | None, digits: int = 2) -> str:
+    return "n/a" if x is None else f"{x * 100:+.{digits}f} %"
+
+
+def _s(x: float) -> str:
+    return f"{x:.2f} s"
+
+
+def _phases(phases: dict[str, float], total: float) -> str:
+    """``sketch 0.41 s, store 0.02 s, …, other 0.10 s`` (other = total - named phases)."""
+    named = dict(phases)
+    rest = total - sum(named.values())
+    if "open + plan + other" not in named:
+        named["plan + other"] = rest
+    return ", ".join(f"{k} {v:.2f} s" for k, v in named.items())
+
+
+def _title(r: Results) -> str:
+    return (
+        f"TPC-H lineitem SF {r.dataset.scale_factor:g}, {r.dataset.commits} commits "
+        f"+ 1 % append, Spark {r.args.spark_master}"
+    )
+
+
+def _speed_rows(r: Results) -> list[tuple[str, str, str]]:
+    inc = r.incremental
+    n = len(inc.total_seconds.seconds)
+    return [
+        (
+            "lakestats per-commit update (open table + `analyze_table`)",
+            _s(inc.total_seconds.median),
+            f"median of {n}; open {_s(inc.open_seconds.median)}, analyze "
+            f"{_s(inc.analyze_seconds.median)}; phases of run 1: "
+            f"{_phases(inc.phases, inc.total_seconds.seconds[0])}",
+        ),
+        (
+            "lakestats `sketch_files` on the new file only",
+            _s(inc.sketch_only.median),
+            f"median of {n}; the Spark job alone",
+        ),
+        (
+            "Spark `ANALYZE TABLE … COMPUTE STATISTICS FOR ALL COLUMNS`",
+            _s(r.spark.seconds),
+            f"{r.files_before + 1} files, `histogram.enabled=true` "
+            f"({r.spark.histogram_buckets} bins), warm JVM, once",
+        ),
+    ]
+
+
+def _build_rows(r: Results) -> list[tuple[str, str, str]]:
+    n = len(r.min_scan.seconds)
+    return [
+        (
+            "Spark `min()` of every column (plain scan)",
+            _s(r.min_scan.median),
+            f"median of {n} after one cold run ({_s(r.cold_min_scan)})",
+        ),
+        (
+            "lakestats `sketch_files` over all files (pure sketch build)",
+            _s(r.sketch_build.median),
+            f"median of {n}; one Spark job, all statistics of all 16 columns",
+        ),
+        (
+            f"lakestats initial `analyze_table` ({r.dataset.commits} commits)",
+            _s(r.initial_seconds),
+            "once; " + _phases(r.initial_phases, r.initial_seconds),
+        ),
+    ]
+
+
+def _accuracy_rows(r: Results) -> list[tuple[str, ...]]:
+    rows = []
+    for c in r.columns:
+        rank = c.max_rank_error
+        rows.append(
+            (
+                c.column,
+                c.type,
+                f"{c.exact_ndv:,}",
+                "n/a" if c.lakestats_ndv is None else f"{c.lakestats_ndv:,}",
+                _pct(c.lakestats_ndv_error),
+                "n/a" if c.spark_ndv is None else f"{c.spark_ndv:,}",
+                _pct(c.spark_ndv_error),
+                "—" if rank is None else f"{rank * 100:.3f} %",
+            )
+        )
+    return rows
+
+
+_ACCURACY_HEADERS = (
+    "column",
+    "type",
+    "exact NDV",
+    "lakestats NDV",
+    "error",
+    "Spark NDV",
+    "error",
+    "max quantile rank error",
+)
+
+
+def _accuracy_summary(r: Results) -> list[str]:
+    ls = [abs(e) for c in r.columns if (e := c.lakestats_ndv_error) is not None]
+    sp = [abs(e) for c in r.columns if (e := c.spark_ndv_error) is not None]
+    ranks = [e for c in r.columns if (e := c.max_rank_error) is not None]
+    bound = 2 * r.ndv_rse
+    return [
+        f"lakestats NDV: max |error| {max(ls, default=0) * 100:.2f} %, mean "
+        f"{_mean(ls) * 100:.2f} % (theta lgK 12: RSE {r.ndv_rse * 100:.2f} %, 2σ bound "
+        f"{bound * 100:.2f} %; {sum(e <= bound for e in ls)}/{len(ls)} columns within it)",
+        f"Spark ANALYZE NDV: max |error| {max(sp, default=0) * 100:.2f} %, mean "
+        f"{_mean(sp) * 100:.2f} % (HyperLogLog++, spark.sql.statistics.ndv.maxError 5 %)",
+        f"lakestats quantiles: max normalized rank error {max(ranks, default=0) * 100:.3f} % "
+        f"over {sum(len(c.rank_errors) for c in r.columns)} quantiles of {len(ranks)} columns "
+        f"(KLL k 200 bound {r.kll_rank_error * 100:.2f} % at 99 % confidence)",
+        f"row count: lakestats {r.lakestats_rows:,}, Spark {r.spark.row_count or 0:,}, "
+        f"exact {r.exact_rows:,}",
+    ]
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def _memory_rows(r: Results) -> list[tuple[str, str, str]]:
+    return [(phase, python.mib(), jvm.mib()) for phase, (python, jvm) in r.memory.phases.items()]
+
+
+def _profile_lines(r: Results) -> list[str]:
+    """The top of the cProfile listing of one incremental update."""
+    lines = r.incremental.profile.strip().splitlines()
+    start = next((i for i, line in enumerate(lines) if "ncalls" in line), 0)
+    return lines[start : start + _MAX_PROFILE_LINES]
+
+
+# -- text --------------------------------------------------------------------------------
+
+
+def _text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*headers), fmt.format(*("-" * w for w in widths))]
+    lines += [fmt.format(*row) for row in rows]
+    return "\n".join("  " + line.rstrip() for line in lines)
+
+
+def console(r: Results) -> str:
+    ratio1, ratio2 = incremental_ratio(r), full_build_ratio(r)
+    out = [
+        f"== lakestats bench: {_title(r)} ==",
+        f"table: {r.rows_before:,} rows in {r.files_before} files "
+        f"({r.bytes_before / 2**20:,.0f} MiB); append: {r.append_rows:,} rows in 1 file",
+        "",
+        "1. per-commit update after a 1 % append",
+        _text_table(("measurement", "time", "what it includes"), _speed_rows(r)),
+        f"  ratio ANALYZE / lakestats = {ratio1:,.1f}x   target >= {INCREMENTAL_TARGET:g}x   "
+        f"{_verdict(ratio1 >= INCREMENTAL_TARGET)}",
+        "",
+        "2. full build",
+        _text_table(("measurement", "time", "what it includes"), _build_rows(r)),
+        f"  ratio sketch_files / min() scan = {ratio2:.2f}x   target <= {FULL_BUILD_TARGET:g}x   "
+        f"{_verdict(ratio2 <= FULL_BUILD_TARGET)}",
+        f"  (initial analyze_table / min() scan = {r.initial_seconds / r.min_scan.median:.2f}x)",
+        "",
+        "3. accuracy against exact values (DuckDB)",
+        _text_table(_ACCURACY_HEADERS, _accuracy_rows(r)),
+        *("  " + line for line in _accuracy_summary(r)),
+        "",
+        "4. peak RSS per phase",
+        _text_table(("phase", "Python process", "Spark driver JVM"), _memory_rows(r)),
+    ]
+    if r.args.profile or ratio1 < INCREMENTAL_TARGET:
+        out += ["", "profile of one incremental update (cProfile, cumulative):"]
+        out += ["  " + line for line in _profile_lines(r)]
+    return "\n".join(out)
+
+
+# -- markdown ----------------------------------------------------------------------------
+
+
+def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _key(r: Results) -> str:
+    return f"sf={r.dataset.scale_factor:g} commits={r.dataset.commits}"
+
+
+def markdown(r: Results) -> str:
+    ratio1, ratio2 = incremental_ratio(r), full_build_ratio(r)
+    m, v = r.machine, r.versions
+    command = f"make bench BENCH_ARGS='{r.command}'" if r.command else "make bench"
+    lines = [
+        f"<!-- bench:run {_key(r)} begin (generated by tests/bench/run.py) -->",
+        f"### {_title(r)} — {r.date}",
+        "",
+        f"* **Command:** `{command}` (runs "
+        f"`{' '.join(['.venv/bin/python tests/bench/run.py', r.command]).strip()}`)",
+        f"* **Machine:** {m['cpus']} CPUs ({m['cpu']}), {m['memory']} RAM, {m['os']}",
+        "* **Versions:** " + ", ".join(f"{k} {val}" for k, val in v.items()),
+        f"* **Table:** {r.rows_before:,} rows in {r.files_before} files "
+        f"({r.bytes_before / 2**20:,.0f} MiB Parquet, zstd, written by pyiceberg), "
+        f"then a 1 % append of {r.append_rows:,} rows in 1 file",
+        f"* **Spark:** {r.args.spark_master}, driver memory "
+        f"{r.args.driver_memory or 'Spark default (1g)'}, session started in "
+        f"{_s(r.spark_start_seconds)} (not in any timing)",
+        "",
+        "#### 1. Per-commit update after a 1 % append vs `ANALYZE TABLE`",
+        "",
+        _md_table(("measurement", "time", "what it includes"), _speed_rows(r)),
+        "",
+        f"**Ratio: {ratio1:,.1f}×** (target ≥ {INCREMENTAL_TARGET:g}×: "
+        f"**{_verdict(ratio1 >= INCREMENTAL_TARGET)}**). Against `analyze_table` alone: "
+        f"{r.spark.seconds / r.incremental.analyze_seconds.median:,.1f}×; against the sketch "
+        f"job alone: {r.spark.seconds / r.incremental.sketch_only.median:,.1f}×.",
+        "",
+        "#### 2. Full sketch build vs a plain scan",
+        "",
+        _md_table(("measurement", "time", "what it includes"), _build_rows(r)),
+        "",
+        f"**Ratio `sketch_files` / `min()` scan: {ratio2:.2f}×** (target ≤ "
+        f"{FULL_BUILD_TARGET:g}×: **{_verdict(ratio2 <= FULL_BUILD_TARGET)}**). Initial "
+        f"`analyze_table` / `min()` scan: {r.initial_seconds / r.min_scan.median:.2f}×.",
+        "",
+        "#### 3. Accuracy against exact values",
+        "",
+        "Exact values by DuckDB over the live files (`count(DISTINCT …)`; for each reported "
+        "quantile *v* of rank *q*, the exact ranks [#(x < v)/n, #(x ≤ v)/n] and *q*'s "
+        "distance to them). lakestats values are from the published stats document "
+        "(`show --json`); Spark's from `DESCRIBE TABLE EXTENDED … col` after its ANALYZE.",
+        "",
+        _md_table(_ACCURACY_HEADERS, _accuracy_rows(r)),
+        "",
+        *(f"* {line}" for line in _accuracy_summary(r)),
+        "",
+        "#### 4. Peak memory (RSS high-water mark per phase)",
+        "",
+        _md_table(("phase", "Python process", "Spark driver JVM"), _memory_rows(r)),
+        "",
+    ]
+    if ratio1 < INCREMENTAL_TARGET or r.args.profile:
+        lines += [
+            "#### Profile of one incremental update (cProfile, by cumulative time)",
+            "",
+            "```",
+            *_profile_lines(r),
+            "```",
+            "",
+        ]
+    lines.append(f"<!-- bench:run {_key(r)} end -->")
+    return "\n".join(lines)
+
+
+def write_markdown(path: Path, r: Results) -> None:
+    """Replace this run's section (same key) or insert it after the runs anchor."""
+    section = markdown(r)
+    text = path.read_text() if path.exists() else f"# Benchmarks\n\n{RUNS_ANCHOR}\n"
+    pattern = re.compile(
+        rf"<!-- bench:run {re.escape(_key(r))} begin.*?<!-- bench:run {re.escape(_key(r))} end -->",
+        re.DOTALL,
+    )
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section, text, count=1)
+    elif RUNS_ANCHOR in text:
+        text = text.replace(RUNS_ANCHOR, f"{RUNS_ANCHOR}\n\n{section}", 1)
+    else:
+        text = f"{text.rstrip()}\n\n{section}\n"
+    path.write_text(text)
