@@ -35,6 +35,7 @@ test: lint
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python tests/bench/run.py $(BENCH_ARGS)
+	$(BIN)/python tests/bench/latency.py
 
 clean:
 	rm -rf $(VENV) .lakestats demo-warehouse .pytest_cache .mypy_cache .ruff_cache

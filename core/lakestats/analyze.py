@@ -12,12 +12,20 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+import structlog
+
 from lakestats.config import Config
 from lakestats.exceptions import (
     ConcurrentUpdateError,
     LineageError,
     SnapshotNotFoundError,
     StoreError,
+)
+from lakestats.maintenance import (
+    expire_stats,
+    expired_meanwhile,
+    missing_snapshot_message,
+    stale_stats,
 )
 from lakestats.merge import aggregate_files, merge_partitions
 from lakestats.model import (
@@ -30,10 +38,16 @@ from lakestats.model import (
     StateVersion,
     TableSchema,
 )
+from lakestats.publish.iceberg import (
+    make_publisher,
+    publish_errors,
+    published_lines,
+)
 from lakestats.publish.native import commit_doc, stats_doc
 from lakestats.tables import OpenedTable
 
 _CONCURRENT_RETRIES = 3
+_log = structlog.get_logger(__name__)
 
 
 class Sketcher(Protocol):
@@ -130,6 +144,33 @@ class _Run:
         self.max_files = config.sketch.max_files_per_job
         self.sketcher = sketcher if (config.sketch.enabled and opened.config.sketches) else None
         self._partitions: tuple[PartitionAggregate, ...] | None = None
+        # Iceberg table metadata (statistics + partition statistics); None when off or
+        # impossible (opened by location). See docs/publishing.md.
+        self.publisher = make_publisher(opened, self.settings)
+
+    def publish(self, state: StateVersion) -> StateVersion:
+        """Register the staged stats in the table metadata (one catalog commit), then
+        record where they went in a new state version.
+
+        Publishing is a side effect keyed by snapshot: a failure is logged and retried by
+        the next run (the newest snapshot is staged again if it was never registered); the
+        stats in the store stay valid either way.
+        """
+        if self.publisher is None or state.last_snapshot_id is None:
+            return state
+        try:
+            if not self.publisher.is_published(state.last_snapshot_id, state.published):
+                partitions = self.partitions(state)
+                self.publisher.stage(state.last_snapshot_id, partitions, None, state.published)
+            published = self.publisher.flush(state.published)
+        except publish_errors() as exc:
+            _log.warning("publish_failed", table=self.opened.name, error=str(exc))
+            return state
+        if published == dict(state.published):
+            return state
+        return self.store.commit(
+            replace(state, version=state.version + 1, published=published, created_at_ms=0)
+        )
 
     def initial_state(self) -> StateVersion:
         current = self.store.current()
@@ -273,9 +314,16 @@ class _Run:
             stats={**state.stats, commit.snapshot_id: stats_path},
             created_at_ms=int(time.time() * 1000),
             published=state.published,
+            expired=state.expired,
         )
         committed = self.store.commit(next_state)
         done = time.perf_counter()
+        if self.publisher is not None:
+            try:  # files only; registered per batch by publish()
+                self.publisher.stage(commit.snapshot_id, partitions, commit, state.published)
+            except publish_errors() as exc:
+                _log.warning("publish_failed", table=self.opened.name, error=str(exc))
+        published = time.perf_counter()
         report = CommitReport(
             table=self.opened.name,
             snapshot_id=commit.snapshot_id,
@@ -290,6 +338,7 @@ class _Run:
                 "store": stored - started,
                 "merge": merged - stored,
                 "commit": done - merged,
+                "publish": published - done,
             },
         )
         return committed, report
@@ -353,6 +402,7 @@ def _analyze_once(
     current_schema = opened.table.schema()
     for batch in _batches(commits, run.max_files):
         if should_stop is not None and should_stop():
+            state = run.publish(state)
             return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports), True)
         started = time.perf_counter()
         sketches = run._sketch(batch, current_schema)
@@ -360,12 +410,19 @@ def _analyze_once(
         total_files = sum(len(c.added_files) for c in batch) or 1
         for i, commit in enumerate(batch):
             if i and should_stop is not None and should_stop():
+                state = run.publish(state)
                 return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports), True)
             share = sketch_seconds * len(commit.added_files) / total_files
             state, report = run.apply(state, commit, sketches, share)
             reports.append(report)
             if on_commit is not None:
                 on_commit(report)
+        state = run.publish(state)  # one catalog commit per batch, not per snapshot
+    if not commits:
+        state = run.publish(state)  # drops entries of snapshots expired meanwhile, if any
+    if stale_stats(opened):
+        # snapshots expired by anyone (pyiceberg, a Spark procedure …): drop their stats
+        expire_stats(opened)
     return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports))
 
 
@@ -378,18 +435,11 @@ def read_stats(opened: OpenedTable, snapshot_id: int | None = None) -> dict[str,
         )
     wanted = state.last_snapshot_id if snapshot_id is None else snapshot_id
     path = state.stats.get(wanted)
-    if path is None:
-        live = opened.table.snapshot_ids()
-        if wanted in live:
-            raise SnapshotNotFoundError(
-                f"snapshot {wanted} of table {opened.name} has not been analyzed yet: "
-                f"run `lakestats analyze {opened.name}`"
-            )
-        raise SnapshotNotFoundError(
-            f"snapshot {wanted} of table {opened.name} does not exist or was expired"
-        )
+    if path is None or (snapshot_id is not None and expired_meanwhile(opened, state, wanted)):
+        raise SnapshotNotFoundError(missing_snapshot_message(opened, state, wanted))
     doc = opened.store.read_stats(path)
     doc["table"] = opened.name
+    doc["published"] = published_lines(opened, state.published, wanted)
     return doc
 
 

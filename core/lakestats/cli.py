@@ -1,4 +1,5 @@
-"""``lakestats``: analyze a table, show its stats, list per-commit aggregates, notify a daemon.
+"""``lakestats``: analyze a table, show its stats, list per-commit aggregates, notify a daemon,
+expire and compact its stats.
 
 Expected failures (bad config, no such table, corrupt metadata, a missing data file) print
 one line naming the problem and exit non-zero; the stats store is never left half-written.
@@ -71,6 +72,24 @@ def _parser() -> argparse.ArgumentParser:
     commits = sub.add_parser("commits", parents=[common], help="list per-commit aggregates")
     commits.add_argument("table", metavar="TABLE")
     commits.add_argument("--json", action="store_true", help="machine-readable JSON")
+
+    expire = sub.add_parser(
+        "expire",
+        parents=[common],
+        help="expire snapshots per the table's policy, drop stats of expired snapshots",
+    )
+    expire.add_argument("table", metavar="TABLE")
+    expire.add_argument("--dry-run", action="store_true", help="list what would go, change nothing")
+
+    compact = sub.add_parser(
+        "compact",
+        parents=[common],
+        help="merge small segments, drop dead rows, delete old versions and orphan files",
+    )
+    compact.add_argument("table", metavar="TABLE")
+    compact.add_argument(
+        "--dry-run", action="store_true", help="list what would go, change nothing"
+    )
 
     notify = sub.add_parser(
         "notify", parents=[common], help="tell a running lakestatsd that a commit landed"
@@ -162,6 +181,62 @@ def _cmd_commits(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _print_cleanup(report: Any, out: TextIO) -> None:
+    verb = "would delete" if report.dry_run else "deleted"
+    cleaned = report.cleanup
+    for version in cleaned.versions_deleted:
+        print(f"  {verb} state version {version}", file=out)
+    for path in cleaned.files_deleted:
+        print(f"  {verb} {path}", file=out)
+    if cleaned.waiting:
+        print(
+            f"  {len(cleaned.waiting)} unreferenced file(s) wait for the grace period",
+            file=out,
+        )
+
+
+def _cmd_expire(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    from lakestats.maintenance import expire  # noqa: PLC0415
+    from lakestats.tables import open_configured, resolve_table  # noqa: PLC0415
+
+    opened = open_configured(resolve_table(args.table, config), config)
+    report = expire(opened, config, dry_run=args.dry_run)
+    would = "would " if report.dry_run else ""
+    if opened.config.expire is None:
+        print(f"{opened.name}: no expire policy: only stats of snapshots already gone", file=out)
+    for snapshot in report.expired_snapshots:
+        print(f"  {would}expire snapshot {snapshot}", file=out)
+    for snapshot, path in sorted(report.dropped_stats.items()):
+        print(f"  {would}drop stats of snapshot {snapshot} ({path})", file=out)
+    _print_cleanup(report, out)
+    print(
+        f"{opened.name}: {would}expire {len(report.expired_snapshots)} snapshot(s), "
+        f"{would}drop stats of {len(report.dropped_stats)}, "
+        f"{would}delete {report.cleanup.removed} file(s)",
+        file=out,
+    )
+    return EXIT_OK
+
+
+def _cmd_compact(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    from lakestats.maintenance import compact  # noqa: PLC0415
+    from lakestats.tables import open_configured, resolve_table  # noqa: PLC0415
+
+    opened = open_configured(resolve_table(args.table, config), config)
+    report = compact(opened, config, dry_run=args.dry_run)
+    would = "would " if report.dry_run else ""
+    for group in report.merged:
+        print(f"  {would}rewrite {len(group)} segment(s) into one: {', '.join(group)}", file=out)
+    _print_cleanup(report, out)
+    print(
+        f"{opened.name}: {report.segments_before} → {report.segments_after} segment(s), "
+        f"{would}drop rows of {report.dead_rows_dropped} dead file(s), "
+        f"{would}delete {report.cleanup.removed} file(s)",
+        file=out,
+    )
+    return EXIT_OK
+
+
 def _cmd_notify(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
     from lakestats.notify import DaemonUnavailableError, notify  # noqa: PLC0415
 
@@ -194,6 +269,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return _cmd_show(args, config, stdout)
         if args.command == "commits":
             return _cmd_commits(args, config, stdout)
+        if args.command == "expire":
+            return _cmd_expire(args, config, stdout)
+        if args.command == "compact":
+            return _cmd_compact(args, config, stdout)
         return _cmd_notify(args, config, stdout, stderr)
     except ConfigError as exc:
         print(f"lakestats: error: {exc}", file=stderr)

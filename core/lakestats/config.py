@@ -96,7 +96,7 @@ class SparkConfig(_Section):
 class SketchConfig(_Section):
     enabled: bool = True
     kll_k: Annotated[int, Field(ge=8, le=65535)] = 200
-    theta_lg_k: Annotated[int, Field(ge=4, le=26)] = 12
+    theta_lg_k: Annotated[int, Field(ge=5, le=26)] = 12  # Python datasketches merges need ≥ 5
     histogram_buckets: Annotated[int, Field(ge=1, le=10000)] = 100
     quantiles: tuple[float, ...] = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
     max_files_per_job: Annotated[int, Field(ge=1)] = 2000
@@ -164,9 +164,12 @@ def parse_duration(value: str | int | float) -> float:
 
 
 class ExpireConfig(_Section):
+    """A table's snapshot retention, run by ``lakestats expire`` and (with a schedule) the
+    daemon: the table format's own expiry, then the stats of the expired snapshots."""
+
     older_than: str | None = None
     retain_last: Annotated[int, Field(ge=1)] | None = None
-    schedule: str | None = None  # cron expression, 5 fields
+    schedule: str | None = None  # cron expression, 5 fields, UTC
 
     @field_validator("older_than")
     @classmethod
@@ -174,6 +177,70 @@ class ExpireConfig(_Section):
         if value is not None:
             parse_duration(value)
         return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        if value is not None:
+            from apscheduler.triggers.cron import CronTrigger  # noqa: PLC0415
+
+            if len(value.split()) != 5:
+                raise ValueError(
+                    f"not a 5-field cron expression: {value!r} (e.g. '0 3 * * *' = 03:00 UTC)"
+                )
+            try:
+                CronTrigger.from_crontab(value, timezone="UTC")
+            except ValueError as exc:
+                raise ValueError(f"not a valid cron expression {value!r}: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _has_policy(self) -> Self:
+        if self.older_than is None and self.retain_last is None:
+            raise ValueError("needs older_than and/or retain_last")
+        return self
+
+    @property
+    def older_than_s(self) -> float | None:
+        return None if self.older_than is None else parse_duration(self.older_than)
+
+
+class MaintenanceConfig(_Section):
+    """Segment compaction, state log retention and file cleanup (``docs/maintenance.md``)."""
+
+    enabled: bool = True  # the daemon's scheduled jobs; the CLI commands always work
+    grace_period: str = "1h"
+    log_retention: str | None = None  # default: the grace period
+    min_log_versions: Annotated[int, Field(ge=1, le=100000)] = 10
+    max_segments: Annotated[int, Field(ge=1, le=100000)] = 64
+    segment_target_files: Annotated[int, Field(ge=1)] = 1000
+    compaction_interval_s: Annotated[float, Field(gt=0, le=30 * 86400)] = 3600.0
+
+    @field_validator("grace_period", "log_retention")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+    @model_validator(mode="after")
+    def _retention_covers_grace(self) -> Self:
+        if self.log_retention is not None and self.log_retention_s < self.grace_period_s:
+            raise ValueError(
+                "log_retention must be at least grace_period: a reader may use a state "
+                "version for the whole grace period after it was superseded"
+            )
+        return self
+
+    @property
+    def grace_period_s(self) -> float:
+        return parse_duration(self.grace_period)
+
+    @property
+    def log_retention_s(self) -> float:
+        if self.log_retention is None:
+            return self.grace_period_s
+        return parse_duration(self.log_retention)
 
 
 class TableConfig(_Section):
@@ -211,6 +278,7 @@ class Config(_Section):
     sketch: SketchConfig = Field(default_factory=SketchConfig)
     watch: WatchConfig = Field(default_factory=WatchConfig)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     catalog: dict[str, dict[str, str]] = Field(default_factory=dict)
     table: tuple[TableConfig, ...] = ()
 

@@ -42,5 +42,13 @@ class SnapshotNotFoundError(LakestatsError):
     """The requested snapshot has no stats (never processed, unknown, or expired)."""
 
 
+class PublishError(LakestatsError):
+    """Stats could not be published where engines read them (e.g. table metadata)."""
+
+
 class SketchError(LakestatsError):
     """The sketch pipeline failed (Spark unavailable, unsupported input)."""
+
+
+class ExpiryError(LakestatsError):
+    """Managed snapshot expiry cannot run on this table (e.g. opened read-only by location)."""

@@ -218,3 +218,19 @@ class StateVersion:
     stats: Mapping[int, str] = field(default_factory=dict)  # snapshot id → stats JSON path
     created_at_ms: int = 0
     published: Mapping[str, Any] = field(default_factory=dict)  # publishers' bookkeeping
+    # snapshots whose stats were dropped because the table expired them: snapshot id → when
+    # lakestats noticed (ms). Bounded (``expiry.EXPIRED_MEMORY``); lets ``show`` say "expired"
+    # rather than "unknown".
+    expired: Mapping[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """What snapshot expiry planning needs to know about one snapshot of a table."""
+
+    snapshot_id: int
+    timestamp_ms: int
+    # on the current main-branch lineage (the current snapshot and its ancestors)
+    in_main_lineage: bool = False
+    # a branch or tag points at it: table formats never expire those
+    is_ref_head: bool = False

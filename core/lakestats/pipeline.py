@@ -49,7 +49,7 @@ from lakestats.model import Column, ColumnSketch, SketchSettings, TableSchema
 from lakestats.sketches.hashing import theta_input_sql
 from lakestats.sketches.merge import empty_kll, empty_theta, normalize_theta
 from lakestats.sketches.spec import TypeSpec, type_spec, validate_sketch_settings
-from lakestats.values import from_physical, is_decimal
+from lakestats.values import from_physical
 
 _log = structlog.get_logger(__name__)
 
@@ -343,10 +343,8 @@ def _to_value(type_str: str, value: Any) -> Any:
     if type_str == "uuid":
         return uuid.UUID(bytes=bytes(value))
     if type_str == "binary" or type_str.startswith("fixed"):
-        return bytes(value)
-    if is_decimal(type_str) or type_str in ("int", "long", "float", "double", "string"):
-        return value
-    return value
+        return bytes(value)  # pyspark hands BINARY over as bytearray
+    return value  # numbers, decimals and strings arrive as their Python values
 
 
 def _empty_sketch(spec: TypeSpec, settings: SketchSettings) -> ColumnSketch:

@@ -34,6 +34,7 @@ from lakestats.config import Config, load_config
 from lakestats.exceptions import ConfigError
 from lakestatsd import __version__
 from lakestatsd.api import create_app
+from lakestatsd.maintenance import MaintenanceFns, MaintenanceRunner, MaintenanceScheduler
 from lakestatsd.metrics import FreshnessTracker, Metrics
 from lakestatsd.runtime import AnalyzeFn, Opener, StatsReader, TableRuntime
 from lakestatsd.scheduler import RunReport, TableQueue, error_kind
@@ -71,11 +72,17 @@ class Daemon:
         warm_spark: Callable[[], None] | None,
         stop_spark: Callable[[], None] | None,
         notifier: Notifier | None = None,
+        maintenance: MaintenanceFns | None = None,
     ) -> None:
         self.config = config
         names = tuple(t.name for t in config.table)
         self.freshness = FreshnessTracker()
         self.metrics = Metrics(names, self.freshness)
+        self.maintenance = (
+            MaintenanceRunner(config, self.metrics.registry, maintenance)
+            if maintenance is not None
+            else None
+        )
         self.runtime = TableRuntime(
             config,
             analyze=analyze,
@@ -83,6 +90,7 @@ class Daemon:
             opener=opener,
             metrics=self.metrics,
             freshness=self.freshness,
+            maintenance=self.maintenance,
         )
         w = config.watch
         self.queue = TableQueue(
@@ -100,6 +108,11 @@ class Daemon:
             MetadataWatcher(names, self._hint_from, self.runtime.location) if w.enabled else None
         )
         self.poller = Poller(w.poll_interval_s, self._poll_tick)
+        self.maintenance_jobs = (
+            MaintenanceScheduler(config, self._request_maintenance)
+            if self.maintenance is not None
+            else None
+        )
         self._warm_spark = warm_spark
         self._stop_spark = stop_spark
         self._spark_state = "disabled" if warm_spark is None else "starting"
@@ -112,6 +125,7 @@ class Daemon:
         """The real wiring to core (imported here so tests can build a Daemon without it)."""
         from lakestats.analyze import analyze_table, make_sketcher  # noqa: PLC0415
         from lakestats.analyze import read_stats as core_read_stats  # noqa: PLC0415
+        from lakestats.maintenance import compact, expire, stale_stats  # noqa: PLC0415
         from lakestats.tables import OpenedTable, open_configured  # noqa: PLC0415
 
         # one sketcher, so one warm SparkSession, for the life of the process
@@ -140,6 +154,11 @@ class Daemon:
             opener=open_configured,
             warm_spark=sketcher.warm if sketcher is not None else None,
             stop_spark=stop_spark if sketcher is not None else None,
+            maintenance=MaintenanceFns(
+                expire=lambda opened: expire(opened, config),
+                compact=lambda opened: compact(opened, config),
+                stale=stale_stats,
+            ),
         )
 
     # -- hints -----------------------------------------------------------------------------
@@ -155,6 +174,12 @@ class Daemon:
             self.watcher.ensure_watches()  # tables that could not be watched before
         for name in self.queue.names:
             self._hint_from(name, "poll")
+
+    def _request_maintenance(self, name: str, job: str) -> None:
+        """A scheduled job is due: the table's worker runs it after its next analyze."""
+        assert self.maintenance is not None
+        self.maintenance.request(name, job)
+        self._hint_from(name, "maintenance")
 
     def _on_run(self, report: RunReport) -> None:
         outcome = "ok" if report.ok else "error"
@@ -275,6 +300,8 @@ class Daemon:
         if self.watcher is not None:
             self.watcher.start()
         self.poller.start()
+        if self.maintenance_jobs is not None:
+            self.maintenance_jobs.start()
         if self._warm_spark is not None:
             warm = threading.Thread(target=self._warm, name="lakestatsd-spark-warm", daemon=True)
             warm.start()
@@ -313,6 +340,8 @@ class Daemon:
             return max(0.0, deadline - time.monotonic() - _FORCE_EXIT_MARGIN_S)
 
         await asyncio.to_thread(self.poller.stop)
+        if self.maintenance_jobs is not None:
+            await asyncio.to_thread(self.maintenance_jobs.stop)
         if self.watcher is not None:
             self.watcher.stop(min(2.0, remaining()))
         # most of the budget goes to letting a commit in progress finish

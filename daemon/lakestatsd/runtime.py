@@ -22,6 +22,7 @@ import structlog
 from lakestats.config import Config, TableConfig
 from lakestats.exceptions import TableNotFoundError
 from lakestats.tables import OpenedTable
+from lakestatsd.maintenance import MaintenanceRunner
 from lakestatsd.metrics import FreshnessTracker, Metrics
 from lakestatsd.scheduler import StopCheck
 
@@ -84,8 +85,10 @@ class TableRuntime:
         opener: Opener,
         metrics: Metrics,
         freshness: FreshnessTracker,
+        maintenance: MaintenanceRunner | None = None,
     ) -> None:
         self._config = config
+        self._maintenance = maintenance
         self._analyze = analyze
         self._read_stats = read_stats
         self._opener = opener
@@ -133,12 +136,25 @@ class TableRuntime:
             raise
 
     def _process(self, name: str, should_stop: StopCheck) -> bool:
+        completed = self._process_commits(name, should_stop)
+        if self._maintenance is None or not completed:
+            return completed
+        # scheduled expiry/compaction, in this table's worker: never beside its analyze
+        opened = self._worker_handle(name)
+        done = self._maintenance.run_pending(name, opened, should_stop)
+        self._maintenance.observe_store(name, opened)
+        return done
+
+    def _stale(self, opened: OpenedTable) -> bool:
+        return self._maintenance is not None and self._maintenance.stale(opened)
+
+    def _process_commits(self, name: str, should_stop: StopCheck) -> bool:
         opened = self._worker_handle(name)
         opened.table.refresh()
         current = opened.table.current_snapshot_id()
         state = opened.store.current()
         processed = state.last_snapshot_id if state is not None else None
-        if current is None or current == processed:
+        if (current is None or current == processed) and not self._stale(opened):
             # the cheap path of every poll tick: no Spark, no manifest read
             self._freshness.observe(
                 name, current=current, processed=processed, oldest_unreflected_ms=None

@@ -211,9 +211,11 @@ class TableQueue:
             table.hint_sources.add(source)
             soon = self._clock() + self._debounce_s
             if source == "api":
-                # A writer saying "I committed" is worth a prompt try even in backoff: what
-                # failed (a missing table, a bad file) may be what that commit fixed.
-                table.due_at = min(table.due_at, soon) if table.pending else soon
+                # A writer saying "I committed" is definite (no burst of file events to
+                # coalesce) and worth a prompt try even in backoff: what failed (a missing
+                # table, a bad file) may be what that commit fixed.
+                now = self._clock()
+                table.due_at = min(table.due_at, now) if table.pending else now
                 table.pending = True
             elif not table.pending:
                 table.pending = True

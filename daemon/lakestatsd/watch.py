@@ -22,7 +22,14 @@ from urllib.parse import unquote, urlparse
 import structlog
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    EVENT_TYPE_CLOSED,
+    EVENT_TYPE_CREATED,
+    EVENT_TYPE_MODIFIED,
+    EVENT_TYPE_MOVED,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
@@ -44,8 +51,16 @@ def local_metadata_dir(location: str) -> Path | None:
     return None  # s3://, gs://, abfs:// …: no change events, polling only
 
 
+# Only events that mean "a file now has new content". watchdog also reports reads (opened,
+# closed without writing): the daemon's own metadata reads would hint the table again and
+# make an idle daemon re-run every debounce interval.
+_WRITE_EVENTS = frozenset(
+    {EVENT_TYPE_CREATED, EVENT_TYPE_MODIFIED, EVENT_TYPE_MOVED, EVENT_TYPE_CLOSED}
+)
+
+
 def is_commit_event(event: FileSystemEvent) -> bool:
-    if event.is_directory:
+    if event.is_directory or event.event_type not in _WRITE_EVENTS:
         return False
     paths = [event.src_path, getattr(event, "dest_path", "")]
     return any(

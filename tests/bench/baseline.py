@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from measure import timed
+from measure import Timing, timed
 
 SPARK_TABLE = "bench_lineitem"
 
@@ -24,8 +24,8 @@ def jvm_pid(spark: Any) -> int:
     return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 
 
-def min_scan(spark: Any, files: Sequence[str]) -> float:
-    """Seconds for ``SELECT min(c) for every column`` over ``files``: one full scan.
+def min_scan(spark: Any, files: Sequence[str], columns: Sequence[str] | None = None) -> float:
+    """Seconds for ``SELECT min(c) for every column`` (or ``columns``) over ``files``.
 
     Includes planning (reading the Parquet footers for the schema) and collecting the
     single result row. Spark's file source (DSv1) does not answer ``min`` from Parquet
@@ -37,7 +37,8 @@ def min_scan(spark: Any, files: Sequence[str]) -> float:
 
     def run() -> list[Any]:
         df = session.read.parquet(*files)
-        return list(df.agg(*[F.min(c).alias(c) for c in df.columns]).collect())
+        wanted = df.columns if columns is None else columns
+        return list(df.agg(*[F.min(c).alias(c) for c in wanted]).collect())
 
     _, seconds = timed(run)
     return seconds
@@ -45,7 +46,7 @@ def min_scan(spark: Any, files: Sequence[str]) -> float:
 
 @dataclass(frozen=True)
 class SparkAnalyze:
-    seconds: float  # ANALYZE TABLE … COMPUTE STATISTICS FOR ALL COLUMNS, histograms on
+    seconds: Timing  # ANALYZE TABLE … COMPUTE STATISTICS FOR ALL COLUMNS, histograms on
     row_count: int | None
     distinct_count: dict[str, int | None]  # column -> Spark's own NDV estimate
     histogram_buckets: int
@@ -74,12 +75,18 @@ def create_table(spark: Any, files: Sequence[str], link_dir: Path) -> Any:
     return session
 
 
-def analyze(session: Any, columns: Sequence[str]) -> SparkAnalyze:
-    """Time Spark's ANALYZE (table + all columns, equi-height histograms) and read back
-    what it computed."""
-    _, seconds = timed(
-        lambda: session.sql(f"ANALYZE TABLE {SPARK_TABLE} COMPUTE STATISTICS FOR ALL COLUMNS")
-    )
+def analyze(
+    session: Any, columns: Sequence[str], repeat: int, progress: Callable[[str], None]
+) -> SparkAnalyze:
+    """Time Spark's ANALYZE (table + all columns, equi-height histograms) ``repeat`` times
+    and read back what it computed. ``session.sql`` runs a command eagerly."""
+    seconds = Timing()
+    for i in range(repeat):
+        _, took = timed(
+            lambda: session.sql(f"ANALYZE TABLE {SPARK_TABLE} COMPUTE STATISTICS FOR ALL COLUMNS")
+        )
+        seconds.seconds.append(took)
+        progress(f"  ANALYZE TABLE {i + 1}/{repeat}: {took:.2f} s")
     distinct: dict[str, int | None] = {}
     for column in columns:
         rows = session.sql(f"DESCRIBE TABLE EXTENDED {SPARK_TABLE} `{column}`").collect()

@@ -102,6 +102,21 @@ def _peak(pid: int, was_reset: bool) -> Peak:
     return Peak(None)
 
 
+def cpus() -> int:
+    """CPUs this process may run on (what ``nproc`` says)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def load_average() -> float:
+    """1-minute load average: other work on the machine skews every timing."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
 def machine() -> dict[str, str]:
     """What the numbers were measured on."""
     mem = "unknown"
@@ -120,7 +135,7 @@ def machine() -> dict[str, str]:
     except OSError:
         pass
     return {
-        "cpus": str(os.cpu_count()),
+        "cpus": str(cpus()),
         "memory": mem,
         "cpu": cpu,
         "os": f"{platform.system()} {platform.release()}",

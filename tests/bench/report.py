@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from measure import Timing
 from results import Results
 
 INCREMENTAL_TARGET = 50.0  # ≥ 50× faster than ANALYZE TABLE (DESIGN §11)
@@ -23,11 +24,18 @@ _MAX_PROFILE_LINES = 30
 
 
 def incremental_ratio(r: Results) -> float:
-    return r.spark.seconds / r.incremental.total_seconds.median
+    return r.spark.seconds.best / r.incremental.total_seconds.best
 
 
 def full_build_ratio(r: Results) -> float:
-    return r.sketch_build.median / r.min_scan.median
+    return r.sketch_build.best / r.min_scan.best
+
+
+def _t(t: Timing) -> str:
+    """``1.23 s`` (best of n), with the median when there are several runs."""
+    if len(t.seconds) == 1:
+        return _s(t.best)
+    return f"{_s(t.best)} (median {_s(t.median)}, n={len(t.seconds)})"
 
 
 def _verdict(met: bool) -> str:
@@ -60,41 +68,38 @@ def _title(r: Results) -> str:
 
 def _speed_rows(r: Results) -> list[tuple[str, str, str]]:
     inc = r.incremental
-    n = len(inc.total_seconds.seconds)
     return [
         (
             "lakestats per-commit update (open table + `analyze_table`)",
-            _s(inc.total_seconds.median),
-            f"median of {n}; open {_s(inc.open_seconds.median)}, analyze "
-            f"{_s(inc.analyze_seconds.median)}; phases of run 1: "
-            f"{_phases(inc.phases, inc.total_seconds.seconds[0])}",
+            _t(inc.total_seconds),
+            f"open {_s(inc.open_seconds.best)} + analyze {_s(inc.analyze_seconds.best)} (best "
+            f"runs); phases of run 1: {_phases(inc.phases, inc.total_seconds.seconds[0])}",
         ),
         (
             "lakestats `sketch_files` on the new file only",
-            _s(inc.sketch_only.median),
-            f"median of {n}; the Spark job alone",
+            _t(inc.sketch_only),
+            "the Spark job alone, as called inside the update",
         ),
         (
             "Spark `ANALYZE TABLE … COMPUTE STATISTICS FOR ALL COLUMNS`",
-            _s(r.spark.seconds),
+            _t(r.spark.seconds),
             f"{r.files_before + 1} files, `histogram.enabled=true` "
-            f"({r.spark.histogram_buckets} bins), warm JVM, once",
+            f"({r.spark.histogram_buckets} bins), warm JVM",
         ),
     ]
 
 
 def _build_rows(r: Results) -> list[tuple[str, str, str]]:
-    n = len(r.min_scan.seconds)
     return [
         (
             "Spark `min()` of every column (plain scan)",
-            _s(r.min_scan.median),
-            f"median of {n} after one cold run ({_s(r.cold_min_scan)})",
+            _t(r.min_scan),
+            f"after one cold run ({_s(r.cold_min_scan)}); one job, all 16 columns",
         ),
         (
             "lakestats `sketch_files` over all files (pure sketch build)",
-            _s(r.sketch_build.median),
-            f"median of {n}; one Spark job, all statistics of all 16 columns",
+            _t(r.sketch_build),
+            "one Spark job, every statistic of all 16 columns, grouped by file",
         ),
         (
             f"lakestats initial `analyze_table` ({r.dataset.commits} commits)",
@@ -162,6 +167,29 @@ def _memory_rows(r: Results) -> list[tuple[str, str, str]]:
     return [(phase, python.mib(), jvm.mib()) for phase, (python, jvm) in r.memory.phases.items()]
 
 
+def _loads(r: Results) -> str:
+    loads = ", ".join(f"{k} {v:.2f}" for k, v in r.load_averages.items())
+    busy = max(r.load_averages.values(), default=0.0) > 0.5 * int(r.machine["cpus"])
+    warning = " — other work was running: timings are skewed" if busy else ""
+    return f"1-minute load average: {loads}{warning}"
+
+
+_COST_HEADERS = ("column", "type", "min() alone", "sketch_files alone", "ratio")
+
+
+def _cost_rows(r: Results) -> list[tuple[str, ...]]:
+    return [
+        (
+            c.column,
+            c.type,
+            _s(c.min_scan_seconds),
+            _s(c.sketch_seconds),
+            f"{c.sketch_seconds / c.min_scan_seconds:.2f}×",
+        )
+        for c in r.column_costs
+    ]
+
+
 def _profile_lines(r: Results) -> list[str]:
     """The top of the cProfile listing of one incremental update."""
     lines = r.incremental.profile.strip().splitlines()
@@ -186,6 +214,7 @@ def console(r: Results) -> str:
         f"== lakestats bench: {_title(r)} ==",
         f"table: {r.rows_before:,} rows in {r.files_before} files "
         f"({r.bytes_before / 2**20:,.0f} MiB); append: {r.append_rows:,} rows in 1 file",
+        _loads(r),
         "",
         "1. per-commit update after a 1 % append",
         _text_table(("measurement", "time", "what it includes"), _speed_rows(r)),
@@ -196,7 +225,12 @@ def console(r: Results) -> str:
         _text_table(("measurement", "time", "what it includes"), _build_rows(r)),
         f"  ratio sketch_files / min() scan = {ratio2:.2f}x   target <= {FULL_BUILD_TARGET:g}x   "
         f"{_verdict(ratio2 <= FULL_BUILD_TARGET)}",
-        f"  (initial analyze_table / min() scan = {r.initial_seconds / r.min_scan.median:.2f}x)",
+        f"  (initial analyze_table / min() scan = {r.initial_seconds / r.min_scan.best:.2f}x)",
+        *(
+            ["  profile, one column at a time:", _text_table(_COST_HEADERS, _cost_rows(r))]
+            if r.column_costs
+            else []
+        ),
         "",
         "3. accuracy against exact values (DuckDB)",
         _text_table(_ACCURACY_HEADERS, _accuracy_rows(r)),
@@ -242,6 +276,7 @@ def markdown(r: Results) -> str:
         f"* **Spark:** {r.args.spark_master}, driver memory "
         f"{r.args.driver_memory or 'Spark default (1g)'}, session started in "
         f"{_s(r.spark_start_seconds)} (not in any timing)",
+        f"* **Machine load:** {_loads(r)}",
         "",
         "#### 1. Per-commit update after a 1 % append vs `ANALYZE TABLE`",
         "",
@@ -249,8 +284,10 @@ def markdown(r: Results) -> str:
         "",
         f"**Ratio: {ratio1:,.1f}×** (target ≥ {INCREMENTAL_TARGET:g}×: "
         f"**{_verdict(ratio1 >= INCREMENTAL_TARGET)}**). Against `analyze_table` alone: "
-        f"{r.spark.seconds / r.incremental.analyze_seconds.median:,.1f}×; against the sketch "
-        f"job alone: {r.spark.seconds / r.incremental.sketch_only.median:,.1f}×.",
+        f"{r.spark.seconds.best / r.incremental.analyze_seconds.best:,.1f}×; against the "
+        f"sketch job alone: {r.spark.seconds.best / r.incremental.sketch_only.best:,.1f}×. "
+        "Ratios compare the best run of each side (other load on the machine only ever "
+        "adds time).",
         "",
         "#### 2. Full sketch build vs a plain scan",
         "",
@@ -258,8 +295,19 @@ def markdown(r: Results) -> str:
         "",
         f"**Ratio `sketch_files` / `min()` scan: {ratio2:.2f}×** (target ≤ "
         f"{FULL_BUILD_TARGET:g}×: **{_verdict(ratio2 <= FULL_BUILD_TARGET)}**). Initial "
-        f"`analyze_table` / `min()` scan: {r.initial_seconds / r.min_scan.median:.2f}×.",
+        f"`analyze_table` / `min()` scan: {r.initial_seconds / r.min_scan.best:.2f}×.",
         "",
+        *(
+            [
+                "Where the time goes — each column alone (one `min()` scan, one "
+                "`sketch_files` job over the same files):",
+                "",
+                _md_table(_COST_HEADERS, _cost_rows(r)),
+                "",
+            ]
+            if r.column_costs
+            else []
+        ),
         "#### 3. Accuracy against exact values",
         "",
         "Exact values by DuckDB over the live files (`count(DISTINCT …)`; for each reported "

@@ -23,6 +23,16 @@ class Incremental:
     profile: str = ""
 
 
+@dataclass(frozen=True)
+class ColumnCost:
+    """One column alone: plain ``min()`` scan vs ``sketch_files`` (the full-build profile)."""
+
+    column: str
+    type: str
+    min_scan_seconds: float
+    sketch_seconds: float
+
+
 @dataclass
 class Results:
     args: argparse.Namespace
@@ -48,5 +58,7 @@ class Results:
     lakestats_rows: int
     columns: list[accuracy.ColumnAccuracy]
     memory: PeakMemory
+    load_averages: dict[str, float]  # 1-minute load average at points of the run
+    column_costs: list[ColumnCost]  # empty unless the full-build target was missed
     ndv_rse: float
     kll_rank_error: float

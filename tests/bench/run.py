@@ -23,9 +23,11 @@ import io
 import pstats
 import shlex
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +35,13 @@ import accuracy
 import baseline
 import report
 import tpch
-from measure import PeakMemory, Timing, machine, timed
-from results import Incremental, Results
+from measure import PeakMemory, Timing, cpus, load_average, machine, timed
+from results import ColumnCost, Incremental, Results
 
 try:
     from lakestats.analyze import CommitReport, SparkSketcher, analyze_table, read_stats
     from lakestats.config import Config, SparkConfig, TableConfig
+    from lakestats.model import SketchSettings, TableSchema
     from lakestats.pipeline import sketch_files
     from lakestats.sketches.merge import (
         kll_normalized_rank_error,
@@ -82,7 +85,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--repeat",
         type=int,
         default=3,
-        help="runs of each repeatable measurement; the median is reported (default 3)",
+        help="runs of each measurement that can be repeated; ratios use the best run (default 3)",
     )
     parser.add_argument(
         "--report",
@@ -159,7 +162,8 @@ def _measure(
     )
     table_config = config.table[0]
 
-    progress(f"starting Spark ({args.spark_master})")
+    loads = {"start": load_average()}
+    progress(f"starting Spark ({args.spark_master}); load average {loads['start']:.2f}")
     with memory.phase("spark start"):
         settings = SparkSettings(master=config.spark.master, conf=config.spark.conf)
         spark, spark_start = timed(lambda: get_spark(settings))
@@ -193,6 +197,12 @@ def _measure(
         )
         initial_phases = _sum_phases(result.commits)
         progress(f"  {initial_seconds:.2f} s ({len(result.commits)} commits)")
+    loads["after full build"] = load_average()
+
+    column_costs: list[ColumnCost] = []
+    if args.profile or sketch_build.median > report.FULL_BUILD_TARGET * min_scan.median:
+        progress("profile: min() scan vs sketch_files, one column at a time")
+        column_costs = _column_costs(spark, files, schema, sketch_settings)
 
     # -- 1. per-commit update after a 1 % append -------------------------------------------
     progress("appending 1 % more rows (one more generated part) with pyiceberg")
@@ -214,15 +224,17 @@ def _measure(
     with memory.phase("ANALYZE TABLE (Spark)"):
         progress(f"Spark ANALYZE TABLE … FOR ALL COLUMNS over the same {len(live)} files")
         session = baseline.create_table(spark, live, run_dir / "spark-table")
-        spark_result = baseline.analyze(session, [c.name for c in schema.columns])
-        progress(f"  {spark_result.seconds:.2f} s")
+        spark_result = baseline.analyze(
+            session, [c.name for c in schema.columns], args.repeat, progress
+        )
+    loads["after ANALYZE"] = load_average()
 
     # -- 3. accuracy -----------------------------------------------------------------------
     with memory.phase("exact values (DuckDB)"):
         progress("exact NDV and quantile ranks with DuckDB")
         doc = read_stats(open_configured(table_config, config))
         exact_rows, columns = accuracy.compare(
-            live, doc, spark_result.distinct_count, threads=_cpus()
+            live, doc, spark_result.distinct_count, threads=cpus()
         )
 
     return Results(
@@ -249,6 +261,8 @@ def _measure(
         lakestats_rows=int(doc["record_count"]),
         columns=columns,
         memory=memory,
+        load_averages=loads,
+        column_costs=column_costs,
         ndv_rse=theta_relative_standard_error(sketch_settings.theta_lg_k),
         kll_rank_error=kll_normalized_rank_error(sketch_settings.kll_k),
     )
@@ -307,6 +321,20 @@ def _incremental(
     return out
 
 
+def _column_costs(
+    spark: Any, files: Sequence[str], schema: TableSchema, settings: SketchSettings
+) -> list[ColumnCost]:
+    """Each column alone: what a plain scan of it costs and what sketching it costs."""
+    costs = []
+    for column in schema.columns:
+        alone = TableSchema(schema_id=schema.schema_id, columns=(column,))
+        scan = baseline.min_scan(spark, files, [column.name])
+        _, sketch = timed(lambda a=alone: sketch_files(spark, files, a, settings))
+        costs.append(ColumnCost(column.name, column.type, scan, sketch))
+        progress(f"  {column.name}: min() {scan:.2f} s, sketch_files {sketch:.2f} s")
+    return costs
+
+
 def _sum_phases(reports: Sequence[CommitReport]) -> dict[str, float]:
     total: dict[str, float] = {}
     for commit in reports:
@@ -315,15 +343,7 @@ def _sum_phases(reports: Sequence[CommitReport]) -> dict[str, float]:
     return total
 
 
-def _cpus() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def _versions(spark: Any) -> dict[str, str]:
-    from importlib import metadata
-
     def version(dist: str) -> str:
         try:
             return metadata.version(dist)
@@ -332,15 +352,37 @@ def _versions(spark: Any) -> dict[str, str]:
 
     java = spark.sparkContext._jvm.java.lang.System.getProperty("java.version")
     return {
-        "lakestats": version("lakestats"),
+        "lakestats": f"{version('lakestats')} ({_git_revision()})",
         "spark": str(spark.version),
         "java": str(java),
         "pyiceberg": version("pyiceberg"),
         "datasketches": version("datasketches"),
         "duckdb": version("duckdb"),
         "pyarrow": version("pyarrow"),
-        "tpchgen-cli": tpch.tpchgen_version(),
+        "tpchgen-cli": tpch.tpchgen_version().removeprefix("tpchgen-cli").strip(),
     }
+
+
+def _git_revision() -> str:
+    """The commit the run measured, ``+dirty`` with uncommitted changes (read-only git)."""
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "core", "daemon"],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "no git revision"
+    return f"git {rev}{'+dirty' if dirty else ''}"
 
 
 if __name__ == "__main__":

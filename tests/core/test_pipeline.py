@@ -284,6 +284,14 @@ def test_renamed_columns_are_matched_by_field_id(spark: Any, tmp_path: Path) -> 
     assert result[2].null_count == 3
 
 
+def test_files_without_field_ids_can_be_matched_by_name(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "no_ids.parquet")
+    pq.write_table(pa.table({"v": pa.array([3, 4], pa.int64())}), path)
+    schema = TableSchema(1, (Column(7, "v", "long"),))
+    result = sketch_files(spark, [path], schema, SETTINGS, match_by="name")[path]
+    assert (result[7].null_count, result[7].min, result[7].max) == (0, 3, 4)
+
+
 def test_signed_zero_bounds_follow_iceberg_order(spark: Any, tmp_path: Path) -> None:
     path = _write(
         tmp_path / "zeros.parquet",

@@ -57,3 +57,30 @@ def test_events_become_hints_and_missing_dirs_are_retried(tmp_path: Path) -> Non
             assert all(t != "s3" for t, _ in hints)
     finally:
         watcher.stop()
+
+
+def test_reading_metadata_is_not_a_commit(tmp_path: Path) -> None:
+    """The daemon reads metadata.json on every run: those reads must not hint again."""
+    hints: list[str] = []
+    metadata = tmp_path / "t" / "metadata"
+    metadata.mkdir(parents=True)
+    current = metadata / "00001-x.metadata.json"
+    current.write_text("{}")
+    watcher = MetadataWatcher(
+        ("t",), lambda table, source: hints.append(source), {"t": str(tmp_path / "t")}.get
+    )
+    watcher.start()
+    try:
+        time.sleep(0.3)
+        before = len(hints)  # the hint every new watch starts with
+        for _ in range(5):
+            current.read_text()
+        time.sleep(0.5)
+        assert len(hints) == before
+        (metadata / "00002-y.metadata.json").write_text("{}")
+        deadline = time.monotonic() + 5
+        while len(hints) == before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(hints) > before
+    finally:
+        watcher.stop()

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import ValidationError
 from pyiceberg.catalog import load_catalog
-from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+from pyiceberg.exceptions import CommitFailedException, NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.manifest import DataFileContent, ManifestEntry, ManifestEntryStatus
 from pyiceberg.table import StaticTable, Table
@@ -21,6 +21,7 @@ from pyiceberg.table.snapshots import Snapshot
 
 from lakestats.exceptions import (
     ConfigError,
+    ExpiryError,
     LineageError,
     MetadataError,
     SnapshotNotFoundError,
@@ -34,7 +35,7 @@ from lakestats.formats.iceberg_location import (
     resolve_location,
 )
 from lakestats.formats.iceberg_manifests import ManifestReader
-from lakestats.model import BASELINE_OPERATION, Commit, DataFile, TableSchema
+from lakestats.model import BASELINE_OPERATION, Commit, DataFile, SnapshotInfo, TableSchema
 
 FORMAT_NAME = "iceberg"
 # A snapshot summary is optional in format v1; "overwrite" promises least about the change.
@@ -105,6 +106,54 @@ class IcebergTable:
 
     def snapshot_ids(self) -> frozenset[int]:
         return frozenset(s.snapshot_id for s in self._metadata.snapshots)
+
+    def snapshot_infos(self) -> tuple[SnapshotInfo, ...]:
+        """Every snapshot in the metadata, for expiry planning (``lakestats.expiry``)."""
+        metadata = self._metadata
+        heads = {ref.snapshot_id for ref in metadata.refs.values()}
+        lineage: set[int] = set()
+        snapshot = metadata.current_snapshot()
+        while snapshot is not None and snapshot.snapshot_id not in lineage:
+            lineage.add(snapshot.snapshot_id)
+            parent = snapshot.parent_snapshot_id
+            snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
+        return tuple(
+            SnapshotInfo(
+                snapshot_id=s.snapshot_id,
+                timestamp_ms=s.timestamp_ms,
+                in_main_lineage=s.snapshot_id in lineage,
+                is_ref_head=s.snapshot_id in heads,
+            )
+            for s in metadata.snapshots
+        )
+
+    def expire_snapshots(self, snapshot_ids: Sequence[int]) -> None:
+        """Expire snapshots with pyiceberg's own expiry (one metadata commit), then refresh.
+
+        Only the metadata changes: files the expired snapshots alone referenced are left
+        for the table's orphan-file cleanup, as pyiceberg does. A table opened by location
+        is read-only (a ``StaticTable``): ``ExpiryError`` says to configure it by catalog.
+        """
+        if not snapshot_ids:
+            return
+        table = self._table
+        if isinstance(table, StaticTable):
+            raise ExpiryError(
+                f"table {self._description} was opened by location, which is read-only: "
+                "managed snapshot expiry commits through the table's catalog, so configure "
+                "the table with catalog + identifier (or expire with your engine; lakestats "
+                "follows any expiry)"
+            )
+        present = {s.snapshot_id for s in table.metadata.snapshots}
+        wanted = [s for s in snapshot_ids if s in present]
+        if wanted:
+            try:
+                table.maintenance.expire_snapshots().by_ids(wanted).commit()
+            except (CommitFailedException, ValueError) as exc:
+                raise ExpiryError(
+                    f"table {self._description}: snapshot expiry failed: {first_line(exc)}"
+                ) from exc
+        self.refresh()
 
     def schema(self, schema_id: int | None = None) -> TableSchema:
         metadata = self._metadata

@@ -50,6 +50,15 @@ def kll_value(type_str: str, value: float) -> Any:
     return value
 
 
+def _value_step(type_str: str) -> float | None:
+    """The gap between adjacent values in KLL units, which caps a bucket's ndv."""
+    if type_str in ("int", "long", "date", "timestamp", "timestamptz"):
+        return 1.0
+    if type_str.startswith("decimal"):
+        return 10.0 ** -int(type_str.rstrip(")").split(",")[1])
+    return None
+
+
 def _ndv(column: ColumnAggregate) -> int | None:
     if column.theta is None:
         return None

@@ -163,3 +163,28 @@ def list_tree(directory: PathLike) -> list[str]:
         base = Path(dirpath)
         found.extend((base / name).relative_to(root).as_posix() for name in filenames)
     return sorted(found)
+
+
+def stat_tree(directory: PathLike) -> list[tuple[str, int, int]]:
+    """``(relative POSIX path, mtime in ms, size)`` of every regular file below ``directory``.
+
+    A file that vanishes while the tree is walked (a concurrent cleanup) is left out.
+    """
+    root = local_path(directory)
+    found: list[tuple[str, int, int]] = []
+    for rel in list_tree(root):
+        try:
+            st = (root / rel).stat()
+        except FileNotFoundError:
+            continue
+        found.append((rel, st.st_mtime_ns // 1_000_000, st.st_size))
+    return found
+
+
+def remove(path: PathLike) -> bool:
+    """Delete a file; ``False`` if it was already gone (deleting is idempotent)."""
+    try:
+        local_path(path).unlink()
+    except FileNotFoundError:
+        return False
+    return True

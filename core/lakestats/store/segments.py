@@ -246,3 +246,18 @@ def read_segment_paths(path: atomic.PathLike) -> list[str]:
     table = read_table(path, KIND, SCHEMA, ["file_path"])
     with decoding(path, KIND):
         return list(dict.fromkeys(table.column("file_path").to_pylist()))
+
+
+def read_segment_types(path: atomic.PathLike) -> dict[int, str]:
+    """field id → the Iceberg type string the segment's bounds are encoded with."""
+    table = read_table(path, KIND, SCHEMA, ["field_id", "field_type"])
+    with decoding(path, KIND):
+        types: dict[int, str] = {}
+        for field_id, type_str in zip(
+            table.column("field_id").to_pylist(),
+            table.column("field_type").to_pylist(),
+            strict=True,
+        ):
+            if field_id is not None and type_str is not None:
+                types[field_id] = type_str
+        return types

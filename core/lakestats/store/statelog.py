@@ -29,6 +29,12 @@ def version_file_name(version: int) -> str:
     return f"{version:020d}.json"
 
 
+def is_version_path(rel: str) -> bool:
+    """Whether a path relative to the table dir names a state version file."""
+    folder, _, name = rel.partition("/")
+    return folder == LOG_DIR and _VERSION_NAME.match(name) is not None
+
+
 def version_path(table_dir: atomic.PathLike, version: int) -> Path:
     return atomic.local_path(table_dir) / LOG_DIR / version_file_name(version)
 
@@ -56,6 +62,8 @@ def version_to_json(state: StateVersion) -> bytes:
         "stats": {str(snap): state.stats[snap] for snap in sorted(state.stats)},
         "published": dict(state.published),
     }
+    if state.expired:  # optional: absent in versions written before expiry existed
+        doc["expired"] = {str(snap): state.expired[snap] for snap in sorted(state.expired)}
     return (json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n").encode()
 
 
@@ -97,6 +105,17 @@ def _stats(raw: Any) -> dict[int, str]:
     return stats
 
 
+def _expired(raw: Any) -> dict[int, int]:
+    if not isinstance(raw, dict):
+        raise ValueError("field 'expired' must be an object")
+    expired: dict[int, int] = {}
+    for key, when in raw.items():
+        if not re.fullmatch(r"-?\d+", key) or not isinstance(when, int) or isinstance(when, bool):
+            raise ValueError(f"bad expired entry {key!r}: {when!r}")
+        expired[int(key)] = when
+    return expired
+
+
 def version_from_json(data: bytes, source: str) -> StateVersion:
     """Parse a version file's bytes; ``StoreError`` naming ``source`` if it is not ours."""
     try:
@@ -119,6 +138,7 @@ def version_from_json(data: bytes, source: str) -> StateVersion:
             stats=_stats(_get(doc, "stats", dict)),
             created_at_ms=_get(doc, "created_at_ms", int),
             published=_get(doc, "published", dict),
+            expired=_expired(doc.get("expired", {})),
         )
     except ValueError as exc:
         raise StoreError(f"{source}: not a lakestats state version: {exc}") from exc

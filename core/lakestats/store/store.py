@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Generic, TypeVar
 
 from lakestats.exceptions import ConcurrentUpdateError, StoreError
+from lakestats.expiry import StoreFile, VersionInfo
 from lakestats.model import DataFile, PartitionAggregate, SegmentEntry, StateVersion
 from lakestats.store import aggregates, atomic, segments, statelog
 
@@ -191,6 +192,10 @@ class StatsStore:
     def read_segment(self, rel: str) -> tuple[DataFile, ...]:
         return segments.read_segment(self.path(rel))
 
+    def segment_types(self, rel: str) -> dict[int, str]:
+        """field id → type string the segment's bounds are encoded with."""
+        return segments.read_segment_types(self.path(rel))
+
     def segment_paths(self, rel: str) -> frozenset[str]:
         """The data file paths a segment holds (cached; reads only the path column)."""
         cached = self._segment_paths.get(rel)
@@ -261,3 +266,53 @@ class StatsStore:
         if not isinstance(doc, dict):
             raise StoreError(f"{path}: stats file is not a JSON object")
         return doc
+
+    # -- maintenance (lakestats.maintenance decides what; these only do it) ----------------
+
+    def files(self) -> list[StoreFile]:
+        """Every file cleanup may consider (``list_files``), with its age and size."""
+        versions = {statelog.version_file_name(v) for v in self.versions()}
+        return [
+            StoreFile(rel, mtime_ms, size)
+            for rel, mtime_ms, size in atomic.stat_tree(self._table_dir)
+            if not (rel.startswith(f"{statelog.LOG_DIR}/") and rel.split("/", 1)[1] in versions)
+        ]
+
+    def usage(self) -> tuple[int, int]:
+        """(files, bytes) under the table's folder, state versions included."""
+        stats = atomic.stat_tree(self._table_dir)
+        return len(stats), sum(size for _, _, size in stats)
+
+    def version_infos(self) -> list[VersionInfo]:
+        """Every state version with its creation time (the version file's mtime: a stat,
+        not a read, so retention costs the same however long the log is)."""
+        infos: list[VersionInfo] = []
+        for version in self.versions():
+            path = statelog.version_path(self._table_dir, version)
+            try:
+                mtime_ms = path.stat().st_mtime_ns // 1_000_000
+            except FileNotFoundError:  # deleted by a concurrent cleanup meanwhile
+                continue
+            infos.append(VersionInfo(version, mtime_ms))
+        return infos
+
+    def delete_file(self, rel: str) -> bool:
+        """Delete an unreferenced store file; ``False`` if already gone. The caller
+        (cleanup) is responsible for it being unreferenced by every retained version."""
+        if statelog.is_version_path(rel):
+            raise ValueError(f"{rel} is a state version: use delete_version")
+        return atomic.remove(self.path(rel))
+
+    def delete_version(self, version: int) -> bool:
+        """Delete an old state version; never the newest one."""
+        versions = self.versions()
+        if versions and version >= versions[-1]:
+            raise ValueError(f"refusing to delete state version {version}: it is the newest")
+        return atomic.remove(statelog.version_path(self._table_dir, version))
+
+    def sync(self) -> None:
+        """Make deletions durable (fsync the store's folders)."""
+        for folder in (statelog.LOG_DIR, SEGMENTS_DIR, AGGREGATES_DIR, STATS_DIR):
+            directory = self._table_dir / folder
+            if directory.is_dir():
+                atomic.fsync_dir(directory)

@@ -1,0 +1,294 @@
+"""Scheduled maintenance: managed expiry (cron per table) and compaction (interval).
+
+Nothing here decides what to delete (that is ``lakestats.expiry``) or deletes anything
+(``lakestats.maintenance``). The APScheduler jobs only *request* a job for a table and hint
+the per-table queue; the table's worker runs pending jobs right after its analyze run.
+So maintenance shares the one-worker-per-table rule: it never runs concurrently with
+analyze on the same table, and a table in backoff does not run maintenance either.
+
+Order inside one worker run: analyze (which also drops stats of snapshots expired by
+anyone) → expire (the table format's own expiry per policy, stats expiry, cleanup) →
+compact (segments, log retention, orphans). ``should_stop`` is checked between jobs; a job
+not started stays pending for the next run.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import structlog
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.cron import CronTrigger
+from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from lakestats.config import Config
+from lakestats.tables import OpenedTable
+
+log = structlog.get_logger("lakestatsd.maintenance")
+
+EXPIRE = "expire"
+COMPACT = "compact"
+JOBS = (EXPIRE, COMPACT)  # the order a worker runs them in
+
+
+class CleanupLike(Protocol):
+    @property
+    def versions_deleted(self) -> tuple[int, ...]: ...
+    @property
+    def files_deleted(self) -> tuple[str, ...]: ...
+    @property
+    def bytes_deleted(self) -> int: ...
+    @property
+    def waiting(self) -> tuple[str, ...]: ...
+
+
+class ReportLike(Protocol):
+    @property
+    def cleanup(self) -> CleanupLike: ...
+
+
+JobFn = Callable[[OpenedTable], Any]
+"""``expire(opened)`` / ``compact(opened)``: core's maintenance with the daemon's config."""
+
+
+def _folder(path: str) -> str:
+    head = path.split("/", 1)[0]
+    return head if head in ("segments", "aggregates", "stats", "log") else "other"
+
+
+class _SinceCollector(Collector):
+    def __init__(self, runner: MaintenanceRunner) -> None:
+        self._runner = runner
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        for job in JOBS:
+            name = "expiry" if job == EXPIRE else "compaction"
+            family = GaugeMetricFamily(
+                f"lakestats_seconds_since_last_{name}",
+                f"Seconds since the last successful {name} job of the table (absent before)",
+                labels=["table"],
+            )
+            for table, seconds in self._runner.seconds_since(job).items():
+                family.add_metric([table], seconds)
+            yield family
+
+
+class MaintenanceMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.store_files = Gauge(
+            "lakestats_store_files",
+            "Files in the table's stats store (state versions included)",
+            ["table"],
+            registry=registry,
+        )
+        self.store_bytes = Gauge(
+            "lakestats_store_bytes",
+            "Bytes in the table's stats store",
+            ["table"],
+            registry=registry,
+        )
+        self.files_removed = Counter(
+            "lakestats_maintenance_files_removed",
+            "Store files deleted by maintenance, by folder (log, segments, aggregates, stats)",
+            ["table", "kind"],
+            registry=registry,
+        )
+        self.bytes_removed = Counter(
+            "lakestats_maintenance_bytes_removed",
+            "Bytes of store files deleted by maintenance",
+            ["table"],
+            registry=registry,
+        )
+        self.runs = Counter(
+            "lakestats_maintenance_runs",
+            "Maintenance jobs run, by job (expire, compact) and outcome (ok, error)",
+            ["table", "job", "outcome"],
+            registry=registry,
+        )
+        self.stats_expired = Counter(
+            "lakestats_stats_expired_snapshots",
+            "Snapshots whose stats were dropped because the table expired them",
+            ["table"],
+            registry=registry,
+        )
+
+
+@dataclass(frozen=True)
+class MaintenanceFns:
+    """Core's maintenance entry points, bound to the daemon's config (``Daemon.from_config``)."""
+
+    expire: JobFn
+    compact: JobFn
+    stale: Callable[[OpenedTable], bool]
+
+
+class MaintenanceRunner:
+    """Pending maintenance jobs per table, and running them inside a table's worker."""
+
+    def __init__(
+        self,
+        config: Config,
+        registry: CollectorRegistry,
+        fns: MaintenanceFns,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._config = config
+        self._jobs: dict[str, JobFn] = {EXPIRE: fns.expire, COMPACT: fns.compact}
+        self._stale = fns.stale
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._pending: dict[str, set[str]] = {t.name: set() for t in config.table}
+        self._last_ok: dict[str, dict[str, float]] = {job: {} for job in JOBS}
+        self.metrics = MaintenanceMetrics(registry)
+        registry.register(_SinceCollector(self))
+
+    def request(self, table: str, job: str) -> None:
+        if job not in self._jobs:
+            raise ValueError(f"unknown maintenance job {job!r}")
+        with self._lock:
+            self._pending[table].add(job)
+
+    def pending(self, table: str) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self._pending[table])
+
+    def seconds_since(self, job: str) -> dict[str, float]:
+        now = self._clock()
+        with self._lock:
+            return {t: max(0.0, now - at) for t, at in self._last_ok[job].items()}
+
+    def stale(self, opened: OpenedTable) -> bool:
+        """Stats kept for snapshots the table no longer lists (expired by anyone)."""
+        return self._stale(opened)
+
+    def observe_store(self, table: str, opened: OpenedTable) -> None:
+        files, size = opened.store.usage()
+        self.metrics.store_files.labels(table).set(files)
+        self.metrics.store_bytes.labels(table).set(size)
+
+    def run_pending(self, table: str, opened: OpenedTable, should_stop: Callable[[], bool]) -> bool:
+        """Run the table's pending jobs in order; False if it stopped with jobs left."""
+        for job in JOBS:
+            with self._lock:
+                if job not in self._pending[table]:
+                    continue
+            if should_stop():
+                return False
+            with self._lock:
+                self._pending[table].discard(job)
+            self._run(table, job, opened)
+        return True
+
+    def _run(self, table: str, job: str, opened: OpenedTable) -> None:
+        started = time.monotonic()
+        try:
+            report = self._jobs[job](opened)
+        except Exception:
+            self.metrics.runs.labels(table, job, "error").inc()
+            with self._lock:
+                self._pending[table].add(job)  # retried with the table's next run
+            raise
+        self.metrics.runs.labels(table, job, "ok").inc()
+        with self._lock:
+            self._last_ok[job][table] = self._clock()
+        cleaned: CleanupLike = report.cleanup
+        removed = [f"log/{v:020d}.json" for v in cleaned.versions_deleted]
+        removed += list(cleaned.files_deleted)
+        for path in removed:
+            self.metrics.files_removed.labels(table, _folder(path)).inc()
+        self.metrics.bytes_removed.labels(table).inc(cleaned.bytes_deleted)
+        fields: dict[str, Any] = {
+            "versions_deleted": len(cleaned.versions_deleted),
+            "files_deleted": len(cleaned.files_deleted),
+            "bytes_deleted": cleaned.bytes_deleted,
+            "files_waiting_grace": len(cleaned.waiting),
+        }
+        if job == EXPIRE:
+            dropped = len(report.dropped_stats)
+            self.metrics.stats_expired.labels(table).inc(dropped)
+            fields |= {"snapshots_expired": len(report.expired_snapshots), "stats_dropped": dropped}
+        else:
+            fields |= {
+                "segments_before": report.segments_before,
+                "segments_after": report.segments_after,
+                "dead_rows_dropped": report.dead_rows_dropped,
+            }
+        self.observe_store(table, opened)
+        log.info(f"{job}_done", table=table, seconds=round(time.monotonic() - started, 3), **fields)
+
+
+class MaintenanceScheduler:
+    """APScheduler jobs that request maintenance and hint the table's queue."""
+
+    def __init__(self, config: Config, request: Callable[[str, str], None]) -> None:
+        self._config = config
+        self._request = request
+        self._scheduler = BackgroundScheduler(
+            executors={"default": ThreadPoolExecutor(1)},
+            # a job missed while the daemon was down or busy runs once, not once per miss
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
+            timezone="UTC",
+        )
+
+    def start(self) -> None:
+        for table in self._config.table:
+            policy = table.expire
+            if policy is not None and policy.schedule is not None:
+                self._scheduler.add_job(
+                    self._fire,
+                    CronTrigger.from_crontab(policy.schedule, timezone="UTC"),
+                    args=(table.name, EXPIRE),
+                    id=f"{EXPIRE}:{table.name}",
+                )
+            elif policy is not None:
+                log.info("expire_policy_unscheduled", table=table.name, hint="set expire.schedule")
+            if self._config.maintenance.enabled:
+                self._scheduler.add_job(
+                    self._fire,
+                    "interval",
+                    seconds=self._config.maintenance.compaction_interval_s,
+                    args=(table.name, COMPACT),
+                    id=f"{COMPACT}:{table.name}",
+                )
+        self._scheduler.start()
+
+    def jobs(self) -> dict[str, datetime | None]:
+        """job id → next run time (UTC), for status and tests."""
+        return {job.id: job.next_run_time for job in self._scheduler.get_jobs()}
+
+    def triggers(self) -> dict[str, str]:
+        return {job.id: str(job.trigger) for job in self._scheduler.get_jobs()}
+
+    def _fire(self, table: str, job: str) -> None:
+        try:
+            self._request(table, job)
+        except Exception:  # a failed request must not unschedule the job
+            log.exception("maintenance_request_failed", table=table, job=job)
+
+    def stop(self) -> None:
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=True)
+
+
+def next_fire_times(schedule: str, after: datetime, count: int) -> Sequence[datetime]:
+    """The next ``count`` times a cron ``schedule`` fires after ``after`` (UTC)."""
+    trigger = CronTrigger.from_crontab(schedule, timezone="UTC")
+    times: list[datetime] = []
+    previous: datetime | None = None
+    now = after.astimezone(UTC)
+    for _ in range(count):
+        fire = trigger.get_next_fire_time(previous, now)
+        if fire is None:
+            break
+        times.append(fire)
+        previous, now = fire, fire
+    return times
