@@ -193,7 +193,7 @@ def expire(
             )
         fmt.refresh()
         doomed = plan_snapshot_expiry(fmt.snapshot_infos(), policy, now)
-        if doomed and not dry_run:
+        if not dry_run:
             fmt.expire_snapshots(doomed)
     plan, version = expire_stats(
         opened,

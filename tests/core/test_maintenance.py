@@ -437,7 +437,7 @@ def _end_state(store: StatsStore) -> tuple[Any, ...]:
 @pytest.mark.slow
 def test_sigkill_during_compaction_then_rerun(tmp_path: Path) -> None:
     wh = IcebergWarehouse(tmp_path / "wh")
-    build_history(wh, "t", 40)
+    build_history(wh, "t", 30)
     loc = wh.location("t")
     base = tmp_path / "base"
     assert cli("analyze", loc, "--state-dir", str(base), "--no-sketches", "-q")[0] == 0
@@ -459,7 +459,7 @@ def test_sigkill_during_compaction_then_rerun(tmp_path: Path) -> None:
 
     rng = random.Random(5)
     killed = 0
-    for trial in range(4):
+    for trial in range(3):
         state = tmp_path / f"trial-{trial}"
         shutil.copytree(base, state)
         args = ["compact", loc, "--state-dir", str(state), "--config", str(toml)]
@@ -482,10 +482,10 @@ def test_sigkill_during_managed_expiry_then_rerun(tmp_path: Path) -> None:
     worker.write_text(WORKER)
     rng = random.Random(11)
     killed = 0
-    for trial in range(3):
+    for trial in range(2):
         name = f"t{trial}"
         wh.create_table(name, SCHEMA)
-        for i in range(25):
+        for i in range(20):
             wh.append(name, rows(i * 10, 4))
             if i % 6 == 5:
                 wh.delete(name, f"id < {i * 5}")

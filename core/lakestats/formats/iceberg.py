@@ -130,12 +130,13 @@ class IcebergTable:
     def expire_snapshots(self, snapshot_ids: Sequence[int]) -> None:
         """Expire snapshots with pyiceberg's own expiry (one metadata commit), then refresh.
 
+        Called with no id, only checks that the table can commit (a misconfigured policy is
+        reported at once, not when there first is something to expire).
+
         Only the metadata changes: files the expired snapshots alone referenced are left
         for the table's orphan-file cleanup, as pyiceberg does. A table opened by location
         is read-only (a ``StaticTable``): ``ExpiryError`` says to configure it by catalog.
         """
-        if not snapshot_ids:
-            return
         table = self._table
         if isinstance(table, StaticTable):
             raise ExpiryError(
@@ -144,6 +145,8 @@ class IcebergTable:
                 "the table with catalog + identifier (or expire with your engine; lakestats "
                 "follows any expiry)"
             )
+        if not snapshot_ids:
+            return
         present = {s.snapshot_id for s in table.metadata.snapshots}
         wanted = [s for s in snapshot_ids if s in present]
         if wanted:

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import lz4.frame  # type: ignore[import-untyped]  # lz4 ships no type hints
+import lz4.frame
 import zstandard
 
 from lakestats import __version__
