@@ -163,6 +163,64 @@ def parse_duration(value: str | int | float) -> float:
     return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
 
 
+_DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+
+
+def _cron_days(field: str) -> str:
+    """A standard cron day-of-week field (0 or 7 = Sunday, 1 = Monday …) as day names.
+
+    APScheduler numbers days from Monday = 0, so ``CronTrigger.from_crontab("0 3 * * 1")``
+    would fire on Tuesdays; names mean the same to both.
+    """
+    if field in ("*", "?"):
+        return "*"
+    days: set[int] = set()
+    for part in field.lower().split(","):
+        base, _, step_text = part.partition("/")
+        step = int(step_text) if step_text else 1
+        if step < 1:
+            raise ValueError(f"bad step in day of week {field!r}")
+        if base == "*":
+            lo, hi = 0, 6
+        elif "-" in base:
+            first, last = base.split("-", 1)
+            lo, hi = _cron_day(first), _cron_day(last)
+            if hi == 0:
+                hi = 7  # "5-7" / "5-sun": through Sunday
+        else:
+            lo = hi = _cron_day(base)
+        if lo > hi:
+            raise ValueError(f"bad range in day of week {field!r}")
+        days.update(d % 7 for d in range(lo, hi + 1, step))
+    return ",".join(_DAY_NAMES[d] for d in sorted(days))
+
+
+def _cron_day(token: str) -> int:
+    if token.isdigit() and 0 <= int(token) <= 7:
+        return int(token) % 7 if int(token) != 7 else 0
+    if token[:3] in _DAY_NAMES:
+        return _DAY_NAMES.index(token[:3])
+    raise ValueError(f"bad day of week {token!r}")
+
+
+def crontab_fields(expression: str) -> dict[str, str]:
+    """A 5-field cron expression (standard day-of-week numbering) as APScheduler
+    ``CronTrigger`` keyword arguments. ``ValueError`` when it is not one."""
+    parts = expression.split()
+    if len(parts) != 5:
+        raise ValueError(
+            f"not a 5-field cron expression: {expression!r} (e.g. '0 3 * * *' = 03:00 UTC)"
+        )
+    minute, hour, day, month, day_of_week = parts
+    return {
+        "minute": minute,
+        "hour": hour,
+        "day": day,
+        "month": month,
+        "day_of_week": _cron_days(day_of_week),
+    }
+
+
 class ExpireConfig(_Section):
     """A table's snapshot retention, run by ``lakestats expire`` and (with a schedule) the
     daemon: the table format's own expiry, then the stats of the expired snapshots."""
@@ -184,12 +242,9 @@ class ExpireConfig(_Section):
         if value is not None:
             from apscheduler.triggers.cron import CronTrigger  # noqa: PLC0415
 
-            if len(value.split()) != 5:
-                raise ValueError(
-                    f"not a 5-field cron expression: {value!r} (e.g. '0 3 * * *' = 03:00 UTC)"
-                )
+            fields = crontab_fields(value)
             try:
-                CronTrigger.from_crontab(value, timezone="UTC")
+                CronTrigger(**fields, timezone="UTC")
             except ValueError as exc:
                 raise ValueError(f"not a valid cron expression {value!r}: {exc}") from None
         return value

@@ -29,7 +29,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from lakestats.config import Config
+from lakestats.config import Config, crontab_fields
 from lakestats.tables import OpenedTable
 
 log = structlog.get_logger("lakestatsd.maintenance")
@@ -226,6 +226,12 @@ class MaintenanceRunner:
         log.info(f"{job}_done", table=table, seconds=round(time.monotonic() - started, 3), **fields)
 
 
+def cron_trigger(expression: str) -> CronTrigger:
+    """A standard 5-field cron expression, in UTC. Not ``CronTrigger.from_crontab``: that
+    reads day-of-week numbers APScheduler's way (0 = Monday), not cron's (0 = Sunday)."""
+    return CronTrigger(**crontab_fields(expression), timezone="UTC")
+
+
 class MaintenanceScheduler:
     """APScheduler jobs that request maintenance and hint the table's queue."""
 
@@ -245,7 +251,7 @@ class MaintenanceScheduler:
             if policy is not None and policy.schedule is not None:
                 self._scheduler.add_job(
                     self._fire,
-                    CronTrigger.from_crontab(policy.schedule, timezone="UTC"),
+                    cron_trigger(policy.schedule),
                     args=(table.name, EXPIRE),
                     id=f"{EXPIRE}:{table.name}",
                 )
@@ -281,7 +287,7 @@ class MaintenanceScheduler:
 
 def next_fire_times(schedule: str, after: datetime, count: int) -> Sequence[datetime]:
     """The next ``count`` times a cron ``schedule`` fires after ``after`` (UTC)."""
-    trigger = CronTrigger.from_crontab(schedule, timezone="UTC")
+    trigger = cron_trigger(schedule)
     times: list[datetime] = []
     previous: datetime | None = None
     now = after.astimezone(UTC)

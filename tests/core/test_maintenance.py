@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from lakestats.config import Config, ExpireConfig, MaintenanceConfig, SketchConf
 from lakestats.exceptions import SnapshotNotFoundError, StoreError
 from lakestats.maintenance import compact, expire
 from lakestats.merge import merge_partitions
+from lakestats.model import StateVersion
 from lakestats.store import StatsStore, referenced_files
 from lakestats.tables import OpenedTable, open_configured
 from lakestats.testing import IcebergWarehouse
@@ -333,7 +335,8 @@ def test_reader_holding_an_old_version_reads_consistent_stats(tmp_path: Path) ->
     analyze(opened, config)
     store = opened.store
     held = store.current()  # the reader loads this version, then compaction runs
-    assert held is not None
+    assert held is not None and held.last_snapshot_id is not None
+    held_doc = held.stats[held.last_snapshot_id]
     settings = config.sketch.settings()
 
     def merged(state: Any) -> Any:
@@ -341,7 +344,7 @@ def test_reader_holding_an_old_version_reads_consistent_stats(tmp_path: Path) ->
         return merge_partitions(parts, settings)
 
     expected = merged(held)
-    doc = stable(store.read_stats(held.stats[held.last_snapshot_id]))
+    doc = stable(store.read_stats(held_doc))
     for _ in range(3):  # compaction and cleanup, several times, while the reader holds it
         compact(opened, config)
         reread = StatsStore(config.state_dir, store.table_id, cache_size=1)  # no cache
@@ -349,7 +352,7 @@ def test_reader_holding_an_old_version_reads_consistent_stats(tmp_path: Path) ->
         for rel in referenced_files(held):
             assert reread.path(rel).is_file(), rel
         assert [f.path for s in held.segments for f in reread.read_segment(s.path)]
-        assert stable(reread.read_stats(held.stats[held.last_snapshot_id])) == doc
+        assert stable(reread.read_stats(held_doc)) == doc
         assert reread.read_version(held.version) == held
     new = store.current()
     assert new is not None and new.version > held.version and len(new.segments) <= 2
@@ -503,17 +506,16 @@ def test_sigkill_during_managed_expiry_then_rerun(tmp_path: Path) -> None:
         state = tmp_path / f"state-{name}"
         (table_dir,) = state.iterdir()
         store = StatsStore(state, table_dir.name)
-        docs = {s: stable(store.read_stats(p)) for s, p in store.current().stats.items()}  # type: ignore[union-attr]
+        analyzed = store.current()
+        assert analyzed is not None
+        docs = {s: stable(store.read_stats(p)) for s, p in analyzed.stats.items()}
         for delay in (rng.uniform(0.05, 0.6), rng.uniform(0.0, 0.3)):
             killed += _kill_during(["expire", name, "--config", str(toml)], worker, delay)
             assert cli("show", name, "--config", str(toml), "--json")[0] == 0
         assert cli("expire", name, "--config", str(toml))[0] == 0
         kept = lineage[-4:]
         assert wh.lineage(name) == kept
-        assert set(
-            wh.table(name).metadata.snapshots
-            and [s.snapshot_id for s in wh.table(name).metadata.snapshots]
-        ) == set(kept)
+        assert {s.snapshot_id for s in wh.table(name).metadata.snapshots} == set(kept)
         last, segments, stats, expired = _end_state(store)
         assert last == lineage[-1]
         assert stats == {s: docs[s] for s in kept}
@@ -523,3 +525,18 @@ def test_sigkill_during_managed_expiry_then_rerun(tmp_path: Path) -> None:
         assert cli("expire", name, "--config", str(toml))[0] == 0
         assert _end_state(store) == (last, segments, stats, expired)
     assert killed > 0
+
+
+def test_store_primitives_refuse_what_cleanup_must_never_do(tmp_path: Path) -> None:
+    store = StatsStore(tmp_path, "t")
+    base = StateVersion(1, "t", "iceberg", "/l", None, expired={5: 1000, -3: 2000})
+    store.commit(base)
+    store.commit(replace(base, version=2))
+    assert store.read_version(1).expired == {5: 1000, -3: 2000}  # round trip
+    with pytest.raises(ValueError, match="newest"):
+        store.delete_version(2)
+    with pytest.raises(ValueError, match="state version"):
+        store.delete_file("log/00000000000000000001.json")
+    assert store.delete_version(1) and not store.delete_version(1)  # idempotent
+    assert store.versions() == [2]
+    assert store.usage()[0] == 1
