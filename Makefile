@@ -10,8 +10,8 @@ install: $(STAMP)
 
 # Re-install when the dependency list changes; the stamp makes `make test` cheap after.
 $(STAMP): pyproject.toml
-	@java -version 2>&1 | head -n 1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])' || { \
-	  echo "lakestats needs Java 17 or newer for Spark: install it, e.g. 'sudo apt-get install openjdk-17-jre-headless', and put java on PATH"; \
+	@"$${JAVA_HOME:+$$JAVA_HOME/bin/}java" -version 2>&1 | head -n 1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])' || { \
+	  echo "lakestats needs Java 17 or newer for Spark: install it, e.g. 'sudo apt-get install openjdk-17-jre-headless', and put java on PATH or set JAVA_HOME"; \
 	  exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
