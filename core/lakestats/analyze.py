@@ -44,6 +44,7 @@ from lakestats.publish.iceberg import (
     published_lines,
 )
 from lakestats.publish.native import commit_doc, stats_doc
+from lakestats.store import merge_key
 from lakestats.tables import OpenedTable
 
 _CONCURRENT_RETRIES = 3
@@ -188,10 +189,15 @@ class _Run:
 
     def partitions(self, state: StateVersion) -> tuple[PartitionAggregate, ...]:
         if self._partitions is None:
+            self._partitions = self.store.merged(state)
+        if self._partitions is None and state.merged_path and state.merged_key == merge_key(state):
+            self._partitions = self.store.read_aggregate(state.merged_path)
+        if self._partitions is None:
             parts: list[PartitionAggregate] = []
             for segment in state.segments:
                 parts.extend(self.store.read_aggregate(segment.aggregate_path))
             self._partitions = merge_partitions(parts, self.settings)
+            self.store.remember_merged(state, self._partitions)
         return self._partitions
 
     # -- one commit ----------------------------------------------------------------------
@@ -302,6 +308,7 @@ class _Run:
         )
         doc["computed_at_ms"] = int(time.time() * 1000)
         stats_path = self.store.write_stats(commit.snapshot_id, doc)
+        merged_path = self.store.write_aggregate(commit.snapshot_id, partitions)
         merged = time.perf_counter()
 
         next_state = StateVersion(
@@ -316,7 +323,9 @@ class _Run:
             published=state.published,
             expired=state.expired,
         )
+        next_state = replace(next_state, merged_path=merged_path, merged_key=merge_key(next_state))
         committed = self.store.commit(next_state)
+        self.store.remember_merged(committed, partitions)
         done = time.perf_counter()
         if self.publisher is not None:
             try:  # files only; registered per batch by publish()

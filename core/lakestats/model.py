@@ -222,6 +222,11 @@ class StateVersion:
     # lakestats noticed (ms). Bounded (``expiry.EXPIRED_MEMORY``); lets ``show`` say "expired"
     # rather than "unknown".
     expired: Mapping[int, int] = field(default_factory=dict)
+    # The merge of every live segment's aggregate (an aggregate file), so a commit merges
+    # one new segment into it instead of re-reading them all. ``merged_key`` names the
+    # segments it was made from (``store.merge_key``); it is ignored when they differ.
+    merged_path: str | None = None
+    merged_key: str | None = None
 
 
 @dataclass(frozen=True)

@@ -154,27 +154,30 @@ def _run(
     settings: SketchSettings,
     match_by: str,
 ) -> list[Any]:
-    from pyspark.sql import functions as F  # noqa: N812, PLC0415 - lazy; pyspark's own name
-
     sc = session.sparkContext
     partitions = max(1, min(len(paths), sc.defaultParallelism))
     session.conf.set("spark.sql.shuffle.partitions", str(partitions))
     projections, aggregates = _plan_sql(planned, settings)
     sc.setJobGroup(JOB_GROUP, f"lakestats: sketch {len(paths)} data files", False)
+    view = f"lakestats_sketch_{uuid.uuid4().hex}"
     try:
         df = session.read.schema(_read_schema(planned, match_by == "field_id")).parquet(*paths)
-        projected = df.select(
-            F.col("_metadata.file_path").alias("__path"),
-            *[F.expr(sql).alias(name) for name, sql in projections],
+        # The whole plan goes over Py4J as one SQL string: building ~150 Column objects one
+        # call at a time cost ~0.3 s per job, a third of a small commit's update.
+        # _metadata is a hidden column of the file scan: it must be selected before the view
+        df.selectExpr("_metadata.file_path AS __path", "*").createOrReplaceTempView(view)
+        projected = ", ".join(["__path", *[f"{sql} AS {name}" for name, sql in projections]])
+        aggregated_columns = ", ".join(
+            ["__path", "count(1) AS __rows", *[f"{sql} AS {name}" for name, sql in aggregates]]
         )
-        aggregated = projected.groupBy("__path").agg(
-            F.count(F.lit(1)).alias("__rows"),
-            *[F.expr(sql).alias(name) for name, sql in aggregates],
+        aggregated = session.sql(
+            f"SELECT {aggregated_columns} FROM (SELECT {projected} FROM {view}) GROUP BY __path"  # noqa: S608 - our own expressions; column names are quoted
         )
         return list(aggregated.collect())
     except Exception as exc:
         raise _convert_error(exc, paths) from exc
     finally:
+        session.catalog.dropTempView(view)
         sc.setLocalProperty("spark.jobGroup.id", None)
         sc.setLocalProperty("spark.job.description", None)
 

@@ -60,9 +60,10 @@ def _phases(phases: dict[str, float], total: float) -> str:
 
 
 def _title(r: Results) -> str:
+    tuned = " (extra Spark conf)" if r.args.spark_conf else ""
     return (
         f"TPC-H lineitem SF {r.dataset.scale_factor:g}, {r.dataset.commits} commits "
-        f"+ 1 % append, Spark {r.args.spark_master}"
+        f"+ 1 % append, Spark {r.args.spark_master}{tuned}"
     )
 
 
@@ -110,7 +111,7 @@ def _build_rows(r: Results) -> list[tuple[str, str, str]]:
 
 
 def _accuracy_rows(r: Results) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for c in r.columns:
         rank = c.max_rank_error
         rows.append(
@@ -168,10 +169,14 @@ def _memory_rows(r: Results) -> list[tuple[str, str, str]]:
 
 
 def _loads(r: Results) -> str:
+    """Load averages; this run's own Spark adds up to one per CPU once it has started, so
+    only the value at the start says whether something else was running."""
     loads = ", ".join(f"{k} {v:.2f}" for k, v in r.load_averages.items())
-    busy = max(r.load_averages.values(), default=0.0) > 0.5 * int(r.machine["cpus"])
-    warning = " — other work was running: timings are skewed" if busy else ""
-    return f"1-minute load average: {loads}{warning}"
+    busy = r.load_averages.get("start", 0.0) >= 0.5 * int(r.machine["cpus"])
+    warning = " — the machine was not idle at the start: timings may be inflated" if busy else ""
+    return (
+        f"1-minute load average: {loads} (this run's Spark adds up to {r.machine['cpus']}){warning}"
+    )
 
 
 _COST_HEADERS = ("column", "type", "min() alone", "sketch_files alone", "ratio")
@@ -255,7 +260,8 @@ def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def _key(r: Results) -> str:
-    return f"sf={r.dataset.scale_factor:g} commits={r.dataset.commits}"
+    conf = " ".join(f"conf:{kv}" for kv in r.args.spark_conf)
+    return f"sf={r.dataset.scale_factor:g} commits={r.dataset.commits} {conf}".strip()
 
 
 def markdown(r: Results) -> str:
@@ -275,7 +281,8 @@ def markdown(r: Results) -> str:
         f"then a 1 % append of {r.append_rows:,} rows in 1 file",
         f"* **Spark:** {r.args.spark_master}, driver memory "
         f"{r.args.driver_memory or 'Spark default (1g)'}, session started in "
-        f"{_s(r.spark_start_seconds)} (not in any timing)",
+        f"{_s(r.spark_start_seconds)} (not in any timing)"
+        + "".join(f", `{kv}`" for kv in r.args.spark_conf),
         f"* **Machine load:** {_loads(r)}",
         "",
         "#### 1. Per-commit update after a 1 % append vs `ANALYZE TABLE`",

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--driver-memory", default=None, help="spark.driver.memory (default: Spark's, 1g)"
     )
     parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Spark conf for the session (repeatable), e.g. "
+        "spark.driver.extraJavaOptions=-XX:-DontCompileHugeMethods",
+    )
+    parser.add_argument(
         "--repeat",
         type=int,
         default=3,
@@ -102,6 +111,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.commits < 1 or args.repeat < 1 or args.scale_factor <= 0:
         parser.error("--commits and --repeat must be >= 1, --scale-factor > 0")
+    if any("=" not in kv for kv in args.spark_conf):
+        parser.error("--spark-conf takes KEY=VALUE")
     return args
 
 
@@ -154,6 +165,7 @@ def _measure(
     spark_conf = {"spark.sql.warehouse.dir": str(run_dir / "spark-warehouse")}
     if args.driver_memory:
         spark_conf["spark.driver.memory"] = args.driver_memory
+    spark_conf.update(kv.split("=", 1) for kv in args.spark_conf)
     config = Config(
         state_dir=str(run_dir / "state"),
         spark=SparkConfig(master=args.spark_master, conf=spark_conf),
@@ -287,9 +299,9 @@ def _incremental(
     configs = [config] + [config.model_copy(update={"state_dir": str(c)}) for c in copies]
     out = Incremental()
     for i, run_config in enumerate(configs[: args.repeat]):
-        opened, open_seconds = timed(lambda c=run_config: open_configured(table_config, c))
+        opened, open_seconds = timed(partial(open_configured, table_config, run_config))
         result, seconds = timed(
-            lambda o=opened, c=run_config: analyze_table(o, config=c, sketcher=SparkSketcher(c))
+            partial(analyze_table, opened, config=run_config, sketcher=SparkSketcher(run_config))
         )
         if len(result.commits) != 1:
             raise RuntimeError(
@@ -306,7 +318,7 @@ def _incremental(
             f"analyze {seconds:.2f} s"
         )
         _, sketch_seconds = timed(
-            lambda c=run_config: sketch_files(spark, new_files, schema, c.sketch.settings())
+            partial(sketch_files, spark, new_files, schema, run_config.sketch.settings())
         )
         out.sketch_only.seconds.append(sketch_seconds)
 
@@ -329,7 +341,7 @@ def _column_costs(
     for column in schema.columns:
         alone = TableSchema(schema_id=schema.schema_id, columns=(column,))
         scan = baseline.min_scan(spark, files, [column.name])
-        _, sketch = timed(lambda a=alone: sketch_files(spark, files, a, settings))
+        _, sketch = timed(partial(sketch_files, spark, files, alone, settings))
         costs.append(ColumnCost(column.name, column.type, scan, sketch))
         progress(f"  {column.name}: min() {scan:.2f} s, sketch_files {sketch:.2f} s")
     return costs

@@ -235,3 +235,27 @@ def test_show_snapshot_and_errors(
     assert "snapshot 12345 of table t does not exist or was expired" in capsys.readouterr().err
     code, human = run_cli("show", loc, "--state-dir", str(state))
     assert code == 0 and "column" in human and "id" in human
+
+
+def test_an_append_merges_into_the_stored_merge_without_rereading_segments(
+    wh: IcebergWarehouse, tmp_path: Path
+) -> None:
+    from lakestats.store import StatsStore, merge_key
+
+    wh.create_table("t", SCHEMA)
+    loc = wh.location("t")
+    state_dir = tmp_path / "state"
+    for i in range(3):
+        wh.append("t", rows(i * 50, 50))
+    analyze(loc, state_dir)
+    (table_dir,) = [p for p in state_dir.iterdir() if p.is_dir()]
+    state = StatsStore(state_dir, table_dir.name).current()
+    assert state is not None and state.merged_path is not None
+    assert state.merged_key == merge_key(state)
+    # A new process appending one commit needs only the merged aggregate: take the old
+    # segments' aggregates away and it still gets the exact answer.
+    for segment in state.segments:
+        (table_dir / segment.aggregate_path).unlink()
+    wh.append("t", rows(1000, 7))
+    analyze(loc, state_dir)
+    assert_matches_exact(show_json(loc, state_dir), wh, "t")

@@ -32,6 +32,11 @@ _DEFAULT_CONF: Mapping[str, str] = MappingProxyType(
     {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # The sketch job aggregates every column in one pass; its generated code is larger
+        # than the JIT's 8000-byte "huge method" limit, so by default the JVM would run it
+        # interpreted. Measured on TPC-H lineitem SF1: 47.6 s → 25-32 s for a full build.
+        "spark.driver.extraJavaOptions": "-XX:-DontCompileHugeMethods",
+        "spark.executor.extraJavaOptions": "-XX:-DontCompileHugeMethods",
     }
 )
 

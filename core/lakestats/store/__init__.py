@@ -35,7 +35,7 @@ from lakestats.store.statelog import (
     version_from_json,
     version_to_json,
 )
-from lakestats.store.store import StatsStore, list_files, referenced_files
+from lakestats.store.store import StatsStore, list_files, merge_key, referenced_files
 
 __all__ = [
     "StatsStore",
@@ -44,6 +44,7 @@ __all__ = [
     "latest_version",
     "list_files",
     "list_versions",
+    "merge_key",
     "read_aggregate",
     "read_segment",
     "read_segment_paths",

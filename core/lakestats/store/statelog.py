@@ -64,6 +64,8 @@ def version_to_json(state: StateVersion) -> bytes:
     }
     if state.expired:  # optional: absent in versions written before expiry existed
         doc["expired"] = {str(snap): state.expired[snap] for snap in sorted(state.expired)}
+    if state.merged_path is not None:  # optional, likewise
+        doc["merged"] = {"path": state.merged_path, "key": state.merged_key}
     return (json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n").encode()
 
 
@@ -125,6 +127,7 @@ def version_from_json(data: bytes, source: str) -> StateVersion:
     try:
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
+        merged = doc.get("merged")
         fmt = doc.get("format_version")
         if fmt != FORMAT_VERSION or isinstance(fmt, bool):
             raise ValueError(f"unsupported format_version {fmt!r}")
@@ -139,6 +142,8 @@ def version_from_json(data: bytes, source: str) -> StateVersion:
             created_at_ms=_get(doc, "created_at_ms", int),
             published=_get(doc, "published", dict),
             expired=_expired(doc.get("expired", {})),
+            merged_path=_get(merged, "path", str) if merged is not None else None,
+            merged_key=_get(merged, "key", str) if merged is not None else None,
         )
     except ValueError as exc:
         raise StoreError(f"{source}: not a lakestats state version: {exc}") from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -49,6 +50,18 @@ class _LRU(Generic[K, V]):
                 self._items.popitem(last=False)
 
 
+def merge_key(state: StateVersion) -> str:
+    """Names the set of live segment aggregates a merged aggregate was made from.
+
+    Aggregate files are immutable and every re-merge writes a new one, so their paths
+    identify the merged result whatever the version number.
+    """
+    digest = hashlib.sha256(state.table_id.encode())
+    for segment in state.segments:
+        digest.update(b"\0" + segment.aggregate_path.encode())
+    return digest.hexdigest()
+
+
 def referenced_files(state: StateVersion | None) -> set[str]:
     """Paths (relative to the table dir) that ``state`` points to: segments, aggregates,
     stats documents. Log files are not included: the log is never garbage."""
@@ -57,6 +70,8 @@ def referenced_files(state: StateVersion | None) -> set[str]:
     refs = {seg.path for seg in state.segments}
     refs.update(seg.aggregate_path for seg in state.segments)
     refs.update(state.stats.values())
+    if state.merged_path is not None:
+        refs.add(state.merged_path)
     return refs
 
 
@@ -103,6 +118,7 @@ class StatsStore:
         self._table_dir = atomic.local_path(state_dir) / table_id
         self._aggregates: _LRU[str, tuple[PartitionAggregate, ...]] = _LRU(cache_size)
         self._segment_paths: _LRU[str, frozenset[str]] = _LRU(cache_size * 4)
+        self._merged: _LRU[str, tuple[PartitionAggregate, ...]] = _LRU(4)
 
     @property
     def table_dir(self) -> Path:
@@ -238,6 +254,19 @@ class StatsStore:
             cached = aggregates.read_aggregate(self.path(rel))
             self._aggregates.put(rel, cached)
         return cached
+
+    def merged(self, state: StateVersion) -> tuple[PartitionAggregate, ...] | None:
+        """The merge of all live segments' aggregates of ``state``, if this process has it.
+
+        A long-running process (the daemon) keeps it from commit to commit, so a new commit
+        merges one segment into it instead of re-reading and re-merging every segment.
+        """
+        return self._merged.get(merge_key(state))
+
+    def remember_merged(
+        self, state: StateVersion, partitions: tuple[PartitionAggregate, ...]
+    ) -> None:
+        self._merged.put(merge_key(state), partitions)
 
     # -- stats documents ------------------------------------------------------------------
 

@@ -188,8 +188,14 @@ SEGMENT_ENTRIES = st.builds(
     file_count=st.integers(0, 10**6),
     dead_files=st.frozensets(TEXT, max_size=4),
 )
+_MERGED = st.none() | st.tuples(REL_PATHS, st.text("0123456789abcdef", min_size=64, max_size=64))
 STATE_VERSIONS = st.builds(
-    StateVersion,
+    lambda merged, **kw: StateVersion(
+        **kw,
+        merged_path=merged[0] if merged else None,
+        merged_key=merged[1] if merged else None,
+    ),
+    merged=_MERGED,
     version=st.integers(1, 10**12),
     table_id=TEXT,
     format=st.sampled_from(["iceberg", "delta", "paimon"]),
