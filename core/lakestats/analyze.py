@@ -8,7 +8,7 @@ crash at any point leaves the previous version valid and a re-run continues from
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -55,7 +55,7 @@ class Sketcher(Protocol):
     """Reads data files and returns block-level sketches: path → field id → sketch."""
 
     def __call__(
-        self, paths: Sequence[str], schema: TableSchema
+        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int]
     ) -> Mapping[str, Mapping[int, ColumnSketch]]: ...
 
 
@@ -95,7 +95,7 @@ class SparkSketcher:
         get_spark(SparkSettings(master=self._config.spark.master, conf=self._config.spark.conf))
 
     def __call__(
-        self, paths: Sequence[str], schema: TableSchema
+        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int]
     ) -> Mapping[str, Mapping[int, ColumnSketch]]:
         # Imported here: pyspark takes seconds to import, and metadata-only runs need none.
         from lakestats.pipeline import sketch_files  # noqa: PLC0415
@@ -104,7 +104,9 @@ class SparkSketcher:
         spark = get_spark(
             SparkSettings(master=self._config.spark.master, conf=self._config.spark.conf)
         )
-        return sketch_files(spark, paths, schema, self._config.sketch.settings())
+        return sketch_files(
+            spark, paths, schema, self._config.sketch.settings(), bounds_for=bounds_for
+        )
 
 
 def make_sketcher(config: Config) -> SparkSketcher:
@@ -117,6 +119,23 @@ def _types(*schemas: TableSchema) -> dict[int, str]:
     for schema in schemas:
         types.update({c.field_id: c.type for c in schema.columns})
     return types
+
+
+def _bounds_needed(files: Sequence[DataFile]) -> set[int]:
+    """Field ids whose min/max some file's metadata lacks or may have truncated: only
+    those need a scan (the issue: "where the file's metadata lacks them")."""
+    needed: set[int] = set()
+    for f in files:
+        for field_id in f.field_ids:
+            metrics = f.columns.get(field_id)
+            if (
+                metrics is None
+                or metrics.lower is None
+                or metrics.upper is None
+                or metrics.bounds_may_be_truncated
+            ):
+                needed.add(field_id)
+    return needed
 
 
 def _batches(commits: Sequence[Commit], max_files: int) -> Iterator[list[Commit]]:
@@ -205,10 +224,10 @@ class _Run:
     def _sketch(self, batch: Sequence[Commit], schema: TableSchema) -> dict[str, Any]:
         if self.sketcher is None:
             return {}
-        paths = [f.path for c in batch for f in c.added_files]
-        if not paths:
+        files = [f for c in batch for f in c.added_files]
+        if not files:
             return {}  # a commit that only removes files reads no data
-        return dict(self.sketcher(paths, schema))
+        return dict(self.sketcher([f.path for f in files], schema, _bounds_needed(files)))
 
     def _with_sketches(
         self, files: Sequence[DataFile], sketches: Mapping[str, Mapping[int, ColumnSketch]]

@@ -21,8 +21,9 @@ Units and conventions of the results (``ColumnSketch``):
   as microseconds since the epoch (UTC; ``timestamp`` wall-clock micros). NaN is left out;
   ±inf are kept.
 * ``min``/``max``: Python values of the column type, NaN excluded (Iceberg's rule), -0.0
-  ordered below 0.0 (Iceberg's float order). Always computed for every supported type; the
-  caller prefers untruncated manifest bounds when it has them.
+  ordered below 0.0 (Iceberg's float order). Computed for the field ids in ``bounds_for``
+  (every supported column when it is ``None``): the caller asks only where the manifest's
+  bounds are missing or may be truncated, and saves two aggregates per other column.
 * ``len_sum``/``len_max``: string lengths in *characters* (Unicode code points, as Hive's
   and Spark's avgColLen of strings), binary lengths in bytes; over non-null values.
 * A column whose field id is absent from a file reads as all nulls there
@@ -36,7 +37,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -79,6 +80,12 @@ class _Planned:
     index: int
     column: Column
     spec: TypeSpec
+    bounds: bool = True  # scan min/max (the metadata's may be missing or truncated)
+
+    @property
+    def scan_bounds(self) -> bool:
+        # booleans derive their bounds from the true/false counts
+        return self.bounds and self.spec.bounds and not self.spec.booleans
 
 
 def sketch_files(
@@ -88,12 +95,14 @@ def sketch_files(
     settings: SketchSettings,
     *,
     match_by: Literal["field_id", "name"] = "field_id",
+    bounds_for: Collection[int] | None = None,
 ) -> dict[str, dict[int, ColumnSketch]]:
     """Sketch every supported column of every Parquet file in ``paths`` in one Spark job.
 
     Returns ``{path: {field_id: ColumnSketch}}`` keyed by the paths exactly as given (a
     manifest's ``file:///x/y.parquet`` and Spark's ``file:/x/y.parquet`` are the same file).
-    ``match_by="name"`` is for files written without Parquet field ids.
+    ``match_by="name"`` is for files written without Parquet field ids. ``bounds_for``
+    limits the scan's min/max to those field ids (``None``: all).
 
     Raises ``DataFileError`` naming the file when a data file is missing or unreadable,
     ``SketchError`` for any other failure of the job, ``ConfigError`` for bad settings.
@@ -108,7 +117,7 @@ def sketch_files(
     _check_local_files_exist(unique.values())
 
     planned = [
-        _Planned(i, c, s)
+        _Planned(i, c, s, bounds_for is None or c.field_id in bounds_for)
         for i, c in enumerate(schema.columns)
         if (s := type_spec(c.type)) is not None
     ]
@@ -203,11 +212,12 @@ def _plan_sql(
             aggregates.append((f"kll{i}", f"kll_sketch_agg_double(k{i}, {settings.kll_k})"))
         if spec.nan:
             aggregates.append((f"nan{i}", f"count_if(isnan(v{i}))"))
+        if spec.nan and p.scan_bounds:
             bits = f"h{i}" if spec.type == "double" else f"h{i}[0]"
             neg = _DOUBLE_NEG_ZERO_BITS if spec.type == "double" else _FLOAT_NEG_ZERO_BITS
             aggregates.append((f"negz{i}", f"bool_or({bits} = {neg})"))
             aggregates.append((f"posz{i}", f"bool_or({bits} = 0)"))
-        if spec.bounds and not spec.booleans:
+        if p.scan_bounds:
             projections.append((f"m{i}", _bound_input_sql(spec, v)))
             aggregates.append((f"min{i}", f"min(m{i})"))
             aggregates.append((f"max{i}", f"max(m{i})"))
@@ -317,7 +327,7 @@ def _column_sketch(row: Any, p: _Planned) -> ColumnSketch:
         values["kll"] = bytes(row[f"kll{i}"])
     if spec.nan:
         values["nan_count"] = int(row[f"nan{i}"])
-    if spec.bounds and not spec.booleans:
+    if p.scan_bounds:
         lo, hi = row[f"min{i}"], row[f"max{i}"]
         if spec.nan:
             # Spark treats -0.0 == 0.0 when ordering; Iceberg orders -0.0 first.

@@ -312,6 +312,26 @@ def test_signed_zero_bounds_follow_iceberg_order(spark: Any, tmp_path: Path) -> 
     assert both.theta is not None and theta_estimate(both.theta) == 3  # 0.0, -0.0, NaN
 
 
+def test_bounds_are_scanned_only_where_asked(spark: Any, tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "bounds.parquet",
+        {
+            "n": (1, pa.int64(), [5, 1, None]),
+            "s": (2, pa.string(), ["b" * 20, "a" * 20, None]),
+            "x": (3, pa.float64(), [-0.0, 2.5, math.nan]),
+        },
+    )
+    schema = TableSchema(
+        1, (Column(1, "n", "long"), Column(2, "s", "string"), Column(3, "x", "double"))
+    )
+    result = sketch_files(spark, [path], schema, SETTINGS, bounds_for={2})[path]
+    assert (result[2].min, result[2].max) == ("a" * 20, "b" * 20)
+    # no min/max where the caller has exact manifest bounds; every other statistic stays
+    assert (result[1].min, result[1].max, result[3].min, result[3].max) == (None,) * 4
+    assert (result[1].null_count, result[3].nan_count) == (1, 1)
+    assert result[1].theta is not None and theta_estimate(result[1].theta) == 2
+
+
 def test_same_file_given_twice_is_read_once(spark: Any, tmp_path: Path) -> None:
     local = _write(tmp_path / "x.parquet", {"v": (1, pa.int64(), [5, 6])})
     spellings = [local, f"file://{local}", f"file:{local}"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -37,7 +37,7 @@ class PySketcher:
         self.calls = 0
 
     def __call__(
-        self, paths: Sequence[str], schema: TableSchema
+        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int] = ()
     ) -> Mapping[str, Mapping[int, ColumnSketch]]:
         self.calls += 1
         out: dict[str, dict[int, ColumnSketch]] = {}
