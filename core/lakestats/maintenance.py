@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
@@ -290,16 +290,7 @@ def compact(
         )
         break
     cleaned = cleanup(store, settings, dry_run=dry_run, now_ms=now_ms)
-    return CompactionReport(
-        table=report.table,
-        dry_run=report.dry_run,
-        segments_before=report.segments_before,
-        segments_after=report.segments_after,
-        merged=report.merged,
-        dead_rows_dropped=report.dead_rows_dropped,
-        version=report.version,
-        cleanup=cleaned,
-    )
+    return replace(report, cleanup=cleaned)
 
 
 # -- cleanup ------------------------------------------------------------------------------------
