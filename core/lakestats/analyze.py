@@ -330,17 +330,15 @@ class _Run:
         merged_path = self.store.write_aggregate(commit.snapshot_id, partitions)
         merged = time.perf_counter()
 
-        next_state = StateVersion(
+        # replace(), not a new StateVersion: fields other parts own (published, expired …)
+        # carry over without this code having to know them.
+        next_state = replace(
+            state,
             version=state.version + 1,
-            table_id=state.table_id,
-            format=state.format,
-            location=state.location,
             last_snapshot_id=commit.snapshot_id,
             segments=tuple(segments),
             stats={**state.stats, commit.snapshot_id: stats_path},
             created_at_ms=int(time.time() * 1000),
-            published=state.published,
-            expired=state.expired,
         )
         next_state = replace(next_state, merged_path=merged_path, merged_key=merge_key(next_state))
         committed = self.store.commit(next_state)

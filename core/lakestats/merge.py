@@ -10,7 +10,6 @@ segments instead (DESIGN §7).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from lakestats.model import (
@@ -240,11 +239,3 @@ def whole_table(
 ) -> PartitionAggregate:
     """All partitions merged into one aggregate under ``TABLE_KEY``."""
     return merge_partition(list(parts), settings, TABLE_KEY)
-
-
-def without_sketches(part: PartitionAggregate) -> PartitionAggregate:
-    """A copy with the sketch bytes dropped (for documents that only need exact stats)."""
-    return replace(
-        part,
-        columns={fid: replace(col, theta=None, kll=None) for fid, col in part.columns.items()},
-    )

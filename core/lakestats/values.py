@@ -25,7 +25,6 @@ _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _TYPE_ADAPTER: TypeAdapter[IcebergType] = TypeAdapter(IcebergType)
 
-NUMERIC_TYPES = frozenset({"int", "long", "float", "double"})
 STRING_LIKE_TYPES = frozenset({"string", "binary"})
 
 
@@ -40,10 +39,6 @@ def parse_type(type_str: str) -> PrimitiveType:
 
 def is_decimal(type_str: str) -> bool:
     return type_str.startswith("decimal")
-
-
-def is_fixed(type_str: str) -> bool:
-    return type_str.startswith("fixed")
 
 
 def _from_physical(type_str: str, value: Any) -> Any:

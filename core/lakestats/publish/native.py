@@ -26,6 +26,7 @@ from lakestats.sketches.merge import (
     kll_quantiles,
     theta_estimate,
 )
+from lakestats.sketches.spec import decimal_precision_scale
 from lakestats.values import from_physical, to_json
 
 FLOAT_TYPES = frozenset({"float", "double"})
@@ -43,7 +44,7 @@ def kll_value(type_str: str, value: float) -> Any:
     if type_str in ("int", "long"):
         return round(value)
     if type_str.startswith("decimal"):
-        scale = int(type_str.rstrip(")").split(",")[1])
+        _, scale = decimal_precision_scale(type_str)
         return Decimal(repr(value)).quantize(Decimal(1).scaleb(-scale))
     if type_str in ("date", "timestamp", "timestamptz"):
         return from_physical(type_str, round(value))
@@ -55,7 +56,7 @@ def _value_step(type_str: str) -> float | None:
     if type_str in ("int", "long", "date", "timestamp", "timestamptz"):
         return 1.0
     if type_str.startswith("decimal"):
-        return 10.0 ** -int(type_str.rstrip(")").split(",")[1])
+        return 10.0 ** -decimal_precision_scale(type_str)[1]
     return None
 
 
