@@ -91,6 +91,23 @@ def _parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="list what would go, change nothing"
     )
 
+    advise = sub.add_parser(
+        "advise",
+        parents=[common],
+        help="data-skipping advice per column from the stored stats (docs/advisor.md)",
+    )
+    advise.add_argument("table", metavar="TABLE")
+    advise.add_argument(
+        "--column",
+        action="append",
+        metavar="C",
+        help="a column to analyse (repeatable; default: every column)",
+    )
+    advise.add_argument("--json", action="store_true", help="machine-readable JSON")
+    advise.add_argument(
+        "--per-partition", action="store_true", help="also print each partition's summary"
+    )
+
     notify = sub.add_parser(
         "notify", parents=[common], help="tell a running lakestatsd that a commit landed"
     )
@@ -237,6 +254,21 @@ def _cmd_compact(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _cmd_advise(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    from lakestats.advise import render_report, report_json  # noqa: PLC0415
+    from lakestats.advise_io import advise_table  # noqa: PLC0415
+    from lakestats.tables import open_configured, resolve_table  # noqa: PLC0415
+
+    opened = open_configured(resolve_table(args.table, config), config)
+    report = advise_table(opened, config, args.column)
+    if args.json:
+        json.dump(report_json(report), out, indent=2, allow_nan=False)
+        out.write("\n")
+    else:
+        out.write(render_report(report, per_partition=args.per_partition))
+    return EXIT_OK
+
+
 def _cmd_notify(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
     from lakestats.notify import DaemonUnavailableError, notify  # noqa: PLC0415
 
@@ -273,6 +305,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return _cmd_expire(args, config, stdout)
         if args.command == "compact":
             return _cmd_compact(args, config, stdout)
+        if args.command == "advise":
+            return _cmd_advise(args, config, stdout)
         return _cmd_notify(args, config, stdout, stderr)
     except ConfigError as exc:
         print(f"lakestats: error: {exc}", file=stderr)

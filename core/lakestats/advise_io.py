@@ -1,0 +1,131 @@
+"""The I/O edge of the advisor: live files' per-column facts from the stats store.
+
+Reads only lakestats' own store (segments of the current state, minus tombstones) and the
+table's current schema — no data file, no Spark — and hands ``lakestats.advise`` plain
+``FileColumn`` records. Bounds follow ``merge.column_of_file``: exact scan min/max where
+the metadata bound is missing or truncated, else the metadata bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from lakestats.advise import (
+    AdviceReport,
+    AdviceSettings,
+    ColumnInput,
+    FileColumn,
+    advise,
+    order_key,
+)
+from lakestats.config import Config
+from lakestats.exceptions import LakestatsError
+from lakestats.merge import column_of_file
+from lakestats.model import Column, DataFile, FileContent, SketchSettings, TableSchema
+from lakestats.store import StatsStore
+from lakestats.tables import OpenedTable
+
+
+def live_data_files(store: StatsStore) -> tuple[int | None, list[DataFile]]:
+    """(snapshot id, live data files) of the store's current state."""
+    state = store.current()
+    if state is None:
+        raise LakestatsError(
+            f"no stats stored for table {store.table_id!r} yet: run `lakestats analyze` first"
+        )
+    files: list[DataFile] = []
+    for segment in state.segments:
+        if segment.live_file_count <= 0:
+            continue
+        for data_file in store.read_segment(segment.path):
+            if data_file.content is FileContent.DATA and data_file.path not in segment.dead_files:
+                files.append(data_file)
+    return state.last_snapshot_id, files
+
+
+def select_columns(schema: TableSchema, names: Sequence[str] | None) -> list[Column]:
+    """The named columns (all when ``names`` is empty); an unknown name is an error."""
+    if not names:
+        return list(schema.columns)
+    by_name = {c.name: c for c in schema.columns}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        known = ", ".join(c.name for c in schema.columns)
+        raise LakestatsError(f"unknown column(s) {', '.join(unknown)}; the table has: {known}")
+    return [by_name[n] for n in dict.fromkeys(names)]
+
+
+def file_column(data_file: DataFile, column: Column) -> FileColumn:
+    """One file's facts about one column. A file written before the column existed holds
+    only nulls for it, which min/max pruning skips like any all-null file."""
+    present = (
+        column.field_id in data_file.field_ids
+        or column.field_id in data_file.columns
+        or column.field_id in data_file.sketches
+    )
+    if not present:
+        return FileColumn(
+            data_file.path,
+            data_file.partition,
+            data_file.record_count,
+            data_file.file_size_bytes,
+            has_values=False,
+            null_count=data_file.record_count,
+        )
+    agg = column_of_file(data_file, column.field_id, column.type)
+    nulls = agg.null_count
+    nans = agg.nan_count or 0
+    has_values = nulls is None or data_file.record_count - nulls - nans > 0
+    return FileColumn(
+        path=data_file.path,
+        partition=data_file.partition,
+        records=data_file.record_count,
+        file_bytes=data_file.file_size_bytes,
+        lower=order_key(column.type, agg.lower),
+        upper=order_key(column.type, agg.upper),
+        has_values=has_values,
+        null_count=nulls,
+        column_bytes=agg.column_size,
+        theta=agg.theta,
+        kll=agg.kll,
+    )
+
+
+def column_inputs(files: Sequence[DataFile], columns: Sequence[Column]) -> list[ColumnInput]:
+    return [
+        ColumnInput(c.field_id, c.name, c.type, tuple(file_column(f, c) for f in files))
+        for c in columns
+    ]
+
+
+def advise_store(
+    store: StatsStore,
+    schema: TableSchema,
+    *,
+    table: str,
+    columns: Sequence[str] | None = None,
+    sketch: SketchSettings | None = None,
+    settings: AdviceSettings | None = None,
+) -> AdviceReport:
+    """The advice report of a table from its stats store alone."""
+    chosen = select_columns(schema, columns)
+    snapshot_id, files = live_data_files(store)
+    base = settings or AdviceSettings()
+    if sketch is not None:
+        base = replace(base, kll_k=sketch.kll_k, theta_lg_k=sketch.theta_lg_k)
+    return advise(table, snapshot_id, column_inputs(files, chosen), base)
+
+
+def advise_table(
+    opened: OpenedTable, config: Config, columns: Sequence[str] | None = None
+) -> AdviceReport:
+    """``lakestats advise`` and ``GET /v1/tables/{name}/advice``: the current schema's
+    columns over the stored stats of the last processed snapshot."""
+    return advise_store(
+        opened.store,
+        opened.table.schema(),
+        table=opened.name,
+        columns=columns,
+        sketch=config.sketch.settings(),
+    )

@@ -1,0 +1,183 @@
+"""Cost of ``lakestats advise`` on a synthetic 10,000-file store (issue 15, item 3).
+
+Builds a stats store the way ``analyze`` would leave it — segments written with
+``StatsStore.write_segment`` and a committed state version — with real datasketches theta
+and KLL sketches per file and column, built in Python from ``--values`` sample values per
+file (the advisor's cost depends on files × columns and on sketch sizes, not on how many
+rows a sketch summarises, so each file claims ``--rows`` rows). Then it times
+``advise_store`` (store read + analysis) and, separately, the pure analysis, and measures
+the peak Python heap of each with tracemalloc.
+
+Columns: ``id`` long, sorted across files (no overlap); ``key`` long, random (every file
+spans the domain); ``category`` string, 50 values; ``amount`` double, loosely clustered.
+
+    .venv/bin/python tests/bench/advise.py [--files 10000] [--segments 100] [--values 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from datasketches import kll_doubles_sketch, update_theta_sketch
+
+from lakestats.advise import AdviceReport, advise
+from lakestats.advise_io import advise_store, column_inputs, live_data_files
+from lakestats.model import (
+    UNPARTITIONED,
+    Column,
+    ColumnMetrics,
+    ColumnSketch,
+    DataFile,
+    FileContent,
+    SegmentEntry,
+    StateVersion,
+    TableSchema,
+)
+from lakestats.sketches.hashing import THETA_SEED
+from lakestats.store import StatsStore
+
+SCHEMA = TableSchema(
+    schema_id=0,
+    columns=(
+        Column(1, "id", "long"),
+        Column(2, "key", "long"),
+        Column(3, "category", "string"),
+        Column(4, "amount", "double"),
+    ),
+)
+TYPES = {c.field_id: c.type for c in SCHEMA.columns}
+
+
+def _sketches(values: list[Any], kll: bool) -> ColumnSketch:
+    theta = update_theta_sketch(12, seed=THETA_SEED)
+    sketch = kll_doubles_sketch(200) if kll else None
+    for v in values:
+        theta.update(v)
+        if sketch is not None:
+            sketch.update(float(v))
+    return ColumnSketch(
+        theta=bytes(theta.compact().serialize(False)),
+        kll=bytes(sketch.serialize()) if sketch is not None else None,
+        null_count=0,
+        nan_count=0 if kll else None,
+    )
+
+
+def synthetic_file(i: int, files: int, rows: int, values: int, rng: random.Random) -> DataFile:
+    ids = [i * rows + j * (rows // values) for j in range(values)]
+    keys = [rng.randrange(files * rows) for _ in range(values)]
+    cats = [f"c{rng.randrange(50):02d}" for _ in range(values)]
+    center = i * 10.0
+    amounts = [center + rng.gauss(0, 200.0) for _ in range(values)]
+    columns: dict[int, list[Any]] = {1: ids, 2: keys, 3: cats, 4: amounts}
+    return DataFile(
+        path=f"file:///wh/db/synthetic/data/{i:06d}.parquet",
+        content=FileContent.DATA,
+        file_format="PARQUET",
+        record_count=rows,
+        file_size_bytes=rows * 24,
+        partition=UNPARTITIONED,
+        columns={
+            fid: ColumnMetrics(
+                column_size=rows * 6,
+                value_count=rows,
+                null_count=0,
+                lower=min(vals),
+                upper=max(vals),
+            )
+            for fid, vals in columns.items()
+        },
+        field_ids=frozenset(columns),
+        sketches={fid: _sketches(vals, TYPES[fid] != "string") for fid, vals in columns.items()},
+    )
+
+
+def build_store(root: Path, files: int, segments: int, rows: int, values: int) -> StatsStore:
+    store = StatsStore(root, "synthetic")
+    rng = random.Random(15)
+    per_segment = -(-files // segments)
+    entries = []
+    for s in range(segments):
+        batch = [
+            synthetic_file(i, files, rows, values, rng)
+            for i in range(s * per_segment, min(files, (s + 1) * per_segment))
+        ]
+        if not batch:
+            break
+        path = store.write_segment(s + 1, batch, TYPES)
+        # the advisor never reads segment aggregates: point at the segment itself
+        entries.append(SegmentEntry(s + 1, path, path, len(batch)))
+    store.commit(
+        StateVersion(
+            version=1,
+            table_id="synthetic",
+            format="iceberg",
+            location="file:///wh/db/synthetic",
+            last_snapshot_id=len(entries),
+            segments=tuple(entries),
+        )
+    )
+    return store
+
+
+def measure(fn: Callable[[], AdviceReport]) -> tuple[AdviceReport, float, int]:
+    tracemalloc.start()
+    start = time.perf_counter()
+    result = fn()
+    seconds = time.perf_counter() - start
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return result, seconds, peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--segments", type=int, default=100)
+    parser.add_argument("--rows", type=int, default=100_000, help="rows each file claims")
+    parser.add_argument("--values", type=int, default=200, help="values sketched per file")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        build_store(Path(tmp), args.files, args.segments, args.rows, args.values)
+        print(
+            f"built {args.files:,} files in {args.segments} segments in "
+            f"{time.perf_counter() - start:.1f} s"
+        )
+        # cold: nothing cached (a fresh store object), store read included
+        fresh = StatsStore(Path(tmp), "synthetic")
+        report, seconds, peak = measure(lambda: advise_store(fresh, SCHEMA, table="synthetic"))
+        print(
+            f"advise_store (read + analyse), {len(SCHEMA.columns)} columns: "
+            f"{seconds:.2f} s, peak heap {peak / 2**20:.1f} MiB"
+        )
+        snapshot, files = live_data_files(fresh)
+        inputs = column_inputs(files, list(SCHEMA.columns))
+        del files
+        _, seconds, peak = measure(lambda: advise("synthetic", snapshot, inputs))
+        print(
+            f"analysis only: {seconds:.2f} s, peak heap {peak / 2**20:.1f} MiB "
+            f"({seconds / (args.files * len(SCHEMA.columns)) * 1e6:.1f} µs per file × column)"
+        )
+        for c in report.columns:
+            point = c.point
+            assert point is not None
+            print(
+                f"  {c.name:<9} lookup ≈ {point.files_expected:,.1f} files "
+                f"(max {point.files_max:,}) → {c.recommendation.kind.value}"
+            )
+    # tracemalloc sees Python objects only; the sketches live in C++ (datasketches)
+    max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"process max RSS (includes building the store): {max_rss:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
