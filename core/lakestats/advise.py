@@ -30,7 +30,12 @@ from datasketches import kll_doubles_sketch
 
 from lakestats.merge import partition_sort_key
 from lakestats.model import JsonScalar, PartitionKey
-from lakestats.sketches.merge import merge_kll, theta_estimate, union_theta
+from lakestats.sketches.merge import (
+    kll_normalized_rank_error,
+    merge_kll,
+    theta_estimate,
+    union_theta,
+)
 from lakestats.sketches.spec import decimal_precision_scale
 
 # Types whose KLL sketch exists (sketches/spec.py) and whose values are numbers in KLL
@@ -165,7 +170,7 @@ class LookupCost:
 class OverlapBin:
     lower: Any  # order_key
     upper: Any
-    files: int  # files whose [min, max] (or unknown bounds) intersect [lower, upper]
+    files: int  # files whose [min, max] (or unknown bounds) intersect (lower, upper]
     share: float
 
 
@@ -202,7 +207,7 @@ class ColumnAdvice:
     ndv_per_file_mean: float | None
     ndv_per_file_max: float | None
     files_per_value: float | None  # Σ per-file NDV / NDV: files truly holding a value
-    distribution: str  # "kll" or "file_bounds"
+    distribution: str  # "kll" or "spread_within_bounds"
     point: LookupCost | None
     ranges: tuple[LookupCost, ...]
     overlap_split: str  # "kll_quantiles" or "bound_quantiles"
@@ -261,6 +266,15 @@ class Bounds:
         ended = bisect.bisect_left(self.uppers, a)
         return started - ended + self.unknown_files
 
+    def files_in_part(self, a: Any, b: Any, *, first: bool) -> int:
+        """Files intersecting the part (a, b] of the domain ([a, b] for the first part), so
+        a file starting exactly at a cut is counted in the part the cut closes, not twice."""
+        if first:
+            return self.files_overlapping(a, b)
+        started = bisect.bisect_right(self.lowers, b)
+        ended = bisect.bisect_right(self.uppers, a)
+        return started - ended + self.unknown_files
+
     def bytes_overlapping(self, a: Any, b: Any) -> int:
         started = bisect.bisect_right(self.lowers, b)
         ended = bisect.bisect_left(self.uppers, a)
@@ -308,8 +322,10 @@ def _distribution(files: Sequence[FileColumn], type_str: str, s: AdviceSettings)
         qs = [(i + 0.5) / m for i in range(m)]
         values = sketch.get_quantiles(qs, True)
         return _Distribution("kll", tuple((float(v), 1.0 / m) for v in values), sketch)
-    # No KLL (strings, binary, booleans, or no sketches): every file's min and max are
-    # values that occur; weigh each by half the file's non-null rows.
+    # No KLL (strings, binary, booleans, or no sketches): the point expectation uses the
+    # spread model (``_spread_expectation``); these points — every file's min and max,
+    # values that occur, each weighed by half the file's non-null rows — only cut the
+    # domain into parts for the overlap profile.
     weighted: list[tuple[Any, float]] = []
     for f in files:
         if f.has_values and f.lower is not None and f.upper is not None:
@@ -317,7 +333,7 @@ def _distribution(files: Sequence[FileColumn], type_str: str, s: AdviceSettings)
             weighted += [(f.lower, rows / 2), (f.upper, rows / 2)]
     total = sum(w for _, w in weighted)
     points = tuple((v, w / total) for v, w in weighted) if total else ()
-    return _Distribution("file_bounds", points, None)
+    return _Distribution("spread_within_bounds", points, None)
 
 
 def _quantile_cuts(dist: _Distribution, parts: int) -> list[Any]:
@@ -339,9 +355,55 @@ def _quantile_cuts(dist: _Distribution, parts: int) -> list[Any]:
     return cuts
 
 
-def _point_cost(bounds: Bounds, dist: _Distribution, files: int) -> LookupCost:
-    e_files = sum(w * bounds.files_overlapping(v, v) for v, w in dist.points)
-    e_bytes = sum(w * bounds.bytes_overlapping(v, v) for v, w in dist.points)
+def _spread_expectation(files: Sequence[FileColumn], bounds: Bounds) -> tuple[float, float]:
+    """Expected (files, bytes) of a point lookup without a KLL sketch (strings, binary).
+
+    Model: the distinct file bounds, sorted, are the axis (rank 0 … K-1), and each file's
+    rows are spread evenly over its own [rank(min), rank(max)]; a lookup's value is a row's
+    value. Between two adjacent bounds the files covering a point do not change, so the
+    mean cover over a file's span is a difference of prefix sums: O(F log F) in all.
+    A file whose min equals its max covers that single bound.
+    """
+    bounded = [f for f in files if f.has_values and f.lower is not None and f.upper is not None]
+    if not bounded:
+        return 0.0, 0.0
+    axis = sorted({f.lower for f in bounded} | {f.upper for f in bounded})
+    rank = {v: i for i, v in enumerate(axis)}
+    diff_files = [0] * (len(axis) + 1)
+    diff_bytes = [0] * (len(axis) + 1)
+    for f in bounded:
+        lo, hi = rank[f.lower], rank[f.upper]
+        if hi > lo:  # covers the open segments lo … hi-1 (segment k: between ranks k, k+1)
+            diff_files[lo] += 1
+            diff_files[hi] -= 1
+            diff_bytes[lo] += f.file_bytes
+            diff_bytes[hi] -= f.file_bytes
+    sum_files = [0, *accumulate(accumulate(diff_files))]  # Σ cover of segments < k
+    sum_bytes = [0, *accumulate(accumulate(diff_bytes))]
+    weights = [max(f.records - (f.null_count or 0), 1) for f in bounded]
+    total = sum(weights)
+    e_files = e_bytes = 0.0
+    for f, weight in zip(bounded, weights, strict=True):
+        lo, hi = rank[f.lower], rank[f.upper]
+        if hi > lo:
+            cover = (sum_files[hi] - sum_files[lo]) / (hi - lo) + bounds.unknown_files
+            size = (sum_bytes[hi] - sum_bytes[lo]) / (hi - lo) + bounds.unknown_bytes
+        else:
+            cover = bounds.files_overlapping(f.lower, f.lower)
+            size = bounds.bytes_overlapping(f.lower, f.lower)
+        e_files += weight / total * cover
+        e_bytes += weight / total * size
+    return e_files, e_bytes
+
+
+def _point_cost(
+    bounds: Bounds, dist: _Distribution, group: Sequence[FileColumn], files: int
+) -> LookupCost:
+    if dist.kind == "kll":
+        e_files = sum(w * bounds.files_overlapping(v, v) for v, w in dist.points)
+        e_bytes = sum(w * bounds.bytes_overlapping(v, v) for v, w in dist.points)
+    else:
+        e_files, e_bytes = _spread_expectation(group, bounds)
     max_files, max_bytes = bounds.max_depth()
     return LookupCost(None, e_files, max_files, e_bytes, max_bytes, e_files / files)
 
@@ -358,12 +420,14 @@ def _range_cost(bounds: Bounds, dist: _Distribution, s: float, m: int, files: in
     return LookupCost(s, e_files, max(counts), sum(sizes) / m, max(sizes), e_files / files)
 
 
-def _point_selectivity(dist: _Distribution, ndv: float | None) -> float | None:
+def _point_selectivity(dist: _Distribution, ndv: float | None, kll_k: int) -> float | None:
     """Σ p_v² over values v (the expected share of rows a point lookup matches).
 
     A value holding a share p of the rows appears ≈ p·M times among the M equally spaced
-    KLL quantiles, so repeated quantiles measure the heavy values; the rest of the rows
-    are taken as spread evenly over the remaining NDV.
+    KLL quantiles, so repeated quantiles measure the heavy values. Only shares above twice
+    the sketch's PMF error count as heavy: below that, a repeat may be one retained item
+    standing for many distinct values. The rest of the rows are taken as spread evenly
+    over the remaining NDV.
     """
     if ndv is None or ndv < 1:
         return None
@@ -371,7 +435,8 @@ def _point_selectivity(dist: _Distribution, ndv: float | None) -> float | None:
         return 1.0 / ndv
     counts = Counter(v for v, _ in dist.points)
     m = len(dist.points)
-    heavy = [c / m for c in counts.values() if c >= 2]
+    floor = 2 * kll_normalized_rank_error(kll_k, pmf=True)
+    heavy = [c / m for c in counts.values() if c / m > floor]
     rest_share = max(0.0, 1.0 - sum(heavy))
     rest_ndv = max(ndv - len(heavy), 1.0)
     return min(1.0, sum(p * p for p in heavy) + rest_share * rest_share / rest_ndv)
@@ -412,7 +477,7 @@ def analyze_column(
     ranges: tuple[LookupCost, ...] = ()
     overlap: tuple[OverlapBin, ...] = ()
     if dist.points and n_files:
-        point = _point_cost(bounds, dist, n_files)
+        point = _point_cost(bounds, dist, group, n_files)
         if dist.kll is not None:
             ranges = tuple(
                 _range_cost(bounds, dist, s, settings.eval_points, n_files)
@@ -420,10 +485,10 @@ def analyze_column(
             )
         cuts = _quantile_cuts(dist, settings.overlap_bins)
         overlap = tuple(
-            OverlapBin(a, b, k := bounds.files_overlapping(a, b), k / n_files)
-            for a, b in pairwise(cuts)
+            OverlapBin(a, b, k := bounds.files_in_part(a, b, first=i == 0), k / n_files)
+            for i, (a, b) in enumerate(pairwise(cuts))
         )
-    selectivity = _point_selectivity(dist, ndv)
+    selectivity = _point_selectivity(dist, ndv, settings.kll_k)
     sorted_after = (
         min(float(len(with_values)), 1.0 + len(with_values) * selectivity)
         if selectivity is not None and with_values
