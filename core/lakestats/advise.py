@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import math
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -355,39 +356,58 @@ def _quantile_cuts(dist: _Distribution, parts: int) -> list[Any]:
     return cuts
 
 
+def embed(value: Any) -> float:
+    """A monotone map of a bound without KLL units to a number: strings and binary by
+    their first 8 bytes (big-endian), UUIDs by their top 64 bits, booleans as 0/1. Values
+    sharing an 8-byte prefix map to one number (ties are handled as single points)."""
+    if isinstance(value, bool | int | float):
+        return float(value)
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    if isinstance(value, bytes | bytearray):
+        return float(int.from_bytes(bytes(value[:8]).ljust(8, b"\0"), "big"))
+    if isinstance(value, uuid.UUID):
+        return float(value.int >> 64)
+    raise TypeError(f"cannot place {type(value).__name__} bounds on an axis")
+
+
 def _spread_expectation(files: Sequence[FileColumn], bounds: Bounds) -> tuple[float, float]:
     """Expected (files, bytes) of a point lookup without a KLL sketch (strings, binary).
 
-    Model: the distinct file bounds, sorted, are the axis (rank 0 … K-1), and each file's
-    rows are spread evenly over its own [rank(min), rank(max)]; a lookup's value is a row's
-    value. Between two adjacent bounds the files covering a point do not change, so the
-    mean cover over a file's span is a difference of prefix sums: O(F log F) in all.
-    A file whose min equals its max covers that single bound.
+    Model: each file's rows are spread evenly over its own [min, max], placed on a number
+    line by ``embed``; a lookup's value is a row's value. Between two adjacent bounds the
+    files covering a point do not change, so a file's mean cover over its span is a
+    difference of prefix integrals: O(F log F) in all. A file whose min and max embed to
+    one number covers that single point (counted on the true bounds).
     """
     bounded = [f for f in files if f.has_values and f.lower is not None and f.upper is not None]
     if not bounded:
         return 0.0, 0.0
-    axis = sorted({f.lower for f in bounded} | {f.upper for f in bounded})
-    rank = {v: i for i, v in enumerate(axis)}
+    spans = [(embed(f.lower), embed(f.upper)) for f in bounded]
+    axis = sorted({x for span in spans for x in span})
+    at = {x: i for i, x in enumerate(axis)}
     diff_files = [0] * (len(axis) + 1)
     diff_bytes = [0] * (len(axis) + 1)
-    for f in bounded:
-        lo, hi = rank[f.lower], rank[f.upper]
-        if hi > lo:  # covers the open segments lo … hi-1 (segment k: between ranks k, k+1)
-            diff_files[lo] += 1
-            diff_files[hi] -= 1
-            diff_bytes[lo] += f.file_bytes
-            diff_bytes[hi] -= f.file_bytes
-    sum_files = [0, *accumulate(accumulate(diff_files))]  # Σ cover of segments < k
-    sum_bytes = [0, *accumulate(accumulate(diff_bytes))]
+    for f, (lo, hi) in zip(bounded, spans, strict=True):
+        if hi > lo:  # covers the segments at[lo] … at[hi]-1 (segment k: axis[k] .. axis[k+1])
+            diff_files[at[lo]] += 1
+            diff_files[at[hi]] -= 1
+            diff_bytes[at[lo]] += f.file_bytes
+            diff_bytes[at[hi]] -= f.file_bytes
+    widths = [b - a for a, b in pairwise(axis)]
+    cover_files = list(accumulate(diff_files))[: len(widths)]
+    cover_bytes = list(accumulate(diff_bytes))[: len(widths)]
+    # integral of the cover from axis[0] to axis[k]
+    int_files = [0.0, *accumulate(c * w for c, w in zip(cover_files, widths, strict=True))]
+    int_bytes = [0.0, *accumulate(c * w for c, w in zip(cover_bytes, widths, strict=True))]
     weights = [max(f.records - (f.null_count or 0), 1) for f in bounded]
     total = sum(weights)
     e_files = e_bytes = 0.0
-    for f, weight in zip(bounded, weights, strict=True):
-        lo, hi = rank[f.lower], rank[f.upper]
+    for f, (lo, hi), weight in zip(bounded, spans, weights, strict=True):
         if hi > lo:
-            cover = (sum_files[hi] - sum_files[lo]) / (hi - lo) + bounds.unknown_files
-            size = (sum_bytes[hi] - sum_bytes[lo]) / (hi - lo) + bounds.unknown_bytes
+            i, j = at[lo], at[hi]
+            cover = (int_files[j] - int_files[i]) / (hi - lo) + bounds.unknown_files
+            size = (int_bytes[j] - int_bytes[i]) / (hi - lo) + bounds.unknown_bytes
         else:
             cover = bounds.files_overlapping(f.lower, f.lower)
             size = bounds.bytes_overlapping(f.lower, f.lower)

@@ -6,6 +6,7 @@ checked against a brute-force count over the same files' bounds and values.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -84,19 +85,25 @@ def exact_point_expectation(
     return sum(brute_files(files, v, v) for v in everything) / len(everything)
 
 
+def to_number(text: str) -> float:
+    return float(int.from_bytes(text.encode()[:8].ljust(8, b"\0"), "big"))
+
+
 def brute_spread(files: Sequence[FileColumn]) -> float:
-    """The no-KLL model by brute force: rows spread evenly over each file's span on the
-    axis of sorted distinct bounds; average the cover at every unit segment's midpoint."""
-    axis = sorted({f.lower for f in files} | {f.upper for f in files})
-    spans = [(axis.index(f.lower), axis.index(f.upper)) for f in files]
+    """The no-KLL model by brute force: each file's rows spread evenly over its [min, max]
+    (strings placed by their first 8 bytes); integrate the cover piece by piece."""
+    spans = [(to_number(f.lower), to_number(f.upper)) for f in files]
+    cuts = sorted({x for span in spans for x in span})
     rows = [f.records - (f.null_count or 0) for f in files]
     total = 0.0
     for (lo, hi), weight in zip(spans, rows, strict=True):
         if hi == lo:
-            cover = sum(1 for a, b in spans if a <= lo <= b)
+            cover = float(sum(1 for a, b in spans if a <= lo <= b))
         else:
-            mids = [k + 0.5 for k in range(lo, hi)]
-            cover = sum(sum(1 for a, b in spans if a < x < b) for x in mids) / len(mids)
+            pieces = [(a, b) for a, b in itertools.pairwise(cuts) if lo <= a and b <= hi]
+            cover = sum(
+                (b - a) * sum(1 for c, d in spans if c < (a + b) / 2 < d) for a, b in pieces
+            ) / (hi - lo)
         total += weight * cover
     return total / sum(rows)
 
