@@ -47,6 +47,9 @@ _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _LN2_SQUARED = math.log(2) ** 2
+# min/max reading at most this many times the files that truly hold a value is as good as
+# an exact index (a value set or Bloom filter could not halve it)
+EXACT_ENOUGH = 1.25
 
 
 def has_kll(type_str: str) -> bool:
@@ -211,7 +214,7 @@ class ColumnAdvice:
     distribution: str  # "kll" or "spread_within_bounds"
     point: LookupCost | None
     ranges: tuple[LookupCost, ...]
-    overlap_split: str  # "kll_quantiles" or "bound_quantiles"
+    overlap_split: str  # "kll_quantiles" or "equal_width" (no KLL: see ``Axis``)
     overlap: tuple[OverlapBin, ...]
     point_selectivity: float | None
     files_per_lookup_sorted: float | None
@@ -270,7 +273,7 @@ class Bounds:
     def files_in_part(self, a: Any, b: Any, *, first: bool) -> int:
         """Files intersecting the part (a, b] of the domain ([a, b] for the first part), so
         a file starting exactly at a cut is counted in the part the cut closes, not twice."""
-        if first:
+        if first or a == b:  # a part of one value (a heavy one): the files holding it
             return self.files_overlapping(a, b)
         started = bisect.bisect_right(self.lowers, b)
         ended = bisect.bisect_right(self.uppers, a)
@@ -323,81 +326,112 @@ def _distribution(files: Sequence[FileColumn], type_str: str, s: AdviceSettings)
         qs = [(i + 0.5) / m for i in range(m)]
         values = sketch.get_quantiles(qs, True)
         return _Distribution("kll", tuple((float(v), 1.0 / m) for v in values), sketch)
-    # No KLL (strings, binary, booleans, or no sketches): the point expectation uses the
-    # spread model (``_spread_expectation``); these points — every file's min and max,
-    # values that occur, each weighed by half the file's non-null rows — only cut the
-    # domain into parts for the overlap profile.
-    weighted: list[tuple[Any, float]] = []
-    for f in files:
-        if f.has_values and f.lower is not None and f.upper is not None:
-            rows = max(f.records - (f.null_count or 0), 1)
-            weighted += [(f.lower, rows / 2), (f.upper, rows / 2)]
-    total = sum(w for _, w in weighted)
-    points = tuple((v, w / total) for v, w in weighted) if total else ()
-    return _Distribution("spread_within_bounds", points, None)
+    # No KLL (strings, binary, booleans, or no sketches): see ``_spread_expectation``.
+    return _Distribution("spread_within_bounds", (), None)
 
 
-def _quantile_cuts(dist: _Distribution, parts: int) -> list[Any]:
+def _kll_cuts(sketch: kll_doubles_sketch, parts: int) -> list[float]:
     """``parts + 1`` boundaries, each part holding an equal share of the rows."""
-    if dist.kll is not None:
-        inner = dist.kll.get_quantiles([i / parts for i in range(1, parts)], True)
-        return [dist.kll.get_min_value(), *inner, dist.kll.get_max_value()]
-    ordered = sorted(dist.points, key=lambda p: p[0])
-    cuts: list[Any] = [ordered[0][0]]
-    cumulative, target = 0.0, 1
-    for value, weight in ordered:
-        cumulative += weight
-        while target < parts and cumulative >= target / parts - 1e-12:
-            cuts.append(value)
-            target += 1
-    while len(cuts) < parts:
-        cuts.append(ordered[-1][0])
-    cuts.append(ordered[-1][0])
-    return cuts
+    inner = sketch.get_quantiles([i / parts for i in range(1, parts)], True)
+    return [sketch.get_min_value(), *inner, sketch.get_max_value()]
 
 
-def embed(value: Any) -> float:
-    """A monotone map of a bound without KLL units to a number: strings and binary by
-    their first 8 bytes (big-endian), UUIDs by their top 64 bits, booleans as 0/1. Values
-    sharing an 8-byte prefix map to one number (ties are handled as single points)."""
-    if isinstance(value, bool | int | float):
-        return float(value)
-    if isinstance(value, str):
-        value = value.encode("utf-8")
-    if isinstance(value, bytes | bytearray):
-        return float(int.from_bytes(bytes(value[:8]).ljust(8, b"\0"), "big"))
-    if isinstance(value, uuid.UUID):
-        return float(value.int >> 64)
-    raise TypeError(f"cannot place {type(value).__name__} bounds on an axis")
+class Axis:
+    """A monotone map of bounds without KLL units onto a number line.
+
+    Strings and binary are placed by the 8 bytes that follow the prefix all of the
+    column's bounds share (so "customer-0001" … "customer-0400" do not all collapse onto
+    "customer"), big-endian; UUIDs by their top 64 bits; booleans as 0/1. Values that still
+    share those 8 bytes land on one point (handled as single points).
+    """
+
+    def __init__(self, lowest: Any, highest: Any) -> None:
+        self._skip = 0
+        self._prefix = b""
+        self._text = isinstance(lowest, str)
+        self._bytewise = isinstance(lowest, str | bytes)
+        if isinstance(lowest, str | bytes) and isinstance(highest, str | bytes):
+            a, b = self._bytes(lowest), self._bytes(highest)
+            while self._skip < min(len(a), len(b)) and a[self._skip] == b[self._skip]:
+                self._skip += 1
+            self._prefix = a[: self._skip]
+
+    @staticmethod
+    def _bytes(value: str | bytes) -> bytes:
+        return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+    def place(self, value: Any) -> float:
+        if isinstance(value, bool | int | float):
+            return float(value)
+        if isinstance(value, str | bytes):
+            window = self._bytes(value)[self._skip : self._skip + 8]
+            return float(int.from_bytes(window.ljust(8, b"\0"), "big"))
+        if isinstance(value, uuid.UUID):
+            return float(value.int >> 64)
+        raise TypeError(f"cannot place {type(value).__name__} bounds on an axis")
+
+    def value(self, x: float) -> Any:
+        """A value at position ``x`` (chart labels): ``place`` inverted, up to the 8 bytes
+        it keeps. Positions of numbers, booleans and UUIDs stay positions."""
+        if not self._bytewise:
+            return x
+        raw = self._prefix + min(int(x), 2**64 - 1).to_bytes(8, "big").rstrip(b"\0")
+        return raw.decode("utf-8", errors="replace") if self._text else raw
 
 
-def _spread_expectation(files: Sequence[FileColumn], bounds: Bounds) -> tuple[float, float]:
+def _axis_overlap(
+    bounded: Sequence[FileColumn], unknown: int, files: int, parts: int
+) -> tuple[OverlapBin, ...]:
+    """The overlap profile without KLL: ``parts`` parts of equal width on the ``Axis``
+    (there is no row distribution to cut by); labels are values at the cuts."""
+    lowest = min(f.lower for f in bounded)
+    highest = max(f.upper for f in bounded)
+    axis = Axis(lowest, highest)
+    placed = [
+        FileColumn(
+            f.path, f.partition, f.records, f.file_bytes, axis.place(f.lower), axis.place(f.upper)
+        )
+        for f in bounded
+    ]
+    bounds = Bounds(placed)
+    a, b = axis.place(lowest), axis.place(highest)
+    cuts = [a + (b - a) * i / parts for i in range(parts + 1)]
+    labels = [lowest, *(axis.value(x) for x in cuts[1:-1]), highest]
+    out = []
+    for i in range(parts):
+        k = bounds.files_in_part(cuts[i], cuts[i + 1], first=i == 0) + unknown
+        out.append(OverlapBin(labels[i], labels[i + 1], k, k / files))
+    return tuple(out)
+
+
+def _spread_expectation(
+    bounded: Sequence[FileColumn], axis: Axis, bounds: Bounds
+) -> tuple[float, float]:
     """Expected (files, bytes) of a point lookup without a KLL sketch (strings, binary).
 
     Model: each file's rows are spread evenly over its own [min, max], placed on a number
-    line by ``embed``; a lookup's value is a row's value. Between two adjacent bounds the
+    line by ``Axis``; a lookup's value is a row's value. Between two adjacent bounds the
     files covering a point do not change, so a file's mean cover over its span is a
     difference of prefix integrals: O(F log F) in all. A file whose min and max embed to
     one number covers that single point (counted on the true bounds).
     """
-    bounded = [f for f in files if f.has_values and f.lower is not None and f.upper is not None]
     if not bounded:
         return 0.0, 0.0
-    spans = [(embed(f.lower), embed(f.upper)) for f in bounded]
-    axis = sorted({x for span in spans for x in span})
-    at = {x: i for i, x in enumerate(axis)}
-    diff_files = [0] * (len(axis) + 1)
-    diff_bytes = [0] * (len(axis) + 1)
+    spans = [(axis.place(f.lower), axis.place(f.upper)) for f in bounded]
+    points = sorted({x for span in spans for x in span})
+    at = {x: i for i, x in enumerate(points)}
+    diff_files = [0] * (len(points) + 1)
+    diff_bytes = [0] * (len(points) + 1)
     for f, (lo, hi) in zip(bounded, spans, strict=True):
-        if hi > lo:  # covers the segments at[lo] … at[hi]-1 (segment k: axis[k] .. axis[k+1])
+        if hi > lo:  # covers segments at[lo] … at[hi]-1 (segment k: points[k] .. points[k+1])
             diff_files[at[lo]] += 1
             diff_files[at[hi]] -= 1
             diff_bytes[at[lo]] += f.file_bytes
             diff_bytes[at[hi]] -= f.file_bytes
-    widths = [b - a for a, b in pairwise(axis)]
+    widths = [b - a for a, b in pairwise(points)]
     cover_files = list(accumulate(diff_files))[: len(widths)]
     cover_bytes = list(accumulate(diff_bytes))[: len(widths)]
-    # integral of the cover from axis[0] to axis[k]
+    # integral of the cover from points[0] to points[k]
     int_files = [0.0, *accumulate(c * w for c, w in zip(cover_files, widths, strict=True))]
     int_bytes = [0.0, *accumulate(c * w for c, w in zip(cover_bytes, widths, strict=True))]
     weights = [max(f.records - (f.null_count or 0), 1) for f in bounded]
@@ -417,13 +451,15 @@ def _spread_expectation(files: Sequence[FileColumn], bounds: Bounds) -> tuple[fl
 
 
 def _point_cost(
-    bounds: Bounds, dist: _Distribution, group: Sequence[FileColumn], files: int
+    bounds: Bounds, dist: _Distribution, bounded: Sequence[FileColumn], files: int
 ) -> LookupCost:
     if dist.kind == "kll":
         e_files = sum(w * bounds.files_overlapping(v, v) for v, w in dist.points)
         e_bytes = sum(w * bounds.bytes_overlapping(v, v) for v, w in dist.points)
     else:
-        e_files, e_bytes = _spread_expectation(group, bounds)
+        lowest = min(f.lower for f in bounded)
+        highest = max(f.upper for f in bounded)
+        e_files, e_bytes = _spread_expectation(bounded, Axis(lowest, highest), bounds)
     max_files, max_bytes = bounds.max_depth()
     return LookupCost(None, e_files, max_files, e_bytes, max_bytes, e_files / files)
 
@@ -496,18 +532,21 @@ def analyze_column(
     point: LookupCost | None = None
     ranges: tuple[LookupCost, ...] = ()
     overlap: tuple[OverlapBin, ...] = ()
-    if dist.points and n_files:
-        point = _point_cost(bounds, dist, group, n_files)
-        if dist.kll is not None:
-            ranges = tuple(
-                _range_cost(bounds, dist, s, settings.eval_points, n_files)
-                for s in settings.selectivities
-            )
-        cuts = _quantile_cuts(dist, settings.overlap_bins)
+    bounded = [f for f in group if f.has_values and f.lower is not None and f.upper is not None]
+    if dist.kll is not None:
+        point = _point_cost(bounds, dist, bounded, n_files)
+        ranges = tuple(
+            _range_cost(bounds, dist, s, settings.eval_points, n_files)
+            for s in settings.selectivities
+        )
+        cuts = _kll_cuts(dist.kll, settings.overlap_bins)
         overlap = tuple(
             OverlapBin(a, b, k := bounds.files_in_part(a, b, first=i == 0), k / n_files)
             for i, (a, b) in enumerate(pairwise(cuts))
         )
+    elif bounded:
+        point = _point_cost(bounds, dist, bounded, n_files)
+        overlap = _axis_overlap(bounded, bounds.unknown_files, n_files, settings.overlap_bins)
     selectivity = _point_selectivity(dist, ndv, settings.kll_k)
     sorted_after = (
         min(float(len(with_values)), 1.0 + len(with_values) * selectivity)
@@ -543,7 +582,7 @@ def analyze_column(
         distribution=dist.kind,
         point=point,
         ranges=ranges,
-        overlap_split="kll_quantiles" if dist.kll is not None else "bound_quantiles",
+        overlap_split="kll_quantiles" if dist.kll is not None else "equal_width",
         overlap=overlap,
         point_selectivity=selectivity,
         files_per_lookup_sorted=sorted_after,
@@ -647,6 +686,13 @@ def recommend(facts: _Facts, settings: AdviceSettings) -> Recommendation:
             f"poor overlap ({_n(e)} of {facts.files} files per lookup): sorted or clustered "
             f"by it a lookup reads ≈ {_n(after)}",
             after,
+        )
+    if truly is not None and e <= EXACT_ENOUGH * truly:
+        return Recommendation(
+            AdviceKind.NONE,
+            f"min/max already reads little more than the ≈ {_n(truly)} files that hold the "
+            f"value ({_n(e)} of {facts.files}), and no rewrite would halve that",
+            e,
         )
     return Recommendation(
         AdviceKind.MIN_MAX,

@@ -205,7 +205,7 @@ def test_low_cardinality_strings_use_spread_within_bounds_and_get_a_value_set_or
     # 8 values over 40 files, each file holding 2 neighbouring values: a lookup of v_k
     # reads the files of pairs (k-1, k) and (k, k+1), ≈ 11 of 40. Partitioning or sorting
     # would leave ≈ 1 + 40/8 = 6 (not the 2× the rule asks), and a value set cannot do
-    # better than the ≈ 10 files that truly hold the value: min/max only.
+    # better than the ≈ 10 files that truly hold the value: nothing to do.
     names = [f"v{i}" for i in range(8)]
     files = [file_of([names[i % 7], names[i % 7 + 1]] * 50, i, kll=False) for i in range(40)]
     advice = analyze_column(column(files, "string"), SETTINGS)
@@ -214,7 +214,9 @@ def test_low_cardinality_strings_use_spread_within_bounds_and_get_a_value_set_or
     assert advice.point is not None and advice.point.files_max == 12
     assert advice.point.files_expected == pytest.approx(brute_spread(files), rel=1e-12)
     assert advice.files_per_lookup_sorted == pytest.approx(6.0, rel=0.05)
-    assert advice.recommendation.kind is AdviceKind.MIN_MAX, advice.recommendation.reason
+    assert advice.files_per_value == pytest.approx(10.0, rel=0.01)
+    assert advice.recommendation.kind is AdviceKind.NONE, advice.recommendation.reason
+    assert "files that hold the value" in advice.recommendation.reason
 
     # 20 values, each file a random 8 of them: min/max spans nearly everything; with
     # fewer values than files, each value is a file's worth of rows: partition
@@ -261,6 +263,18 @@ def test_rule_edges() -> None:
     floats = [file_of([rng.random() for _ in range(500)], i) for i in range(10)]
     advice = analyze_column(column(floats, "double"), SETTINGS)
     assert advice.recommendation.kind is AdviceKind.SORT
+    # 80 % of the rows are one value, the rest spread thin: every file spans the domain,
+    # but sorting leaves the hot value over ≈ 80 % of the files (≈ 1 + 10 · 0.64), so no
+    # structure halves the reads; the NDV per file is too high for a value set
+    skewed = [
+        file_of([0] * 1200 + [rng.randrange(1, 10**6) for _ in range(300)], i) for i in range(10)
+    ]
+    advice = analyze_column(column(skewed), SETTINGS)
+    assert advice.point_selectivity == pytest.approx(0.8**2, abs=0.03)
+    assert advice.recommendation.kind is AdviceKind.MIN_MAX, advice.recommendation.reason
+    # a heavy value fills whole parts of the overlap chart: each counts its files
+    assert advice.overlap[5].lower == advice.overlap[5].upper == 0.0
+    assert advice.overlap[5].files == 10
     # all null, and files without bounds are read by every lookup
     empty = [file_of([], i, nulls=10) for i in range(5)]
     assert analyze_column(column(empty), SETTINGS).recommendation.kind is AdviceKind.NONE
