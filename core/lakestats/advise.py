@@ -50,6 +50,7 @@ _LN2_SQUARED = math.log(2) ** 2
 # min/max reading at most this many times the files that truly hold a value is as good as
 # an exact index (a value set or Bloom filter could not halve it)
 EXACT_ENOUGH = 1.25
+LABEL_BYTES = 2  # bytes past the shared prefix that label a part of a string axis
 
 
 def has_kll(type_str: str) -> bool:
@@ -375,8 +376,17 @@ class Axis:
         it keeps. Positions of numbers, booleans and UUIDs stay positions."""
         if not self._bytewise:
             return x
-        raw = self._prefix + min(int(x), 2**64 - 1).to_bytes(8, "big").rstrip(b"\0")
-        return raw.decode("utf-8", errors="replace") if self._text else raw
+        window = min(int(x), 2**64 - 1).to_bytes(8, "big")
+        if not self._text:
+            return self._prefix + window[:LABEL_BYTES]
+        # the first bytes past the shared prefix, while they read as text: a label, not a
+        # value of the column
+        shown = bytearray()
+        for byte in window[:LABEL_BYTES]:
+            if not 0x20 <= byte < 0x7F:
+                break
+            shown.append(byte)
+        return (self._prefix + bytes(shown)).decode("utf-8", errors="replace") + "…"
 
 
 def _axis_overlap(
@@ -862,11 +872,11 @@ def render_column(advice: ColumnAdvice) -> str:
     if advice.files_per_lookup_sorted is not None:
         lines.append(f"  {'if sorted':<14} files ≈ {advice.files_per_lookup_sorted:,.2f}")
     if advice.overlap:
-        how = "KLL quantiles" if advice.overlap_split == "kll_quantiles" else "file bounds"
-        lines.append(
-            f"  overlap: share of files covering each 1/{len(advice.overlap)} of the rows "
-            f"(split by {how})"
-        )
+        if advice.overlap_split == "kll_quantiles":
+            what = f"each 1/{len(advice.overlap)} of the rows (KLL quantiles)"
+        else:
+            what = f"{len(advice.overlap)} equal parts of the value range (no KLL)"
+        lines.append(f"  overlap: share of files covering {what}")
         labels = [str(display_value(advice.type, b.lower)) for b in advice.overlap]
         width = min(max(len(label) for label in labels), 26)
         for label, b in zip(labels, advice.overlap, strict=True):

@@ -180,11 +180,22 @@ def test_figures_match_true_bounds(table: tuple[str, Path]) -> None:
         assert point["files_expected"] == pytest.approx(exact, abs=tolerance), name
         assert got["records"] == APPENDS * ROWS
         assert got["null_fraction"] == 0.0
-        # the overlap chart's parts: each count equals the files whose true bounds meet it
-        for b in got["overlap"]["bins"][1:]:
-            lo, hi = b["lower"], b["upper"]
-            want = sum(1 for f in files if f[name][0] <= hi and f[name][1] > lo)
-            assert b["files"] == want, (name, lo, hi)
+        bins = got["overlap"]["bins"]
+        assert len(bins) == 20
+        if got["distribution"] == "kll":
+            # each part of the chart: the files whose true bounds meet (lower, upper]
+            assert got["overlap"]["split"] == "kll_quantiles"
+            for b in bins[1:]:
+                lo, hi = b["lower"], b["upper"]
+                want = sum(1 for f in files if f[name][0] <= hi and f[name][1] > lo)
+                assert b["files"] == want, (name, lo, hi)
+        else:
+            # strings: equal parts of the range; every file spans (nearly) all of it, so
+            # the first and last twentieth meet every file
+            assert got["overlap"]["split"] == "equal_width"
+            assert bins[0]["lower"] == min(f[name][0] for f in files)
+            assert bins[-1]["upper"] == max(f[name][1] for f in files)
+            assert bins[0]["files"] == bins[-1]["files"] == len(files)
     # sorted across appends: the two region files of an append overlap, nothing else
     assert cols["sorted_id"]["point_lookup"]["files_max"] == 2
     assert cols["sorted_id"]["point_lookup"]["files_expected"] == pytest.approx(2.0, abs=0.05)
