@@ -20,18 +20,22 @@ from lakestats.advise import (
     order_key,
 )
 from lakestats.config import Config
-from lakestats.exceptions import LakestatsError
+from lakestats.exceptions import LakestatsError, SnapshotNotFoundError
 from lakestats.merge import column_of_file
 from lakestats.model import Column, DataFile, FileContent, SketchSettings, TableSchema
 from lakestats.store import StatsStore
 from lakestats.tables import OpenedTable
 
 
+class UnknownColumnError(LakestatsError):
+    """``--column`` / ``?column=`` names no column of the table's current schema."""
+
+
 def live_data_files(store: StatsStore) -> tuple[int | None, list[DataFile]]:
     """(snapshot id, live data files) of the store's current state."""
     state = store.current()
     if state is None:
-        raise LakestatsError(
+        raise SnapshotNotFoundError(
             f"no stats stored for table {store.table_id!r} yet: run `lakestats analyze` first"
         )
     files: list[DataFile] = []
@@ -52,7 +56,7 @@ def select_columns(schema: TableSchema, names: Sequence[str] | None) -> list[Col
     unknown = [n for n in names if n not in by_name]
     if unknown:
         known = ", ".join(c.name for c in schema.columns)
-        raise LakestatsError(f"unknown column(s) {', '.join(unknown)}; the table has: {known}")
+        raise UnknownColumnError(f"unknown column(s) {', '.join(unknown)}; the table has: {known}")
     return [by_name[n] for n in dict.fromkeys(names)]
 
 

@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from lakestats.advise_io import UnknownColumnError
 from lakestats.config import Config
 from lakestats.exceptions import LakestatsError, SnapshotNotFoundError
 from lakestatsd.openapi import openapi_document
@@ -57,6 +58,9 @@ class Backend(Protocol):
 
     def table_status(self, name: str) -> dict[str, Any]: ...
     def metrics_payload(self) -> bytes: ...
+    def advise(self, name: str, columns: list[str] | None) -> dict[str, Any]:
+        """The ``lakestats advise --json`` report (``lakestats.advise_io``)."""
+        ...
 
 
 class BadRequestError(Exception):
@@ -195,6 +199,21 @@ def create_app(backend: Backend) -> Starlette:
             return _error(503, "table_unavailable", f"{type(exc).__name__}: {exc}")
         return JSONResponse(doc)
 
+    async def advice(request: Request) -> Response:
+        name = _table(backend, request)
+        params = _query(request, frozenset({"column"}))
+        given = params.get("column")
+        columns = [c.strip() for c in given.split(",") if c.strip()] if given else None
+        try:
+            doc = await run_in_threadpool(backend.advise, name, columns)
+        except UnknownColumnError as exc:
+            return _error(400, "unknown_column", str(exc))
+        except SnapshotNotFoundError as exc:
+            return _error(404, "no_stats", str(exc))
+        except LakestatsError as exc:
+            return _error(503, "table_unavailable", f"{type(exc).__name__}: {exc}")
+        return JSONResponse(doc)
+
     async def commits(request: Request) -> Response:
         _check_token(config, request)
         name = _table(backend, request)
@@ -243,6 +262,7 @@ def create_app(backend: Backend) -> Starlette:
             Route("/openapi.json", openapi, methods=["GET"]),
             Route("/v1/tables", list_tables, methods=["GET"]),
             Route("/v1/tables/{name}/stats", stats, methods=["GET"]),
+            Route("/v1/tables/{name}/advice", advice, methods=["GET"]),
             Route("/v1/tables/{name}/commits", commits, methods=["POST"]),
         ],
         exception_handlers={BadRequestError: bad_request, HTTPException: http_error},

@@ -108,6 +108,34 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+            "/v1/tables/{name}/advice": {
+                "get": {
+                    "summary": "Data-skipping advice, as `lakestats advise --json` prints it",
+                    "description": "Per column: files (and bytes) a point lookup and ranges "
+                    "of given selectivity read after min/max pruning (expected over the "
+                    "column's KLL distribution, and worst case), the file overlap profile, "
+                    "and a recommendation (none, partition, sort, bloom_filter, value_set, "
+                    "min_max) with its reason; the same per partition. Read from the stats "
+                    "store only (docs/advisor.md).",
+                    "parameters": [
+                        _NAME,
+                        {
+                            "name": "column",
+                            "in": "query",
+                            "required": False,
+                            "description": "Column name(s) to analyse, comma-separated "
+                            "(default: every column)",
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                    "responses": {
+                        "200": _json({"type": "object"}, "the advice report"),
+                        "400": _json(_ERROR, "malformed query, or an unknown column"),
+                        "404": _json(_ERROR, "unknown table, or no stats stored yet"),
+                        "503": _json(_ERROR, "the table or its stats store is unreadable"),
+                    },
+                }
+            },
             "/v1/tables/{name}/commits": {
                 "post": {
                     "summary": "On-commit notification: a commit landed, look at the table",
