@@ -36,6 +36,7 @@ bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python tests/bench/run.py $(BENCH_ARGS)
 	$(BIN)/python tests/bench/latency.py
+	$(BIN)/python tests/bench/advise.py
 
 clean:
 	rm -rf $(VENV) .lakestats demo-warehouse .pytest_cache .mypy_cache .ruff_cache
