@@ -324,3 +324,50 @@ def test_dates_display_in_their_own_terms() -> None:
     stamp = dt.datetime(2026, 11, 23, 9, 30, tzinfo=dt.UTC)
     assert display_value("timestamptz", order_key("timestamptz", stamp)) == stamp.isoformat()
     assert order_key("string", "x") == "x"
+
+
+def test_without_sketches_numbers_use_the_spread_model() -> None:
+    # `analyze --no-sketches`: bounds only. Files [10i, 10i + 20]: each overlaps the next.
+    files = [
+        FileColumn(
+            f"f{i}", UNPARTITIONED, 100, 1000, float(10 * i), float(10 * i + 20), null_count=0
+        )
+        for i in range(10)
+    ]
+    advice = analyze_column(column(files), SETTINGS)
+    assert advice.distribution == "spread_within_bounds" and advice.ndv is None
+    assert advice.point is not None and advice.point.files_max == 3  # at 20, 30, …
+    # rows spread evenly over [10i, 10i + 20]: inner files see 2 files everywhere
+    # (themselves and a neighbour on each half), the two end files 1.5 on average
+    assert advice.point.files_expected == pytest.approx((8 * 2 + 2 * 1.5) / 10)
+    # 1.9 ≤ 1 + 0.1 · 9: well clustered (the rule needs no NDV for that)
+    assert advice.recommendation.kind is AdviceKind.NONE
+    assert advice.files_per_lookup_sorted is None  # no NDV: no estimate after sorting
+    assert advice.overlap_split == "equal_width" and advice.overlap[0].files == 1
+
+
+def test_files_from_before_a_column_existed_are_all_null() -> None:
+    from lakestats.advise_io import file_column
+    from lakestats.model import Column, ColumnMetrics, DataFile, FileContent
+
+    old = DataFile(
+        "old", FileContent.DATA, "PARQUET", 50, 999, UNPARTITIONED, field_ids=frozenset({1})
+    )
+    new = DataFile(
+        "new",
+        FileContent.DATA,
+        "PARQUET",
+        50,
+        999,
+        UNPARTITIONED,
+        columns={2: ColumnMetrics(value_count=50, null_count=10, lower=3, upper=9)},
+        field_ids=frozenset({1, 2}),
+    )
+    added = Column(2, "added", "long")
+    before, after = file_column(old, added), file_column(new, added)
+    assert not before.has_values and before.null_count == 50
+    assert after.has_values and (after.lower, after.upper, after.null_count) == (3.0, 9.0, 10)
+    advice = analyze_column(ColumnInput(2, "added", "long", (before, after)), SETTINGS)
+    assert advice.files == 2 and advice.files_with_values == 1
+    assert advice.null_fraction == pytest.approx(60 / 100)
+    assert advice.point is not None and advice.point.files_max == 1
