@@ -27,6 +27,8 @@ from enum import StrEnum
 from itertools import accumulate, pairwise
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from datasketches import kll_doubles_sketch
 
 from lakestats.merge import partition_sort_key
@@ -264,6 +266,7 @@ class Bounds:
         self._lower_bytes = [0, *accumulate(f.file_bytes for f in by_lower)]
         self._upper_bytes = [0, *accumulate(f.file_bytes for f in by_upper)]
         self._sizes = [(f.lower, f.upper, f.file_bytes) for f in bounded]
+        self._arrays: tuple[npt.NDArray[Any], ...] | None = None
 
     def files_overlapping(self, a: Any, b: Any) -> int:
         """Files a predicate ``a ≤ x ≤ b`` must read (``a == b``: a point lookup)."""
@@ -279,6 +282,26 @@ class Bounds:
         started = bisect.bisect_right(self.lowers, b)
         ended = bisect.bisect_right(self.uppers, a)
         return started - ended + self.unknown_files
+
+    def overlapping_many(
+        self, a: npt.ArrayLike, b: npt.ArrayLike
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(files, bytes) for many numeric predicates ``a[i] ≤ x ≤ b[i]`` at once: the same
+        two binary searches, vectorised (KLL columns evaluate hundreds of them per group,
+        and a table may have thousands of partitions)."""
+        if self._arrays is None:
+            self._arrays = (
+                np.asarray(self.lowers, dtype=np.float64),
+                np.asarray(self.uppers, dtype=np.float64),
+                np.asarray(self._lower_bytes, dtype=np.int64),
+                np.asarray(self._upper_bytes, dtype=np.int64),
+            )
+        lowers, uppers, lower_bytes, upper_bytes = self._arrays
+        started = np.searchsorted(lowers, np.asarray(b, dtype=np.float64), side="right")
+        ended = np.searchsorted(uppers, np.asarray(a, dtype=np.float64), side="left")
+        files = started - ended + self.unknown_files
+        sizes = lower_bytes[started] - upper_bytes[ended] + self.unknown_bytes
+        return files.astype(np.int64), sizes.astype(np.int64)
 
     def bytes_overlapping(self, a: Any, b: Any) -> int:
         started = bisect.bisect_right(self.lowers, b)
@@ -311,10 +334,11 @@ class Bounds:
 
 @dataclass(frozen=True)
 class _Distribution:
-    """Lookup values with weights summing to 1, and how to cut the domain into parts."""
+    """Where lookups go: ``values``, M equally weighted KLL quantiles (``kind == "kll"``),
+    or nothing (the spread model)."""
 
     kind: str
-    points: tuple[tuple[Any, float], ...]
+    values: npt.NDArray[np.float64] | None
     kll: kll_doubles_sketch | None
 
 
@@ -324,11 +348,10 @@ def _distribution(files: Sequence[FileColumn], type_str: str, s: AdviceSettings)
     merged = merge_kll(blobs, s.kll_k) if blobs and has_kll(type_str) else None
     sketch = kll_doubles_sketch.deserialize(merged) if merged is not None else None
     if sketch is not None and not sketch.is_empty():
-        qs = [(i + 0.5) / m for i in range(m)]
-        values = sketch.get_quantiles(qs, True)
-        return _Distribution("kll", tuple((float(v), 1.0 / m) for v in values), sketch)
+        values = sketch.get_quantiles((np.arange(m) + 0.5) / m, True)
+        return _Distribution("kll", np.asarray(values, dtype=np.float64), sketch)
     # No KLL (strings, binary, booleans, or no sketches): see ``_spread_expectation``.
-    return _Distribution("spread_within_bounds", (), None)
+    return _Distribution("spread_within_bounds", None, None)
 
 
 def _kll_cuts(sketch: kll_doubles_sketch, parts: int) -> list[float]:
@@ -463,9 +486,9 @@ def _spread_expectation(
 def _point_cost(
     bounds: Bounds, dist: _Distribution, bounded: Sequence[FileColumn], files: int
 ) -> LookupCost:
-    if dist.kind == "kll":
-        e_files = sum(w * bounds.files_overlapping(v, v) for v, w in dist.points)
-        e_bytes = sum(w * bounds.bytes_overlapping(v, v) for v, w in dist.points)
+    if dist.values is not None:  # equally weighted quantile points
+        counts, sizes = bounds.overlapping_many(dist.values, dist.values)
+        e_files, e_bytes = float(counts.mean()), float(sizes.mean())
     else:
         lowest = min(f.lower for f in bounded)
         highest = max(f.upper for f in bounded)
@@ -477,13 +500,14 @@ def _point_cost(
 def _range_cost(bounds: Bounds, dist: _Distribution, s: float, m: int, files: int) -> LookupCost:
     """Ranges holding a share ``s`` of the rows, [Q(t), Q(t + s)], start t uniform."""
     assert dist.kll is not None
-    starts = [(j + 0.5) / m * (1.0 - s) for j in range(m)]
+    starts = (np.arange(m) + 0.5) / m * (1.0 - s)
     lows = dist.kll.get_quantiles(starts, True)
-    highs = dist.kll.get_quantiles([min(t + s, 1.0) for t in starts], True)
-    counts = [bounds.files_overlapping(a, b) for a, b in zip(lows, highs, strict=True)]
-    sizes = [bounds.bytes_overlapping(a, b) for a, b in zip(lows, highs, strict=True)]
-    e_files = sum(counts) / m
-    return LookupCost(s, e_files, max(counts), sum(sizes) / m, max(sizes), e_files / files)
+    highs = dist.kll.get_quantiles(np.minimum(starts + s, 1.0), True)
+    counts, sizes = bounds.overlapping_many(lows, highs)
+    e_files = float(counts.mean())
+    return LookupCost(
+        s, e_files, int(counts.max()), float(sizes.mean()), int(sizes.max()), e_files / files
+    )
 
 
 def _point_selectivity(dist: _Distribution, ndv: float | None, kll_k: int) -> float | None:
@@ -497,12 +521,12 @@ def _point_selectivity(dist: _Distribution, ndv: float | None, kll_k: int) -> fl
     """
     if ndv is None or ndv < 1:
         return None
-    if dist.kind != "kll":
+    if dist.values is None:
         return 1.0 / ndv
-    counts = Counter(v for v, _ in dist.points)
-    m = len(dist.points)
+    m = len(dist.values)
+    _, counts = np.unique(dist.values, return_counts=True)
     floor = 2 * kll_normalized_rank_error(kll_k, pmf=True)
-    heavy = [c / m for c in counts.values() if c / m > floor]
+    heavy = [float(c) / m for c in counts if c / m > floor]
     rest_share = max(0.0, 1.0 - sum(heavy))
     rest_ndv = max(ndv - len(heavy), 1.0)
     return min(1.0, sum(p * p for p in heavy) + rest_share * rest_share / rest_ndv)
