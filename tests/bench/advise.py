@@ -12,6 +12,7 @@ Columns: ``id`` long, sorted across files (no overlap); ``key`` long, random (ev
 spans the domain); ``category`` string, 50 values; ``amount`` double, loosely clustered.
 
     .venv/bin/python tests/bench/advise.py [--files 10000] [--segments 100] [--values 200]
+        [--partitions 1]   # > 1: files spread over that many partitions (per-partition view)
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from lakestats.model import (
     ColumnSketch,
     DataFile,
     FileContent,
+    PartitionKey,
     SegmentEntry,
     StateVersion,
     TableSchema,
@@ -71,7 +73,9 @@ def _sketches(values: list[Any], kll: bool) -> ColumnSketch:
     )
 
 
-def synthetic_file(i: int, files: int, rows: int, values: int, rng: random.Random) -> DataFile:
+def synthetic_file(
+    i: int, files: int, rows: int, values: int, rng: random.Random, *, partitions: int = 1
+) -> DataFile:
     ids = [i * rows + j * (rows // values) for j in range(values)]
     keys = [rng.randrange(files * rows) for _ in range(values)]
     cats = [f"c{rng.randrange(50):02d}" for _ in range(values)]
@@ -84,7 +88,9 @@ def synthetic_file(i: int, files: int, rows: int, values: int, rng: random.Rando
         file_format="PARQUET",
         record_count=rows,
         file_size_bytes=rows * 24,
-        partition=UNPARTITIONED,
+        partition=UNPARTITIONED
+        if partitions <= 1
+        else PartitionKey(spec_id=0, values=(("bucket", i % partitions),)),
         columns={
             fid: ColumnMetrics(
                 column_size=rows * 6,
@@ -100,14 +106,16 @@ def synthetic_file(i: int, files: int, rows: int, values: int, rng: random.Rando
     )
 
 
-def build_store(root: Path, files: int, segments: int, rows: int, values: int) -> StatsStore:
+def build_store(
+    root: Path, files: int, segments: int, rows: int, values: int, *, partitions: int = 1
+) -> StatsStore:
     store = StatsStore(root, "synthetic")
     rng = random.Random(15)
     per_segment = -(-files // segments)
     entries = []
     for s in range(segments):
         batch = [
-            synthetic_file(i, files, rows, values, rng)
+            synthetic_file(i, files, rows, values, rng, partitions=partitions)
             for i in range(s * per_segment, min(files, (s + 1) * per_segment))
         ]
         if not batch:
@@ -146,19 +154,26 @@ def main() -> None:
     parser.add_argument("--segments", type=int, default=100)
     parser.add_argument("--rows", type=int, default=100_000, help="rows each file claims")
     parser.add_argument("--values", type=int, default=200, help="values sketched per file")
+    parser.add_argument(
+        "--partitions", type=int, default=1, help="file i goes to partition i mod this"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        build_store(Path(tmp), args.files, args.segments, args.rows, args.values)
+        build_store(
+            Path(tmp), args.files, args.segments, args.rows, args.values, partitions=args.partitions
+        )
         print(
-            f"built {args.files:,} files in {args.segments} segments in "
+            f"built {args.files:,} files in {args.segments} segments, {args.partitions:,} "
+            f"partition(s) in "
             f"{time.perf_counter() - start:.1f} s"
         )
         # cold: nothing cached (a fresh store object), store read included
         fresh = StatsStore(Path(tmp), "synthetic")
         report, seconds, cpu, peak = measure(lambda: advise_store(fresh, SCHEMA, table="synthetic"))
         print(
-            f"advise_store (read + analyse), {len(SCHEMA.columns)} columns: "
+            f"advise_store (read + analyse), {len(SCHEMA.columns)} columns, "
+            f"{len(report.partitions):,} partitions analysed apart: "
             f"{seconds:.2f} s wall, {cpu:.2f} s CPU, peak heap {peak / 2**20:.1f} MiB"
         )
         snapshot, files = live_data_files(fresh)
