@@ -239,6 +239,10 @@ class AdviceReport:
     columns: tuple[ColumnAdvice, ...]
     partitions: tuple[PartitionAdvice, ...] = ()
     settings: AdviceSettings = field(default_factory=AdviceSettings)
+    # partitions with fewer than ``settings.min_files`` files: not analysed one by one,
+    # their advice is rule 2's "too few files" (keeps tables with a partition per file
+    # cheap to advise and their report small)
+    small_partitions: int = 0
 
 
 # -- the measurement ----------------------------------------------------------------------
@@ -744,22 +748,29 @@ def advise(
     columns: Sequence[ColumnInput],
     settings: AdviceSettings | None = None,
 ) -> AdviceReport:
-    """Advice per column over all files, and per partition when there is more than one."""
+    """Advice per column over all files, and per partition when there is more than one
+    (only partitions of at least ``min_files`` files; the others are counted)."""
     s = settings or AdviceSettings()
     table_advice = tuple(analyze_column(c, s) for c in columns)
     all_files = {f.path: f.partition for c in columns for f in c.files}
     keys = sorted(set(all_files.values()), key=partition_sort_key)
     partitions: list[PartitionAdvice] = []
+    small = 0
     if len(keys) > 1:
         grouped = [_by_partition(c.files) for c in columns]
         counts = Counter(all_files.values())
         for key in keys:
+            if counts[key] < s.min_files:
+                small += 1
+                continue
             per_column = tuple(
                 analyze_column(c, s, groups.get(key, []))
                 for c, groups in zip(columns, grouped, strict=True)
             )
             partitions.append(PartitionAdvice(key, counts[key], per_column))
-    return AdviceReport(table, snapshot_id, len(all_files), table_advice, tuple(partitions), s)
+    return AdviceReport(
+        table, snapshot_id, len(all_files), table_advice, tuple(partitions), s, small
+    )
 
 
 def _by_partition(files: Iterable[FileColumn]) -> Mapping[PartitionKey, list[FileColumn]]:
@@ -836,7 +847,8 @@ def column_json(advice: ColumnAdvice) -> dict[str, Any]:
 
 
 def report_json(report: AdviceReport) -> dict[str, Any]:
-    """The whole report; ``partitions`` is always there (empty when unpartitioned)."""
+    """The whole report; ``partitions`` is always there (empty when unpartitioned), with
+    every partition of at least ``min_files`` files; ``small_partitions`` counts the rest."""
     s = report.settings
     return {
         "table": report.table,
@@ -858,6 +870,7 @@ def report_json(report: AdviceReport) -> dict[str, Any]:
             }
             for p in report.partitions
         ],
+        "small_partitions": report.small_partitions,
     }
 
 
@@ -928,5 +941,10 @@ def render_report(report: AdviceReport, *, per_partition: bool = False) -> str:
     elif report.partitions:
         parts.append(
             f"\n{len(report.partitions)} partitions: --per-partition (or --json) shows each\n"
+        )
+    if report.small_partitions:
+        parts.append(
+            f"{report.small_partitions:,} partition(s) with fewer than "
+            f"{report.settings.min_files} files not analysed one by one (too few to skip)\n"
         )
     return "".join(parts)

@@ -312,6 +312,14 @@ def test_report_per_partition_json_and_text() -> None:
     text = render_report(report, per_partition=True)
     assert "point lookup" in text and "█" in text and "day=2026-01-02" in text
     assert "per partition" not in render_report(report)
+    # partitions of fewer than min_files files are counted, not analysed one by one
+    c = PartitionKey(0, (("day", "2026-01-03"),))
+    lone = [file_of([1, 2, 3], 99, partition=c)]
+    report = advise("t", 43, [column([*files, *lone])], SETTINGS)
+    assert [p.partition for p in report.partitions] == [a, b]
+    assert report.small_partitions == 1 and report.files == 11
+    assert report_json(report)["small_partitions"] == 1
+    assert "1 partition(s) with fewer than 4 files" in render_report(report)
 
 
 def test_dates_display_in_their_own_terms() -> None:
