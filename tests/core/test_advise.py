@@ -11,6 +11,7 @@ import json
 import math
 import random
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -379,3 +380,45 @@ def test_files_from_before_a_column_existed_are_all_null() -> None:
     assert advice.files == 2 and advice.files_with_values == 1
     assert advice.null_fraction == pytest.approx(60 / 100)
     assert advice.point is not None and advice.point.files_max == 1
+
+
+def test_store_reading_honours_tombstones(tmp_path: Path) -> None:
+    from lakestats.advise_io import advise_store
+    from lakestats.model import (
+        Column,
+        ColumnMetrics,
+        DataFile,
+        FileContent,
+        SegmentEntry,
+        StateVersion,
+        TableSchema,
+    )
+    from lakestats.store import StatsStore
+
+    def data_file(i: int) -> DataFile:
+        return DataFile(
+            f"file:///t/{i}.parquet",
+            FileContent.DATA,
+            "PARQUET",
+            10,
+            100 + i,
+            UNPARTITIONED,
+            columns={
+                1: ColumnMetrics(value_count=10, null_count=0, lower=i * 10, upper=i * 10 + 9)
+            },
+            field_ids=frozenset({1}),
+        )
+
+    store = StatsStore(tmp_path, "t")
+    seg = store.write_segment(1, [data_file(i) for i in range(6)], {1: "long"})
+    # files 0 and 5 were removed by a later commit: tombstones, not rewrites
+    entry = SegmentEntry(
+        1, seg, seg, 6, dead_files=frozenset({data_file(0).path, data_file(5).path})
+    )
+    store.commit(StateVersion(1, "t", "iceberg", "file:///t", 2, segments=(entry,)))
+    schema = TableSchema(0, (Column(1, "id", "long"),))
+    report = advise_store(store, schema, table="t")
+    advice = report.columns[0]
+    assert report.snapshot_id == 2 and report.files == 4 and advice.files == 4
+    assert advice.point is not None and advice.point.bytes_max == max(100 + i for i in (1, 2, 3, 4))
+    assert advice.distribution == "spread_within_bounds"  # no sketches stored
