@@ -123,3 +123,30 @@ def to_json(value: Any) -> JsonScalar:
     if isinstance(value, uuid.UUID):
         return str(value)
     return str(value)
+
+
+def from_json(type_str: str, value: JsonScalar) -> Any:
+    """The inverse of ``to_json`` for a value of an Iceberg type (partition values in the
+    store are kept in their JSON rendering)."""
+    if value is None:
+        return None
+    t = type_str.strip().lower()
+    if t in ("float", "double"):
+        specials = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+        return specials[value] if isinstance(value, str) else float(value)
+    if t.startswith("decimal"):
+        return Decimal(str(value))
+    if t == "date":
+        return dt.date.fromisoformat(str(value))
+    if t.startswith("timestamp"):
+        parsed = dt.datetime.fromisoformat(str(value))
+        return parsed if t.startswith("timestamptz") else parsed.replace(tzinfo=None)
+    if t == "time":
+        return dt.time.fromisoformat(str(value))
+    if t == "binary" or t.startswith("fixed"):
+        return bytes.fromhex(str(value))
+    if t == "uuid":
+        return uuid.UUID(str(value))
+    if t in ("int", "long"):
+        return int(value)
+    return value

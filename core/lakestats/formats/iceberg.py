@@ -26,15 +26,12 @@ from lakestats.exceptions import (
     MetadataError,
     SnapshotNotFoundError,
     TableNotFoundError,
+    first_line,
 )
 from lakestats.formats.iceberg_files import FileConverter, table_schema
-from lakestats.formats.iceberg_location import (
-    current_metadata_file,
-    first_line,
-    list_metadata_files,
-    resolve_location,
-)
+from lakestats.formats.iceberg_location import current_metadata_file, list_metadata_files
 from lakestats.formats.iceberg_manifests import ManifestReader
+from lakestats.locations import resolve_location
 from lakestats.model import BASELINE_OPERATION, Commit, DataFile, SnapshotInfo, TableSchema
 
 FORMAT_NAME = "iceberg"

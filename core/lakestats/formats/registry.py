@@ -16,7 +16,7 @@ from lakestats.formats.iceberg import (
     open_iceberg_catalog,
     open_iceberg_location,
 )
-from lakestats.formats.iceberg_location import resolve_location
+from lakestats.locations import resolve_location
 
 OPENERS: dict[str, Callable[[str], TableFormat]] = {ICEBERG: open_iceberg_location}
 # Layouts recognised so that users get a clear answer rather than "not a table".

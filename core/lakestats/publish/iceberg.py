@@ -20,15 +20,12 @@ in a follow-up commit. See docs/publishing.md.
 
 from __future__ import annotations
 
-import datetime as dt
 import io
-import math
 import random
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from decimal import Decimal
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -62,7 +59,6 @@ from lakestats.model import (
     Commit,
     DataFile,
     FileContent,
-    JsonScalar,
     PartitionAggregate,
     PartitionKey,
     SketchSettings,
@@ -70,6 +66,7 @@ from lakestats.model import (
 from lakestats.publish.puffin import SPEC_BLOB_TYPES, THETA_BLOB, Blob, write_puffin
 from lakestats.sketches.merge import theta_estimate
 from lakestats.tables import OpenedTable
+from lakestats.values import from_json
 
 _log = structlog.get_logger(__name__)
 
@@ -161,15 +158,26 @@ class UnifiedPartitionType:
         return {f.field_id: i for i, f in enumerate(self.fields)}
 
     def values(self, key: PartitionKey) -> tuple[Any, ...]:
-        """A file's partition (JSON-rendered values by name) as a unified tuple."""
+        """A file's partition as a unified tuple, matched by partition field id.
+
+        Keys read from stores written before lakestats kept field ids carry JSON-rendered
+        values only: those are matched by (spec id, field name) and parsed back.
+        """
         out: list[Any] = [None] * len(self.fields)
         position = self.index()
-        for name, value in key.values:
-            field_id = self.by_spec_name.get((key.spec_id, name))
-            if field_id is None:
+        field_ids = key.field_ids
+        for i, (name, raw) in enumerate(key.values):
+            if field_ids is not None:
+                field_id: int | None = field_ids[i]
+            else:
+                field_id = self.by_spec_name.get((key.spec_id, name))
+            if field_id is None or field_id not in position:
                 raise PublishError(f"partition field {name!r} is not in spec {key.spec_id}")
-            i = position[field_id]
-            out[i] = json_to_partition_value(str(self.fields[i].field_type), value)
+            at = position[field_id]
+            value = (
+                raw if field_ids is not None else from_json(str(self.fields[at].field_type), raw)
+            )
+            out[at] = value.bytes if isinstance(value, uuid.UUID) else value
         return tuple(out)
 
 
@@ -196,30 +204,6 @@ def unified_partition_type(metadata: TableMetadata) -> UnifiedPartitionType:
             fields[pf.field_id] = NestedField(pf.field_id, pf.name, result, required=False)
     ordered = tuple(fields[i] for i in sorted(fields))
     return UnifiedPartitionType(ordered, by_name)
-
-
-def json_to_partition_value(type_str: str, value: JsonScalar) -> Any:
-    """The inverse of ``values.to_json`` for partition values of an Iceberg type."""
-    if value is None:
-        return None
-    t = type_str.strip().lower()
-    if t in ("float", "double"):
-        specials = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-        return specials[value] if isinstance(value, str) else float(value)
-    if t.startswith("decimal"):
-        return Decimal(str(value))
-    if t == "date":
-        return dt.date.fromisoformat(str(value))
-    if t.startswith("timestamp"):
-        parsed = dt.datetime.fromisoformat(str(value))
-        return parsed if t.startswith("timestamptz") else parsed.replace(tzinfo=None)
-    if t == "time":
-        return dt.time.fromisoformat(str(value))
-    if t == "binary" or t.startswith("fixed"):
-        return bytes.fromhex(str(value))
-    if t == "uuid":
-        return uuid.UUID(str(value)).bytes
-    return value
 
 
 def partition_stats_schema(unified: UnifiedPartitionType, format_version: int) -> Schema:
