@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from pyarrow import fs as pafs
 
 from lakestats.exceptions import TableNotFoundError
-from lakestats.formats.base import TableFormat
+from lakestats.formats.base import TableFormat, WatchSpec
 from lakestats.formats.iceberg import (
     FORMAT_NAME as ICEBERG,
 )
@@ -76,3 +76,13 @@ def _is_dir(filesystem: pafs.FileSystem, path: str) -> bool:
         return bool(filesystem.get_file_info(path).type == pafs.FileType.Directory)
     except OSError:
         return False
+
+
+_WATCH = {
+    ICEBERG: WatchSpec(directories=("metadata",), markers=(".metadata.json", "version-hint.text"))
+}
+
+
+def watch_spec(format_name: str) -> WatchSpec:
+    """What the daemon watches for a table of this format (``KeyError`` if unknown)."""
+    return _WATCH[format_name]
