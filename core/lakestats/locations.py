@@ -33,9 +33,14 @@ def is_local(path: str | Path) -> bool:
     return _is_local_scheme(urlsplit(path).scheme)
 
 
-def local_path(path: str | Path) -> Path | None:
-    """The local ``Path`` of a plain path or ``file:`` URI (percent-decoded); ``None`` for a
-    remote URI. A ``file://host/...`` URI with a host other than ``localhost`` is remote."""
+def local_path(path: str | Path, *, percent_encoded: bool = True) -> Path | None:
+    """The local ``Path`` of a plain path or ``file:`` URI; ``None`` for a remote URI.
+
+    A ``file://host/...`` URI with a host other than ``localhost`` is remote. URIs a user or
+    a config wrote are percent-decoded; data file paths listed by table formats are not
+    (``percent_encoded=False``): Hadoop reads ``file:///a%20b.parquet`` as the file named
+    ``a%20b.parquet``.
+    """
     if isinstance(path, Path):
         return path
     parts = urlsplit(path)
@@ -45,7 +50,7 @@ def local_path(path: str | Path) -> Path | None:
         return Path(path)
     if parts.netloc not in ("", "localhost"):
         return None
-    return Path(unquote(parts.path))
+    return Path(unquote(parts.path) if percent_encoded else parts.path)
 
 
 def looks_like_location(text: str) -> bool:
