@@ -29,7 +29,11 @@ def local_path(path: PathLike) -> Path:
     """A local ``Path`` for a path or a ``file://`` URI; other schemes are not supported yet."""
     local = locations.local_path(path)
     if local is None:
-        raise ValueError(f"the stats store must be on the local file system: {path!r}")
+        scheme = str(path).split("://", 1)[0]
+        raise ValueError(
+            f"unsupported state_dir scheme {scheme!r} in {path!r}: the stats store must be "
+            "on the local file system (a path or a file:// URI)"
+        )
     return local
 
 
