@@ -27,7 +27,7 @@ from lakestats.maintenance import (
     missing_snapshot_message,
     stale_stats,
 )
-from lakestats.merge import aggregate_files, merge_partitions
+from lakestats.merge import aggregate_files, merge_partitions, whole_table
 from lakestats.model import (
     ColumnSketch,
     Commit,
@@ -38,12 +38,9 @@ from lakestats.model import (
     StateVersion,
     TableSchema,
 )
-from lakestats.publish.iceberg import (
-    make_publisher,
-    publish_errors,
-    published_lines,
-)
+from lakestats.publish.base import SnapshotStats
 from lakestats.publish.native import commit_doc, stats_doc
+from lakestats.publish.registry import publisher_for
 from lakestats.store import merge_key
 from lakestats.tables import OpenedTable
 
@@ -164,9 +161,9 @@ class _Run:
         self.max_files = config.sketch.max_files_per_job
         self.sketcher = sketcher if (config.sketch.enabled and opened.config.sketches) else None
         self._partitions: tuple[PartitionAggregate, ...] | None = None
-        # Iceberg table metadata (statistics + partition statistics); None when off or
-        # impossible (opened by location). See docs/publishing.md.
-        self.publisher = make_publisher(opened, self.settings)
+        # the format's table metadata (Iceberg: statistics + partition statistics); a
+        # NullPublisher when off or impossible (opened by location). docs/publishing.md
+        self.publisher = publisher_for(opened)
 
     def publish(self, state: StateVersion) -> StateVersion:
         """Register the staged stats in the table metadata (one catalog commit), then
@@ -176,14 +173,25 @@ class _Run:
         the next run (the newest snapshot is staged again if it was never registered); the
         stats in the store stay valid either way.
         """
-        if self.publisher is None or state.last_snapshot_id is None:
+        if state.last_snapshot_id is None:
             return state
         try:
             if not self.publisher.is_published(state.last_snapshot_id, state.published):
                 partitions = self.partitions(state)
-                self.publisher.stage(state.last_snapshot_id, partitions, None, state.published)
+                doc = state.stats.get(state.last_snapshot_id)  # its schema id, not the current
+                schema_id = self.store.read_stats(doc)["schema_id"] if doc else None
+                self.publisher.stage(
+                    SnapshotStats(
+                        state.last_snapshot_id,
+                        self.fmt.schema(schema_id),
+                        partitions,
+                        whole_table(partitions, self.settings),
+                        self.settings,
+                    ),
+                    state.published,
+                )
             published = self.publisher.flush(state.published)
-        except publish_errors() as exc:
+        except self.publisher.errors as exc:
             _log.warning("publish_failed", table=self.opened.name, error=str(exc))
             return state
         if published == dict(state.published):
@@ -316,14 +324,19 @@ class _Run:
             c.field_id: c.name for c in schema.columns
         }
         removed_parts = aggregate_files(removed, types, self.settings)
+        snapshot = SnapshotStats(
+            commit.snapshot_id,
+            schema,
+            partitions,
+            whole_table(partitions, self.settings),
+            self.settings,
+            commit,
+        )
         doc = stats_doc(
+            snapshot,
             table_name=self.opened.name,
             format_name=self.fmt.format_name,
-            snapshot_id=commit.snapshot_id,
-            schema=schema,
-            partitions=partitions,
             commit=commit_doc(commit, new_parts, removed_parts, names, self.settings),
-            settings=self.settings,
         )
         doc["computed_at_ms"] = int(time.time() * 1000)
         stats_path = self.store.write_stats(commit.snapshot_id, doc)
@@ -344,11 +357,10 @@ class _Run:
         committed = self.store.commit(next_state)
         self.store.remember_merged(committed, partitions)
         done = time.perf_counter()
-        if self.publisher is not None:
-            try:  # files only; registered per batch by publish()
-                self.publisher.stage(commit.snapshot_id, partitions, commit, state.published)
-            except publish_errors() as exc:
-                _log.warning("publish_failed", table=self.opened.name, error=str(exc))
+        try:  # files only; registered per batch by publish()
+            self.publisher.stage(snapshot, state.published)
+        except self.publisher.errors as exc:
+            _log.warning("publish_failed", table=self.opened.name, error=str(exc))
         published = time.perf_counter()
         report = CommitReport(
             table=self.opened.name,
@@ -465,7 +477,7 @@ def read_stats(opened: OpenedTable, snapshot_id: int | None = None) -> dict[str,
         raise SnapshotNotFoundError(missing_snapshot_message(opened, state, wanted))
     doc = opened.store.read_stats(path)
     doc["table"] = opened.name
-    doc["published"] = published_lines(opened, state.published, wanted)
+    doc["published"] = publisher_for(opened).describe(wanted, state.published)
     return doc
 
 
