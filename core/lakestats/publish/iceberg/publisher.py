@@ -37,7 +37,7 @@ from pyiceberg.table.update import AssertTableUUID
 from lakestats.exceptions import LakestatsError, PublishError
 from lakestats.formats.iceberg import IcebergTable
 from lakestats.model import Commit
-from lakestats.publish.base import SnapshotStats, Unpublishable
+from lakestats.publish.base import Publisher, SnapshotStats, Unpublishable
 from lakestats.publish.iceberg import registration as reg
 from lakestats.publish.iceberg.partition_stats import (
     Rows,
@@ -302,7 +302,7 @@ def _statistics_file(snapshot_id: int, path: str, puffin: PuffinBytes) -> Statis
     )
 
 
-def open_publisher(opened: OpenedTable) -> IcebergPublisher | Unpublishable:
+def open_publisher(opened: OpenedTable) -> Publisher | Unpublishable:
     """The registry's factory (``publish/registry.py``): a publisher for a catalog table.
 
     A table opened by its location has no safe commit path (a metadata file written
