@@ -89,7 +89,7 @@ class _CommitPath:
         self.max_files = config.sketch.max_files_per_job
         self.sketcher = sketcher if (config.sketch.enabled and opened.config.sketches) else None
         self.writer = SegmentWriter(self.store, self.settings)
-        self.publisher: Publisher = publisher_for(opened, self.settings)
+        self.publisher: Publisher = publisher_for(opened)
 
     def initial_state(self) -> StateVersion:
         current = self.store.current()
@@ -147,13 +147,10 @@ class _CommitPath:
     ) -> StateVersion:
         """The stats document and merged view made durable, then one new state version."""
         doc = stats_doc(
+            stats,
             table_name=self.opened.name,
             format_name=self.opened.table.format_name,
-            snapshot_id=stats.snapshot_id,
-            schema=stats.schema,
-            partitions=stats.partitions,
             commit=commit_doc(plan.commit, stored.added, stored.removed, plan.names, self.settings),
-            settings=self.settings,
         )
         doc["computed_at_ms"] = int(time.time() * 1000)
         snapshot_id = stats.snapshot_id

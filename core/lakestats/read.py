@@ -10,7 +10,7 @@ from typing import Any
 
 from lakestats.exceptions import SnapshotNotFoundError
 from lakestats.maintenance import expired_meanwhile, missing_snapshot_message
-from lakestats.publish.registry import describe_published
+from lakestats.publish.registry import publisher_for
 from lakestats.tables import ConfigLike, TableLike, open_table
 
 
@@ -34,7 +34,7 @@ def read_stats(
         raise SnapshotNotFoundError(missing_snapshot_message(opened, state, wanted))
     doc = opened.store.read_stats(path)
     doc["table"] = opened.name
-    doc["published"] = describe_published(opened, state.published, wanted)
+    doc["published"] = publisher_for(opened).describe(wanted, state.published)
     return doc
 
 

@@ -63,3 +63,15 @@ class Publisher(Protocol):
     def describe(self, snapshot_id: int, published: Mapping[str, Any]) -> list[str]:
         """Where this snapshot's stats went, one line each, for ``show``."""
         ...
+
+
+@dataclass(frozen=True)
+class Unpublishable:
+    """A publisher factory's answer for a table whose stats cannot go into its metadata.
+
+    ``reason`` completes "not in table metadata: …" (``lakestats show``); ``warn`` says
+    whether it is worth a warning (not when the user switched publishing off).
+    """
+
+    reason: str
+    warn: bool = True

@@ -1,49 +1,51 @@
-"""TEMPORARY shim (replaced by the publishers branch): the new Publisher API over the old
-Iceberg publisher, so the commit path can be written against ``publish/base.py``."""
+"""Which publisher a table gets, keyed by its format name.
+
+Entries are lazy (``"module:factory"``): a format's publisher module, and whatever it
+imports, loads only when a table of that format publishes. A factory takes the opened
+table and returns a ``Publisher``, or ``Unpublishable`` with the
+reason when this table cannot publish (e.g. an Iceberg table opened by location). Adding
+a format's publisher is one entry here and one package under ``publish/``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import importlib
+from collections.abc import Callable, Mapping
+from typing import cast
 
-from lakestats.model import SketchSettings
-from lakestats.publish import iceberg as _iceberg
-from lakestats.publish.base import Publisher, SnapshotStats
+from lakestats.publish.base import Publisher, Unpublishable
+from lakestats.publish.null import NullPublisher
 from lakestats.tables import OpenedTable
 
+PublisherFactory = Callable[[OpenedTable], Publisher | Unpublishable]
 
-class _Adapter:
-    key = _iceberg.PUBLISHED_KEY
+# format name → "module:factory"
+PUBLISHERS: Mapping[str, str] = {
+    "iceberg": "lakestats.publish.iceberg:open_publisher",
+}
 
-    def __init__(self, opened: OpenedTable, inner: _iceberg.IcebergPublisher | None) -> None:
-        self._opened = opened
-        self._inner = inner
-
-    @property
-    def errors(self) -> tuple[type[BaseException], ...]:
-        return _iceberg.publish_errors()
-
-    def is_published(self, snapshot_id: int, published: Mapping[str, Any]) -> bool:
-        return self._inner is None or self._inner.is_published(snapshot_id, published)
-
-    def stage(self, stats: SnapshotStats, published: Mapping[str, Any]) -> None:
-        if self._inner is not None:
-            self._inner.stage(stats.snapshot_id, stats.partitions, stats.commit, published)
-
-    def flush(self, published: Mapping[str, Any]) -> dict[str, Any]:
-        if self._inner is None:
-            return dict(published)
-        return self._inner.flush(published)
-
-    def describe(self, snapshot_id: int, published: Mapping[str, Any]) -> list[str]:
-        return _iceberg.published_lines(self._opened, published, snapshot_id)
+PUBLISH_OFF = "publishing is off for this table (publish = false)"
 
 
-def publisher_for(opened: OpenedTable, settings: SketchSettings) -> Publisher:
-    return _Adapter(opened, _iceberg.make_publisher(opened, settings))
+def publisher_for(opened: OpenedTable) -> Publisher:
+    """The table's publisher: its format's, or a ``NullPublisher`` saying why there is
+    none (see ``publish/null.py``). Cheap (no I/O), so ``show`` calls it just to
+    ``describe`` where a snapshot's stats went. Sketch settings are not an argument:
+    every staged snapshot carries its own (``SnapshotStats.settings``)."""
+    if not opened.config.publish:
+        return _null(opened, Unpublishable(PUBLISH_OFF, warn=False))
+    format_name = opened.table.format_name
+    target = PUBLISHERS.get(format_name)
+    if target is None:
+        return _null(opened, Unpublishable(f"no metadata publisher for {format_name} tables"))
+    made = _factory(target)(opened)
+    return _null(opened, made) if isinstance(made, Unpublishable) else made
 
 
-def describe_published(
-    opened: OpenedTable, published: Mapping[str, Any], snapshot_id: int
-) -> list[str]:
-    return _iceberg.published_lines(opened, published, snapshot_id)
+def _factory(target: str) -> PublisherFactory:
+    module, _, name = target.partition(":")
+    return cast(PublisherFactory, getattr(importlib.import_module(module), name))
+
+
+def _null(opened: OpenedTable, why: Unpublishable) -> NullPublisher:
+    return NullPublisher(opened.name, opened.table.table_id, why.reason, warn=why.warn)
