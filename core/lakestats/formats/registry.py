@@ -3,8 +3,8 @@
 The registry is a table of lazy ``FormatEntry`` s. An entry names a format, the module that
 reads it, how to recognise its layout on disk, what the daemon watches, and the pip extra
 of its optional dependency. Recognising a layout and answering ``watch_spec`` never import
-the format's module, so a process that never opens an Iceberg table never imports
-pyiceberg, and a format whose dependency is missing fails only when one of its tables is
+the format's module, so a process that never opens an Iceberg table never loads the Iceberg
+library, and a format whose dependency is missing fails only when one of its tables is
 opened, with ``FormatUnavailableError`` saying which extra to install.
 
 How to add a format (Delta as the example):
