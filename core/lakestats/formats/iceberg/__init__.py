@@ -18,13 +18,17 @@ from lakestats.formats.iceberg.opening import (
     open_iceberg_location,
 )
 from lakestats.formats.iceberg.table import FORMAT_NAME, IcebergTable
+from lakestats.formats.registry import watch_spec
 
 # The names every format module exposes to the registry.
 open_location = open_iceberg_location
 open_catalog = open_iceberg_catalog
+# What the daemon watches: kept in the registry entry, which answers without this package.
+WATCH = watch_spec(FORMAT_NAME)
 
 __all__ = [
     "FORMAT_NAME",
+    "WATCH",
     "IcebergTable",
     "is_iceberg_location",
     "open_catalog",
