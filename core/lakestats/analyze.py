@@ -338,6 +338,6 @@ def _analyze_once(
     if not commits:
         state = path.publish(state)  # drops entries of snapshots expired meanwhile, if any
     if stale_stats(opened):
-        # snapshots expired by anyone (pyiceberg, a Spark procedure …): drop their stats
+        # snapshots expired by anyone (a writer, a Spark procedure …): drop their stats
         expire_stats(opened)
     return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports))

@@ -1,4 +1,10 @@
-"""Typed column values: Iceberg single-value (de)serialization and JSON rendering.
+"""The value codec: typed column values, Iceberg single-value (de)serialization, JSON.
+
+Iceberg's types are lakestats' canonical type system: every format's columns are described
+with Iceberg type strings (``"long"``, ``"decimal(10, 2)"``, ``"timestamptz"``) and their
+values are the Python values this module encodes and decodes. That is why this module,
+alone outside ``formats/iceberg/`` and ``publish/iceberg/``, imports pyiceberg: its type
+parser and single-value conversions are the reference implementation of the spec.
 
 Bounds travel as Python values of the column's type; the store keeps them as Iceberg's
 single-value binary form (spec-exact, lossless for every type, unlike JSON for floats such
