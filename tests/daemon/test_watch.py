@@ -4,24 +4,37 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from watchdog.events import FileCreatedEvent, FileModifiedEvent, FileMovedEvent
 
-from lakestatsd.watch import MetadataWatcher, is_commit_event, local_metadata_dir
+from lakestats.formats.registry import watch_spec
+from lakestatsd.watch import MetadataWatcher, WatchTarget, is_commit_event, local_metadata_dir
+
+ICEBERG = watch_spec("iceberg")
+
+
+def iceberg_targets(locations: dict[str, str]) -> Callable[[str], WatchTarget | None]:
+    targets = {name: WatchTarget(location, "iceberg") for name, location in locations.items()}
+    return targets.get
 
 
 def test_commit_markers() -> None:
-    assert is_commit_event(FileCreatedEvent("/t/metadata/00003-ab.metadata.json"))
-    assert is_commit_event(FileMovedEvent("/t/metadata/x.tmp", "/t/metadata/version-hint.text"))
-    assert not is_commit_event(FileCreatedEvent("/t/metadata/snap-1-0-ab.avro"))
-    assert not is_commit_event(FileModifiedEvent("/t/metadata/.00003.metadata.json"))
+    assert is_commit_event(FileCreatedEvent("/t/metadata/00003-ab.metadata.json"), ICEBERG)
+    assert is_commit_event(
+        FileMovedEvent("/t/metadata/x.tmp", "/t/metadata/version-hint.text"), ICEBERG
+    )
+    assert not is_commit_event(FileCreatedEvent("/t/metadata/snap-1-0-ab.avro"), ICEBERG)
+    assert not is_commit_event(FileModifiedEvent("/t/metadata/.00003.metadata.json"), ICEBERG)
 
 
 def test_local_metadata_dir() -> None:
-    assert local_metadata_dir("/data/t") == Path("/data/t/metadata")
-    assert local_metadata_dir("file:///data/my%20t") == Path("/data/my t/metadata")
-    assert local_metadata_dir("s3://bucket/t") is None
+    assert local_metadata_dir("/data/t", ICEBERG.directories[0]) == Path("/data/t/metadata")
+    assert local_metadata_dir("file:///data/my%20t", ICEBERG.directories[0]) == Path(
+        "/data/my t/metadata"
+    )
+    assert local_metadata_dir("s3://bucket/t", ICEBERG.directories[0]) is None
 
 
 def test_events_become_hints_and_missing_dirs_are_retried(tmp_path: Path) -> None:
@@ -34,7 +47,7 @@ def test_events_become_hints_and_missing_dirs_are_retried(tmp_path: Path) -> Non
 
     (tmp_path / "a" / "metadata").mkdir(parents=True)
     locations = {"a": str(tmp_path / "a"), "late": str(tmp_path / "late"), "s3": "s3://b/t"}
-    watcher = MetadataWatcher(("a", "late", "s3"), hint, locations.get)
+    watcher = MetadataWatcher(("a", "late", "s3"), hint, iceberg_targets(locations))
     watcher.start()
     try:
         assert set(watcher.watched()) == {"a"}
@@ -67,7 +80,9 @@ def test_reading_metadata_is_not_a_commit(tmp_path: Path) -> None:
     current = metadata / "00001-x.metadata.json"
     current.write_text("{}")
     watcher = MetadataWatcher(
-        ("t",), lambda table, source: hints.append(source), {"t": str(tmp_path / "t")}.get
+        ("t",),
+        lambda table, source: hints.append(source),
+        iceberg_targets({"t": str(tmp_path / "t")}),
     )
     watcher.start()
     try:
