@@ -102,10 +102,12 @@ class MetadataWatcher:
         hint: Hint,
         target_of: TargetOf,
         observer_factory: Callable[[], BaseObserver] = Observer,
+        spec_of: Callable[[str], WatchSpec] = watch_spec,
     ) -> None:
         self._tables = tables
         self._hint = hint
         self._target_of = target_of
+        self._spec_of = spec_of  # format name → what to watch (the format registry's answer)
         self._observer = observer_factory()
         self._watches: dict[str, tuple[ObservedWatch, ...]] = {}
         self._unwatchable: set[str] = set()  # remote locations: polling only, say it once
@@ -136,7 +138,7 @@ class MetadataWatcher:
             self._watch(table, target)
 
     def _watch(self, table: str, target: WatchTarget) -> None:
-        spec = watch_spec(target.format_name)
+        spec = self._spec_of(target.format_name)
         directories = [local_metadata_dir(target.location, d) for d in spec.directories]
         local = [d for d in directories if d is not None]
         if len(local) != len(directories):

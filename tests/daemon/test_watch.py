@@ -1,4 +1,5 @@
-"""Watching: commit markers only, local paths only, real watchdog events become hints."""
+"""Watching: commit markers only, local paths only, real watchdog events become hints;
+what is watched is the table format's answer (its ``WatchSpec``)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,20 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 from watchdog.events import FileCreatedEvent, FileModifiedEvent, FileMovedEvent
 
+from lakestats.config import SketchConfig
+from lakestats.formats.base import WatchSpec
 from lakestats.formats.registry import watch_spec
+from lakestats.locations import local_path
+from lakestats.tables import open_configured
+from lakestats.testing import IcebergWarehouse
+from lakestatsd.config import ServiceConfig, ServiceTableConfig
 from lakestatsd.watch import MetadataWatcher, WatchTarget, is_commit_event, local_metadata_dir
+from lakestatsd.wiring import CoreFns, Service
 
 ICEBERG = watch_spec("iceberg")
 
@@ -99,3 +109,81 @@ def test_reading_metadata_is_not_a_commit(tmp_path: Path) -> None:
         assert len(hints) > before
     finally:
         watcher.stop()
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float = 5) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return check()
+
+
+def test_the_format_says_what_to_watch(tmp_path: Path) -> None:
+    """A format with other directories and markers (Delta-like, two directories) is watched
+    where its spec says, and Iceberg's markers mean nothing for it."""
+    log_spec = WatchSpec(directories=("_delta_log", "_delta_log/_staging"), markers=(".json",))
+    specs = {"iceberg": ICEBERG, "logged": log_spec}
+    hints: list[str] = []
+    lock = threading.Lock()
+
+    def hint(table: str, source: str) -> None:
+        with lock:
+            hints.append(table)
+
+    (tmp_path / "d" / "_delta_log").mkdir(parents=True)
+    (tmp_path / "i" / "metadata").mkdir(parents=True)
+    targets = {
+        "d": WatchTarget(str(tmp_path / "d"), "logged"),
+        "i": WatchTarget((tmp_path / "i").as_uri(), "iceberg"),
+    }
+    watcher = MetadataWatcher(("d", "i"), hint, targets.get, spec_of=specs.__getitem__)
+    watcher.start()
+    try:
+        # "d" waits until every directory of its spec exists
+        assert watcher.watched() == {"i": (str(tmp_path / "i" / "metadata"),)}
+        (tmp_path / "d" / "_delta_log" / "_staging").mkdir()
+        watcher.ensure_watches()
+        assert watcher.watched()["d"] == (
+            str(tmp_path / "d" / "_delta_log"),
+            str(tmp_path / "d" / "_delta_log" / "_staging"),
+        )
+        assert wait_until(lambda: hints.count("d") >= 1 and hints.count("i") >= 1)
+        with lock:
+            before = hints.count("d")
+        # Iceberg's marker in a logged table's directory is no commit of that format
+        (tmp_path / "d" / "_delta_log" / "00001-x.metadata.json.tmp").write_text("{}")
+        (tmp_path / "d" / "_delta_log" / "version-hint.text").write_text("1")
+        time.sleep(0.3)
+        with lock:
+            assert hints.count("d") == before
+        (tmp_path / "d" / "_delta_log" / "_staging" / "00000000000000000001.json").write_text("{}")
+        assert wait_until(lambda: hints.count("d") > before)
+    finally:
+        watcher.stop()
+
+
+def test_runtime_names_location_and_format_of_opened_tables(tmp_path: Path) -> None:
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", pa.schema([pa.field("id", pa.int64())]))
+    config = ServiceConfig(
+        state_dir=str(tmp_path / "state"),
+        sketch=SketchConfig(enabled=False),
+        catalog={wh.catalog_name: dict(wh.catalog_properties)},
+        table=(
+            ServiceTableConfig(name="by_location", location=wh.location("t")),
+            ServiceTableConfig(
+                name="by_catalog", catalog=wh.catalog_name, identifier=wh.identifier("t")
+            ),
+            ServiceTableConfig(name="missing", location=str(tmp_path / "nowhere")),
+        ),
+    )
+
+    def never(*args: object, **kwargs: object) -> Any:
+        raise AssertionError("not analyzed in this test")
+
+    service = Service(config, CoreFns(never, never, open_configured, None, None))
+    assert service.runtime.watch_target("by_location") == WatchTarget(wh.location("t"), "iceberg")
+    by_catalog = service.runtime.watch_target("by_catalog")
+    assert by_catalog is not None and by_catalog.format_name == "iceberg"
+    assert local_path(by_catalog.location) == local_path(wh.location("t"))
+    assert service.runtime.watch_target("missing") is None  # retried at the next poll tick
