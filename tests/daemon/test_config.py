@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,21 @@ def test_service_keys_are_what_the_daemon_adds() -> None:
     added |= {("table", "*", "expire", name) for name in schedule}
     assert set(ServiceTableConfig.model_fields) == set(TableConfig.model_fields)
     assert set(SERVICE_KEYS) == added
+
+
+def test_the_demo_finds_the_repository_config_from_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(tmp_path)  # not the repository
+    spec = importlib.util.spec_from_file_location("demo_example", repo / "examples" / "demo.py")
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    config_path = demo.CONFIG_PATH
+    assert config_path == repo / "config" / "local.toml"
+    config = load_service_config(config_path, env={})
+    location = config.table[0].location
+    assert location is not None
+    assert Path(location).resolve() == repo / "demo-warehouse/warehouse/shop/orders"
+    assert importlib.util.find_spec("lakestats.demo") is None  # not part of the library
