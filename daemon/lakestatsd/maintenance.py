@@ -122,7 +122,6 @@ class MaintenanceRunner:
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._config = config
         self._fns = fns
         self._stale = fns.stale
         self._clock = clock
