@@ -19,44 +19,16 @@ from typing import Any, Protocol
 
 import structlog
 
+from lakestats.analyze import AnalyzeResult, CommitReport
 from lakestats.config import Config, TableConfig
 from lakestats.exceptions import TableNotFoundError
 from lakestats.tables import OpenedTable
 from lakestatsd.maintenance import MaintenanceRunner
 from lakestatsd.metrics import FreshnessTracker, Metrics
 from lakestatsd.scheduler import StopCheck
+from lakestatsd.watch import WatchTarget
 
 log = structlog.get_logger("lakestatsd.runtime")
-
-
-class CommitReportLike(Protocol):
-    """The fields of core's ``CommitReport`` the daemon uses."""
-
-    @property
-    def table(self) -> str: ...
-    @property
-    def snapshot_id(self) -> int: ...
-    @property
-    def operation(self) -> str: ...
-    @property
-    def timestamp_ms(self) -> int: ...
-    @property
-    def added_files(self) -> int: ...
-    @property
-    def removed_files(self) -> int: ...
-    @property
-    def added_records(self) -> int: ...
-    @property
-    def sketched_files(self) -> int: ...
-    @property
-    def timings(self) -> Mapping[str, float]: ...
-
-
-class AnalyzeResultLike(Protocol):
-    @property
-    def last_snapshot_id(self) -> int | None: ...
-    @property
-    def stopped_early(self) -> bool: ...
 
 
 class AnalyzeFn(Protocol):
@@ -65,8 +37,8 @@ class AnalyzeFn(Protocol):
         opened: OpenedTable,
         *,
         should_stop: StopCheck,
-        on_commit: Callable[[Any], None],
-    ) -> AnalyzeResultLike: ...
+        on_commit: Callable[[CommitReport], None],
+    ) -> AnalyzeResult: ...
 
 
 Opener = Callable[[TableConfig, Config], OpenedTable]
@@ -114,15 +86,16 @@ class TableRuntime:
                 self._workers[name] = handle
         return handle
 
-    def location(self, name: str) -> str | None:
-        """The table's base location (from the catalog for catalog tables), or None."""
-        table = self._table_config(name)
-        if table.location is not None:
-            return table.location
+    def watch_target(self, name: str) -> WatchTarget | None:
+        """Where the table lives and its format, for the watcher; None while it cannot be
+        opened (the run reports why; the next poll tick asks again)."""
         try:
-            return self._worker_handle(name).table.location
+            fmt = self._worker_handle(name).table
         except Exception:  # reported by the run; watching just waits
             return None
+        configured = self._table_config(name).location
+        # a configured location is watched as written (the catalog's for catalog tables)
+        return WatchTarget(configured if configured is not None else fmt.location, fmt.format_name)
 
     # -- the queue's process callable ------------------------------------------------------
 
@@ -171,7 +144,7 @@ class TableRuntime:
             oldest_unreflected_ms=pending[0].timestamp_ms if pending else None,
         )
 
-        def on_commit(report: CommitReportLike) -> None:
+        def on_commit(report: CommitReport) -> None:
             self._commit_done(name, report, order, stamps)
 
         started = time.monotonic()
@@ -187,7 +160,7 @@ class TableRuntime:
         return not result.stopped_early
 
     def _commit_done(
-        self, name: str, report: CommitReportLike, order: list[int], stamps: Mapping[int, int]
+        self, name: str, report: CommitReport, order: list[int], stamps: Mapping[int, int]
     ) -> None:
         now = time.time()
         try:
