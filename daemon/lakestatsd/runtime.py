@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import structlog
 
-from lakestats.analyze import AnalyzeResult, CommitReport
+from lakestats.analyze import AnalyzeResult, CommitReport, PendingCallback
 from lakestats.config import Config, TableConfig
 from lakestats.exceptions import TableNotFoundError
+from lakestats.model import Commit
 from lakestats.tables import OpenedTable
 from lakestatsd.maintenance import MaintenanceRunner
 from lakestatsd.metrics import FreshnessTracker, Metrics
@@ -38,6 +39,7 @@ class AnalyzeFn(Protocol):
         *,
         should_stop: StopCheck,
         on_commit: Callable[[CommitReport], None],
+        on_pending: PendingCallback,
     ) -> AnalyzeResult: ...
 
 
@@ -134,21 +136,28 @@ class TableRuntime:
             )
             self._metrics.table_healthy.labels(name).set(1)
             return True
-        pending = opened.table.commits_since(processed)
-        stamps = {c.snapshot_id: c.timestamp_ms for c in pending}
-        order = [c.snapshot_id for c in pending]
-        self._freshness.observe(
-            name,
-            current=current,
-            processed=processed,
-            oldest_unreflected_ms=pending[0].timestamp_ms if pending else None,
-        )
+        order: list[int] = []
+        stamps: dict[int, int] = {}
+
+        def on_pending(pending: Sequence[Commit]) -> None:
+            # core's one lineage walk of this run (inside its rollback fallback) is also
+            # what the freshness lag is measured from
+            order[:] = [c.snapshot_id for c in pending]
+            stamps.update({c.snapshot_id: c.timestamp_ms for c in pending})
+            self._freshness.observe(
+                name,
+                current=current,
+                processed=processed,
+                oldest_unreflected_ms=pending[0].timestamp_ms if pending else None,
+            )
 
         def on_commit(report: CommitReport) -> None:
             self._commit_done(name, report, order, stamps)
 
         started = time.monotonic()
-        result = self._analyze(opened, should_stop=should_stop, on_commit=on_commit)
+        result = self._analyze(
+            opened, should_stop=should_stop, on_commit=on_commit, on_pending=on_pending
+        )
         self._metrics.table_healthy.labels(name).set(1)
         log.info(
             "table_run_done",

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from lakestats.analyze import AnalyzeResult, CommitReport
+from lakestats.analyze import AnalyzeResult, CommitReport, PendingCallback
 from lakestats.tables import OpenedTable
 from lakestatsd.config import ServiceConfig
 from lakestatsd.maintenance import MaintenanceFns, MaintenanceRunner, MaintenanceScheduler
@@ -53,9 +53,15 @@ def core_fns(config: ServiceConfig) -> CoreFns:
         *,
         should_stop: StopCheck,
         on_commit: Callable[[CommitReport], None],
+        on_pending: PendingCallback,
     ) -> AnalyzeResult:
         return analyze_table(
-            opened, config=config, sketcher=sketcher, should_stop=should_stop, on_commit=on_commit
+            opened,
+            config=config,
+            sketcher=sketcher,
+            should_stop=should_stop,
+            on_commit=on_commit,
+            on_pending=on_pending,
         )
 
     def stop_spark() -> None:
