@@ -214,9 +214,24 @@ class TableConfig(ConfigSection):
     location: str | None = None
     catalog: str | None = None
     identifier: str | None = None
+    # "iceberg", "delta", "paimon": detected from a location's layout when not given;
+    # a catalog table is Iceberg unless it says otherwise
+    format: str | None = None
     sketches: bool = True
     publish: bool = True
     expire: ExpireConfig | None = None
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str | None) -> str | None:
+        from lakestats.formats.registry import REGISTRY  # noqa: PLC0415 - keeps pyarrow out of config loading
+
+        if value is not None:
+            value = value.lower()
+            known = [entry.name for entry in REGISTRY.entries]
+            if value not in known:
+                raise ValueError(f"unknown table format {value!r} (known: {', '.join(known)})")
+        return value
 
     @field_validator("name")
     @classmethod

@@ -81,12 +81,13 @@ def _safe(name: str) -> str:
 def open_configured(table: TableConfig, config: Config) -> OpenedTable:
     """Open the table's metadata and its stats store (keyed by the table's stable id)."""
     if table.location is not None:
-        fmt = open_format(table.location)
+        fmt = open_format(table.location, format=table.format)
     else:
         assert table.catalog is not None and table.identifier is not None  # validated config
         fmt = open_format(
             catalog=table.catalog,
             catalog_properties=config.catalog[table.catalog],
             identifier=table.identifier,
+            format=table.format,
         )
     return OpenedTable(config=table, table=fmt, store=StatsStore(config.state_dir, fmt.table_id))
