@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: install
-	$(BIN)/python -m lakestats.demo
+	$(BIN)/python examples/demo.py
 
 run: install
 	$(BIN)/lakestatsd --config $(or $(CONFIG),config/local.toml)

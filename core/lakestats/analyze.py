@@ -1,62 +1,58 @@
-"""The commit path: plan → sketch → store → merge → publish, one commit at a time.
+"""The commit path: plan → sketch → store → merge once → commit → publish once.
 
-``analyze_table`` brings a table's stats up to its current snapshot. Every commit ends
-with one new state version, written only after everything it references is durable, so a
-crash at any point leaves the previous version valid and a re-run continues from it.
+``analyze_table`` brings a table's stats up to its current snapshot. It walks the table's
+lineage once, cuts the unprocessed commits into batches (``plan``), sketches each batch's
+new files in one Spark job (``sketching``), and for every commit writes its segment and
+tombstones (``store.writer``), merges the table once (``StatsStore.merged``), builds the
+native stats document and commits one new state version. Publishers get the same merged
+value and register a batch's snapshots in one commit of the table.
+
+Every commit ends with one state version, written only after everything it references is
+durable, so a crash at any point leaves the previous version valid and a re-run continues
+from it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 
 from lakestats.config import Config
-from lakestats.exceptions import (
-    ConcurrentUpdateError,
-    LineageError,
-    SnapshotNotFoundError,
-    StoreError,
-)
-from lakestats.maintenance import (
-    expire_stats,
-    expired_meanwhile,
-    missing_snapshot_message,
-    stale_stats,
-)
-from lakestats.merge import aggregate_files, merge_partitions
-from lakestats.model import (
-    ColumnSketch,
-    Commit,
-    DataFile,
-    PartitionAggregate,
-    SegmentEntry,
-    SketchSettings,
-    StateVersion,
-    TableSchema,
-)
-from lakestats.publish.iceberg import (
-    make_publisher,
-    publish_errors,
-    published_lines,
-)
+from lakestats.exceptions import ConcurrentUpdateError, LineageError
+from lakestats.maintenance import expire_stats, stale_stats
+from lakestats.merge import merge_partitions, whole_table
+from lakestats.model import Commit, SketchSettings, StateVersion
+from lakestats.plan import CommitPlan, Sketches, plan_batches, plan_commit
+from lakestats.publish.base import Publisher, SnapshotStats
 from lakestats.publish.native import commit_doc, stats_doc
-from lakestats.store import merge_key
-from lakestats.tables import OpenedTable
+from lakestats.publish.registry import publisher_for
+from lakestats.read import list_commit_docs, read_stats
+from lakestats.sketching import Sketcher, SparkSketcher, make_sketcher, sketch_batch
+from lakestats.store import StatsStore, merge_key
+from lakestats.store.writer import SegmentWriter, StoredCommit
+from lakestats.tables import ConfigLike, OpenedTable, TableLike, as_config, open_table
+
+__all__ = [
+    "AUTO",
+    "AnalyzeResult",
+    "CommitReport",
+    "Sketcher",
+    "SparkSketcher",
+    "analyze_table",
+    "list_commit_docs",
+    "make_sketcher",
+    "read_stats",
+]
 
 _CONCURRENT_RETRIES = 3
 _log = structlog.get_logger(__name__)
 
-
-class Sketcher(Protocol):
-    """Reads data files and returns block-level sketches: path → field id → sketch."""
-
-    def __call__(
-        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int]
-    ) -> Mapping[str, Mapping[int, ColumnSketch]]: ...
+PendingCallback = Callable[[Sequence[Commit]], None]
+"""Called once per run with the commits the run is about to process (empty: up to date)."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +67,8 @@ class CommitReport:
     removed_files: int
     added_records: int
     sketched_files: int
-    timings: Mapping[str, float] = field(default_factory=dict)  # seconds per phase
+    # seconds per phase; "sketch" is this commit's share of its batch's Spark job
+    timings: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -82,274 +79,120 @@ class AnalyzeResult:
     stopped_early: bool = False
 
 
-class SparkSketcher:
-    """The sketch pipeline on the process-wide SparkSession, started on first use."""
-
-    def __init__(self, config: Config) -> None:
-        self._config = config
-
-    def warm(self) -> None:
-        """Start Spark now (the daemon does this at start, so the first commit is fast)."""
-        from lakestats.sketches.spark import SparkSettings, get_spark  # noqa: PLC0415
-
-        get_spark(SparkSettings(master=self._config.spark.master, conf=self._config.spark.conf))
-
-    def __call__(
-        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int]
-    ) -> Mapping[str, Mapping[int, ColumnSketch]]:
-        # Imported here: pyspark takes seconds to import, and metadata-only runs need none.
-        from lakestats.pipeline import sketch_files  # noqa: PLC0415
-        from lakestats.sketches.spark import SparkSettings, get_spark  # noqa: PLC0415
-
-        spark = get_spark(
-            SparkSettings(master=self._config.spark.master, conf=self._config.spark.conf)
-        )
-        return sketch_files(
-            spark, paths, schema, self._config.sketch.settings(), bounds_for=bounds_for
-        )
-
-
-def make_sketcher(config: Config) -> SparkSketcher:
-    return SparkSketcher(config)
-
-
-def _types(*schemas: TableSchema) -> dict[int, str]:
-    """field id → type; later schemas win (a promoted type replaces the old one)."""
-    types: dict[int, str] = {}
-    for schema in schemas:
-        types.update({c.field_id: c.type for c in schema.columns})
-    return types
-
-
-def _bounds_needed(files: Sequence[DataFile]) -> set[int]:
-    """Field ids whose min/max some file's metadata lacks or may have truncated: only
-    those need a scan (the issue: "where the file's metadata lacks them")."""
-    needed: set[int] = set()
-    for f in files:
-        for field_id in f.field_ids:
-            metrics = f.columns.get(field_id)
-            if (
-                metrics is None
-                or metrics.lower is None
-                or metrics.upper is None
-                or metrics.bounds_may_be_truncated
-            ):
-                needed.add(field_id)
-    return needed
-
-
-def _batches(commits: Sequence[Commit], max_files: int) -> Iterator[list[Commit]]:
-    """Consecutive commits whose added data files fit one Spark job (≥ 1 commit each)."""
-    batch: list[Commit] = []
-    files = 0
-    for commit in commits:
-        n = len(commit.added_files)
-        if batch and files + n > max_files:
-            yield batch
-            batch, files = [], 0
-        batch.append(commit)
-        files += n
-    if batch:
-        yield batch
-
-
-class _Run:
-    """One analyze run over a table: holds the state being advanced and the merged cache."""
+class _CommitPath:
+    """One run's steps over one table; each method is one step of the module doc."""
 
     def __init__(self, opened: OpenedTable, config: Config, sketcher: Sketcher | None) -> None:
         self.opened = opened
-        self.fmt = opened.table
-        self.store = opened.store
+        self.store: StatsStore = opened.store
         self.settings: SketchSettings = config.sketch.settings()
         self.max_files = config.sketch.max_files_per_job
         self.sketcher = sketcher if (config.sketch.enabled and opened.config.sketches) else None
-        self._partitions: tuple[PartitionAggregate, ...] | None = None
-        # Iceberg table metadata (statistics + partition statistics); None when off or
-        # impossible (opened by location). See docs/publishing.md.
-        self.publisher = make_publisher(opened, self.settings)
-
-    def publish(self, state: StateVersion) -> StateVersion:
-        """Register the staged stats in the table metadata (one catalog commit), then
-        record where they went in a new state version.
-
-        Publishing is a side effect keyed by snapshot: a failure is logged and retried by
-        the next run (the newest snapshot is staged again if it was never registered); the
-        stats in the store stay valid either way.
-        """
-        if self.publisher is None or state.last_snapshot_id is None:
-            return state
-        try:
-            if not self.publisher.is_published(state.last_snapshot_id, state.published):
-                partitions = self.partitions(state)
-                self.publisher.stage(state.last_snapshot_id, partitions, None, state.published)
-            published = self.publisher.flush(state.published)
-        except publish_errors() as exc:
-            _log.warning("publish_failed", table=self.opened.name, error=str(exc))
-            return state
-        if published == dict(state.published):
-            return state
-        return self.store.commit(
-            replace(state, version=state.version + 1, published=published, created_at_ms=0)
-        )
+        self.writer = SegmentWriter(self.store, self.settings)
+        self.publisher: Publisher = publisher_for(opened)
 
     def initial_state(self) -> StateVersion:
         current = self.store.current()
         if current is not None:
             return current
+        fmt = self.opened.table
         return StateVersion(
             version=0,
-            table_id=self.fmt.table_id,
-            format=self.fmt.format_name,
-            location=self.fmt.location,
+            table_id=fmt.table_id,
+            format=fmt.format_name,
+            location=fmt.location,
             last_snapshot_id=None,
         )
 
-    # -- merge cache ---------------------------------------------------------------------
+    def pending(self, state: StateVersion) -> tuple[StateVersion, Sequence[Commit]]:
+        """The lineage walk (once per run). After a rollback past what was processed the
+        run starts over from the table's lineage."""
+        try:
+            return state, self.opened.table.commits_since(state.last_snapshot_id)
+        except LineageError:
+            state = replace(state, last_snapshot_id=None, segments=())
+            return state, self.opened.table.commits_since(None)
 
-    def partitions(self, state: StateVersion) -> tuple[PartitionAggregate, ...]:
-        if self._partitions is None:
-            self._partitions = self.store.merged(state)
-        if self._partitions is None and state.merged_path and state.merged_key == merge_key(state):
-            self._partitions = self.store.read_aggregate(state.merged_path)
-        if self._partitions is None:
-            parts: list[PartitionAggregate] = []
-            for segment in state.segments:
-                parts.extend(self.store.read_aggregate(segment.aggregate_path))
-            self._partitions = merge_partitions(parts, self.settings)
-            self.store.remember_merged(state, self._partitions)
-        return self._partitions
+    # -- per commit ----------------------------------------------------------------------
 
-    # -- one commit ----------------------------------------------------------------------
+    def plan(self, state: StateVersion, commit: Commit, sketches: Sketches) -> CommitPlan:
+        fmt = self.opened.table
+        removed = [f.path for f in (*commit.removed_files, *commit.removed_delete_files)]
+        return plan_commit(
+            commit,
+            schema=fmt.schema(commit.schema_id),
+            current_schema=fmt.schema(),
+            sketches=sketches,
+            located=self.store.locate(removed, state) if removed else {},
+        )
 
-    def _sketch(self, batch: Sequence[Commit], schema: TableSchema) -> dict[str, Any]:
-        if self.sketcher is None:
-            return {}
-        files = [f for c in batch for f in c.added_files]
-        if not files:
-            return {}  # a commit that only removes files reads no data
-        return dict(self.sketcher([f.path for f in files], schema, _bounds_needed(files)))
-
-    def _with_sketches(
-        self, files: Sequence[DataFile], sketches: Mapping[str, Mapping[int, ColumnSketch]]
-    ) -> list[DataFile]:
-        out = []
-        for f in files:
-            per_file = sketches.get(f.path)
-            if per_file is None:
-                out.append(f)
-                continue
-            # Columns added after the file was written read as null in Spark; they are
-            # absent from the file, not all-null values of it.
-            kept = {fid: s for fid, s in per_file.items() if fid in f.field_ids}
-            out.append(replace(f, sketches=kept))
-        return out
-
-    def _remerge_removed(
-        self, state: StateVersion, removed: Sequence[DataFile], types: Mapping[int, str]
-    ) -> tuple[list[SegmentEntry], bool]:
-        """Tombstone removed files; re-merge only the segments they belonged to."""
-        if not removed:
-            return list(state.segments), False
-        paths = [f.path for f in removed]
-        located = self.store.locate(paths, state)
-        missing = [p for p in paths if p not in located]
-        if missing:
-            raise StoreError(
-                f"file {missing[0]} removed by this commit was never recorded in the stats "
-                "store; run `lakestats analyze --rebuild` to recompute from the table's files"
-            )
-        dead_by_segment: dict[str, set[str]] = {}
-        for path, segment in located.items():
-            dead_by_segment.setdefault(segment.path, set()).add(path)
-        segments: list[SegmentEntry] = []
-        for segment in state.segments:
-            newly_dead = dead_by_segment.get(segment.path)
-            if not newly_dead:
-                segments.append(segment)
-                continue
-            dead = frozenset(segment.dead_files | newly_dead)
-            if len(dead) >= segment.file_count:
-                continue  # fully dead: the segment leaves the state (cleanup deletes it)
-            live = [f for f in self.store.read_segment(segment.path) if f.path not in dead]
-            aggregate = aggregate_files(live, types, self.settings)
-            aggregate_path = self.store.write_aggregate(segment.snapshot_id, aggregate)
-            segments.append(replace(segment, aggregate_path=aggregate_path, dead_files=dead))
-        return segments, True
-
-    def apply(
-        self,
-        state: StateVersion,
-        commit: Commit,
-        sketches: Mapping[str, Mapping[int, ColumnSketch]],
-        sketch_seconds: float,
-    ) -> tuple[StateVersion, CommitReport]:
-        started = time.perf_counter()
-        schema = self.fmt.schema(commit.schema_id)
-        types = _types(self.fmt.schema(), schema)
-        added = self._with_sketches(commit.added_files, sketches) + list(commit.added_delete_files)
-        removed = list(commit.removed_files) + list(commit.removed_delete_files)
-
-        segments, had_removals = self._remerge_removed(state, removed, types)
-        new_parts: tuple[PartitionAggregate, ...] = ()
-        if added:
-            segment_path = self.store.write_segment(commit.snapshot_id, added, types)
-            new_parts = aggregate_files(added, types, self.settings)
-            aggregate_path = self.store.write_aggregate(commit.snapshot_id, new_parts)
-            segments.append(
-                SegmentEntry(
-                    snapshot_id=commit.snapshot_id,
-                    path=segment_path,
-                    aggregate_path=aggregate_path,
-                    file_count=len(added),
-                )
-            )
-        stored = time.perf_counter()
-
-        if had_removals or commit.is_baseline:
-            self._partitions = None
-            next_state = replace(state, segments=tuple(segments))
-            partitions = self.partitions(next_state)
+    def merge(self, state: StateVersion, plan: CommitPlan, stored: StoredCommit) -> SnapshotStats:
+        """The table merged once; publishers and the native document read this value."""
+        if plan.full_merge:
+            partitions = self.store.merged(replace(state, segments=stored.segments), self.settings)
         else:
-            partitions = merge_partitions((*self.partitions(state), *new_parts), self.settings)
-            self._partitions = partitions
-        names = {c.field_id: c.name for c in self.fmt.schema().columns} | {
-            c.field_id: c.name for c in schema.columns
-        }
-        removed_parts = aggregate_files(removed, types, self.settings)
-        doc = stats_doc(
-            table_name=self.opened.name,
-            format_name=self.fmt.format_name,
-            snapshot_id=commit.snapshot_id,
-            schema=schema,
+            previous = self.store.merged(state, self.settings)
+            partitions = merge_partitions((*previous, *stored.added), self.settings)
+        return SnapshotStats(
+            snapshot_id=plan.commit.snapshot_id,
+            schema=plan.schema,
             partitions=partitions,
-            commit=commit_doc(commit, new_parts, removed_parts, names, self.settings),
+            table=whole_table(partitions, self.settings),
             settings=self.settings,
+            commit=plan.commit,
+        )
+
+    def commit(
+        self, state: StateVersion, plan: CommitPlan, stored: StoredCommit, stats: SnapshotStats
+    ) -> StateVersion:
+        """The stats document and merged view made durable, then one new state version."""
+        doc = stats_doc(
+            stats,
+            table_name=self.opened.name,
+            format_name=self.opened.table.format_name,
+            commit=commit_doc(plan.commit, stored.added, stored.removed, plan.names, self.settings),
         )
         doc["computed_at_ms"] = int(time.time() * 1000)
-        stats_path = self.store.write_stats(commit.snapshot_id, doc)
-        merged_path = self.store.write_aggregate(commit.snapshot_id, partitions)
-        merged = time.perf_counter()
-
+        snapshot_id = stats.snapshot_id
+        stats_path = self.store.write_stats(snapshot_id, doc)
+        merged_path = self.store.write_aggregate(snapshot_id, stats.partitions)
         # replace(), not a new StateVersion: fields other parts own (published, expired …)
         # carry over without this code having to know them.
         next_state = replace(
             state,
             version=state.version + 1,
-            last_snapshot_id=commit.snapshot_id,
-            segments=tuple(segments),
-            stats={**state.stats, commit.snapshot_id: stats_path},
+            last_snapshot_id=snapshot_id,
+            segments=stored.segments,
+            stats={**state.stats, snapshot_id: stats_path},
             created_at_ms=int(time.time() * 1000),
+            merged_path=merged_path,
         )
-        next_state = replace(next_state, merged_path=merged_path, merged_key=merge_key(next_state))
+        next_state = replace(next_state, merged_key=merge_key(next_state))
         committed = self.store.commit(next_state)
-        self.store.remember_merged(committed, partitions)
-        done = time.perf_counter()
-        if self.publisher is not None:
-            try:  # files only; registered per batch by publish()
-                self.publisher.stage(commit.snapshot_id, partitions, commit, state.published)
-            except publish_errors() as exc:
-                _log.warning("publish_failed", table=self.opened.name, error=str(exc))
-        published = time.perf_counter()
+        self.store.remember_merged(committed, stats.partitions)
+        return committed
+
+    def stage(self, stats: SnapshotStats, published: Mapping[str, Any]) -> None:
+        """Files only; registered once per batch by ``publish``."""
+        try:
+            self.publisher.stage(stats, published)
+        except self.publisher.errors as exc:
+            _log.warning("publish_failed", table=self.opened.name, error=str(exc))
+
+    def apply(
+        self, state: StateVersion, commit: Commit, sketches: Sketches, sketch_seconds: float
+    ) -> tuple[StateVersion, CommitReport]:
+        times = [time.perf_counter()]
+        plan = self.plan(state, commit, sketches)
+        stored = self.writer.write(state, plan)
+        times.append(time.perf_counter())
+        stats = self.merge(state, plan, stored)
+        times.append(time.perf_counter())
+        committed = self.commit(state, plan, stored, stats)
+        times.append(time.perf_counter())
+        self.stage(stats, state.published)
+        times.append(time.perf_counter())
+        phases = ("store", "merge", "commit", "publish")
         report = CommitReport(
             table=self.opened.name,
             snapshot_id=commit.snapshot_id,
@@ -361,38 +204,89 @@ class _Run:
             sketched_files=sum(1 for f in commit.added_files if f.path in sketches),
             timings={
                 "sketch": sketch_seconds,
-                "store": stored - started,
-                "merge": merged - stored,
-                "commit": done - merged,
-                "publish": published - done,
+                **{p: times[i + 1] - times[i] for i, p in enumerate(phases)},
             },
         )
         return committed, report
 
+    # -- per batch -----------------------------------------------------------------------
+
+    def publish(self, state: StateVersion) -> StateVersion:
+        """Register the staged stats in the table (one commit of the table), then record
+        where they went in a new state version.
+
+        A failure is logged and retried by the next run (the newest snapshot is staged
+        again if it was never registered); the stats in the store stay valid either way.
+        """
+        snapshot_id = state.last_snapshot_id
+        if snapshot_id is None:
+            return state
+        try:
+            if not self.publisher.is_published(snapshot_id, state.published):
+                schema_id = self.store.read_stats(state.stats[snapshot_id])["schema_id"]
+                partitions = self.store.merged(state, self.settings)
+                retry = SnapshotStats(
+                    snapshot_id=snapshot_id,
+                    schema=self.opened.table.schema(schema_id),
+                    partitions=partitions,
+                    table=whole_table(partitions, self.settings),
+                    settings=self.settings,
+                )
+                self.publisher.stage(retry, state.published)
+            published = self.publisher.flush(state.published)
+        except self.publisher.errors as exc:
+            _log.warning("publish_failed", table=self.opened.name, error=str(exc))
+            return state
+        if published == dict(state.published):
+            return state
+        return self.store.commit(
+            replace(state, version=state.version + 1, published=published, created_at_ms=0)
+        )
+
+
+class _Auto:
+    def __repr__(self) -> str:
+        return "AUTO"
+
+
+AUTO = _Auto()
+"""``sketcher=AUTO``: sketch on Spark when the config enables sketches (the default)."""
+
 
 def analyze_table(
-    opened: OpenedTable,
+    table: TableLike,
     *,
-    config: Config,
-    sketcher: Sketcher | None,
+    config: ConfigLike = None,
+    sketcher: Sketcher | _Auto | None = AUTO,
     should_stop: Callable[[], bool] | None = None,
     on_commit: Callable[[CommitReport], None] | None = None,
+    on_pending: PendingCallback | None = None,
     rebuild: bool = False,
 ) -> AnalyzeResult:
     """Process every commit not yet reflected in the table's stats, oldest first.
 
+    ``table`` is a configured name, a location, a ``TableConfig`` or an ``OpenedTable``;
+    ``config`` a ``Config``, a TOML file's path, or ``None`` for defaults plus environment.
+    ``sketcher``: ``AUTO`` sketches new files on Spark when the config enables sketches,
+    ``None`` keeps to metadata-only stats.
+
     ``should_stop`` is checked between commits (a signal handler sets it); the work done
-    so far stays committed. ``rebuild`` recomputes from the table's history, ignoring the
-    stored segments (stats of earlier snapshots stay readable).
+    so far stays committed. ``on_pending`` receives the commits the run is about to process
+    (the daemon's freshness comes from this one lineage walk). ``rebuild`` recomputes from
+    the table's history, ignoring the stored segments (stats of earlier snapshots stay
+    readable).
     """
+    resolved = as_config(config)
+    opened = open_table(table, resolved)
+    if isinstance(sketcher, _Auto):
+        sketcher = make_sketcher(resolved) if resolved.sketch.enabled else None
     for attempt in range(_CONCURRENT_RETRIES):
         try:
             return _analyze_once(
-                opened,
-                config=config,
-                sketcher=sketcher,
+                _CommitPath(opened, resolved, sketcher),
                 should_stop=should_stop,
                 on_commit=on_commit,
+                on_pending=on_pending,
                 rebuild=rebuild,
             )
         except ConcurrentUpdateError:
@@ -405,75 +299,45 @@ def analyze_table(
 
 
 def _analyze_once(
-    opened: OpenedTable,
+    path: _CommitPath,
     *,
-    config: Config,
-    sketcher: Sketcher | None,
     should_stop: Callable[[], bool] | None,
     on_commit: Callable[[CommitReport], None] | None,
+    on_pending: PendingCallback | None,
     rebuild: bool,
 ) -> AnalyzeResult:
-    run = _Run(opened, config, sketcher)
+    opened = path.opened
     opened.table.refresh()
-    state = run.initial_state()
+    state = path.initial_state()
     if rebuild:
         state = replace(state, last_snapshot_id=None, segments=())
-    try:
-        commits = opened.table.commits_since(state.last_snapshot_id)
-    except LineageError:
-        # The table was rolled back past what we processed: start over from its lineage.
-        state = replace(state, last_snapshot_id=None, segments=())
-        commits = opened.table.commits_since(None)
+    state, commits = path.pending(state)
+    if on_pending is not None:
+        on_pending(commits)
     reports: list[CommitReport] = []
+
+    def stopped() -> bool:
+        return should_stop is not None and should_stop()
+
     current_schema = opened.table.schema()
-    for batch in _batches(commits, run.max_files):
-        if should_stop is not None and should_stop():
-            state = run.publish(state)
+    for batch in plan_batches(commits, path.max_files):
+        if stopped():
+            state = path.publish(state)
             return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports), True)
-        started = time.perf_counter()
-        sketches = run._sketch(batch, current_schema)
-        sketch_seconds = time.perf_counter() - started
-        total_files = sum(len(c.added_files) for c in batch) or 1
-        for i, commit in enumerate(batch):
-            if i and should_stop is not None and should_stop():
-                state = run.publish(state)
+        sketches, sketch_seconds = sketch_batch(path.sketcher, batch, current_schema)
+        for i, commit in enumerate(batch.commits):
+            if i and stopped():
+                state = path.publish(state)
                 return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports), True)
-            share = sketch_seconds * len(commit.added_files) / total_files
-            state, report = run.apply(state, commit, sketches, share)
+            share = sketch_seconds * len(commit.added_files) / (batch.file_count or 1)
+            state, report = path.apply(state, commit, sketches, share)
             reports.append(report)
             if on_commit is not None:
                 on_commit(report)
-        state = run.publish(state)  # one catalog commit per batch, not per snapshot
+        state = path.publish(state)  # one commit of the table per batch, not per snapshot
     if not commits:
-        state = run.publish(state)  # drops entries of snapshots expired meanwhile, if any
+        state = path.publish(state)  # drops entries of snapshots expired meanwhile, if any
     if stale_stats(opened):
-        # snapshots expired by anyone (pyiceberg, a Spark procedure …): drop their stats
+        # snapshots expired by anyone (a writer, a Spark procedure …): drop their stats
         expire_stats(opened)
     return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports))
-
-
-def read_stats(opened: OpenedTable, snapshot_id: int | None = None) -> dict[str, Any]:
-    """The stats document of the current (or a given) snapshot."""
-    state = opened.store.current()
-    if state is None or state.last_snapshot_id is None:
-        raise SnapshotNotFoundError(
-            f"no stats for table {opened.name} yet: run `lakestats analyze {opened.name}`"
-        )
-    wanted = state.last_snapshot_id if snapshot_id is None else snapshot_id
-    path = state.stats.get(wanted)
-    if path is None or (snapshot_id is not None and expired_meanwhile(opened, state, wanted)):
-        raise SnapshotNotFoundError(missing_snapshot_message(opened, state, wanted))
-    doc = opened.store.read_stats(path)
-    doc["table"] = opened.name
-    doc["published"] = published_lines(opened, state.published, wanted)
-    return doc
-
-
-def list_commit_docs(opened: OpenedTable) -> list[dict[str, Any]]:
-    """The per-commit aggregates of every processed snapshot still in the state, oldest
-    first (by sequence number)."""
-    state = opened.store.current()
-    if state is None:
-        return []
-    docs = [opened.store.read_stats(p)["commit"] for p in state.stats.values()]
-    return sorted(docs, key=lambda d: (d["sequence_number"], d["timestamp_ms"]))

@@ -1,8 +1,13 @@
 """Configuration: one TOML file, every key overridable from the environment, validated.
 
-The CLI and the daemon share this one schema, so a file that the daemon accepts is a file
-the CLI accepts and the other way round. Unknown keys and bad values are rejected with a
-message naming the key (``ConfigError``), never replaced by a silent default.
+The CLI and the daemon read the same file. This module holds what the library uses; the
+daemon's own sections (``[watch]``, ``[daemon]``, the scheduling keys of ``[maintenance]``
+and of each table's ``expire``) are modelled in ``lakestatsd.config``, which extends
+``Config``. The library's loader tolerates those keys (``SERVICE_KEYS``) without
+interpreting them, so a file the daemon accepts is a file the CLI accepts. Unknown keys
+and bad values are rejected with a message naming the key (``ConfigError``), never
+replaced by a silent default. Durations are parsed once, at load: fields ending in ``_s``
+hold seconds.
 
 Environment overrides use ``LAKESTATS_`` plus the key path joined with ``__``::
 
@@ -24,12 +29,21 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Self, TypeVar
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from lakestats.exceptions import ConfigError
+from lakestats.locations import local_path
 from lakestats.model import SketchSettings
 
 ENV_PREFIX = "LAKESTATS_"
@@ -39,15 +53,34 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _DURATION_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-class _Section(BaseModel):
+class ConfigSection(BaseModel):
+    """A config section: frozen, unknown keys rejected, strings stripped."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
-class HttpConfig(_Section):
+def parse_duration(value: object) -> float:
+    """``"7d"``, ``"12h"``, ``"30m"``, ``"45s"`` or a number of seconds → seconds."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError("must be a finite number of seconds, not negative")
+        return float(value)
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"not a duration: {value!r} (use e.g. 45s, 30m, 12h, 7d)")
+    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+
+
+Seconds = Annotated[float, BeforeValidator(parse_duration)]
+"""A duration field: written as ``"7d"``, ``"12h"``, ``"30m"``, ``"45s"`` or a number,
+held as seconds once validated (parsed once, at load)."""
+
+
+class HttpConfig(ConfigSection):
     listen: str = "127.0.0.1:8765"
     token: str | None = None
     max_body_bytes: Annotated[int, Field(ge=0, le=64 * 1024 * 1024)] = 64 * 1024
-    wait_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    wait_timeout_s: Annotated[Seconds, Field(gt=0, le=3600)] = 60.0
     # where clients (`lakestats notify`) reach the daemon; default: http://<listen>
     url: str | None = None
 
@@ -77,7 +110,7 @@ class HttpConfig(_Section):
         return int(self.listen.rpartition(":")[2])
 
 
-class SparkConfig(_Section):
+class SparkConfig(ConfigSection):
     master: str = "local[*]"
     conf: dict[str, str] = Field(default_factory=dict)
 
@@ -93,7 +126,7 @@ class SparkConfig(_Section):
         return value
 
 
-class SketchConfig(_Section):
+class SketchConfig(ConfigSection):
     enabled: bool = True
     kll_k: Annotated[int, Field(ge=8, le=65535)] = 200
     theta_lg_k: Annotated[int, Field(ge=5, le=26)] = 12  # Python datasketches merges need ≥ 5
@@ -130,182 +163,75 @@ class SketchConfig(_Section):
         )
 
 
-class WatchConfig(_Section):
-    enabled: bool = True  # file-system events; polling always runs as the fallback
-    poll_interval_s: Annotated[float, Field(gt=0, le=86400)] = 30.0
-    debounce_s: Annotated[float, Field(ge=0, le=600)] = 0.5
-    max_concurrent_tables: Annotated[int, Field(ge=1, le=256)] = 2
-    backoff_initial_s: Annotated[float, Field(gt=0)] = 1.0
-    backoff_max_s: Annotated[float, Field(gt=0)] = 300.0
+class ExpireConfig(ConfigSection):
+    """A table's snapshot retention, run by ``lakestats expire`` (and, on a schedule that
+    ``lakestatsd`` reads from the same table entry, by the daemon): the table format's own
+    expiry, then the stats of the expired snapshots."""
 
-
-class DaemonConfig(_Section):
-    shutdown_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 30.0
-    log_level: str = "info"
-
-    @field_validator("log_level")
-    @classmethod
-    def _level(cls, value: str) -> str:
-        if value.lower() not in {"debug", "info", "warning", "error"}:
-            raise ValueError("must be one of debug, info, warning, error")
-        return value.lower()
-
-
-def parse_duration(value: str | int | float) -> float:
-    """``"7d"``, ``"12h"``, ``"30m"``, ``"45s"`` or a number of seconds → seconds."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if value < 0:
-            raise ValueError("must not be negative")
-        return float(value)
-    match = _DURATION.match(str(value))
-    if not match:
-        raise ValueError(f"not a duration: {value!r} (use e.g. 45s, 30m, 12h, 7d)")
-    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-
-
-_DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
-
-
-def _cron_days(field: str) -> str:
-    """A standard cron day-of-week field (0 or 7 = Sunday, 1 = Monday …) as day names.
-
-    APScheduler numbers days from Monday = 0, so ``CronTrigger.from_crontab("0 3 * * 1")``
-    would fire on Tuesdays; names mean the same to both.
-    """
-    if field in ("*", "?"):
-        return "*"
-    days: set[int] = set()
-    for part in field.lower().split(","):
-        base, _, step_text = part.partition("/")
-        step = int(step_text) if step_text else 1
-        if step < 1:
-            raise ValueError(f"bad step in day of week {field!r}")
-        if base == "*":
-            lo, hi = 0, 6
-        elif "-" in base:
-            first, last = base.split("-", 1)
-            lo, hi = _cron_day(first), _cron_day(last)
-            if hi == 0:
-                hi = 7  # "5-7" / "5-sun": through Sunday
-        else:
-            lo = hi = _cron_day(base)
-        if lo > hi:
-            raise ValueError(f"bad range in day of week {field!r}")
-        days.update(d % 7 for d in range(lo, hi + 1, step))
-    return ",".join(_DAY_NAMES[d] for d in sorted(days))
-
-
-def _cron_day(token: str) -> int:
-    if token.isdigit() and 0 <= int(token) <= 7:
-        return int(token) % 7 if int(token) != 7 else 0
-    if token[:3] in _DAY_NAMES:
-        return _DAY_NAMES.index(token[:3])
-    raise ValueError(f"bad day of week {token!r}")
-
-
-def crontab_fields(expression: str) -> dict[str, str]:
-    """A 5-field cron expression (standard day-of-week numbering) as APScheduler
-    ``CronTrigger`` keyword arguments. ``ValueError`` when it is not one."""
-    parts = expression.split()
-    if len(parts) != 5:
-        raise ValueError(
-            f"not a 5-field cron expression: {expression!r} (e.g. '0 3 * * *' = 03:00 UTC)"
-        )
-    minute, hour, day, month, day_of_week = parts
-    return {
-        "minute": minute,
-        "hour": hour,
-        "day": day,
-        "month": month,
-        "day_of_week": _cron_days(day_of_week),
-    }
-
-
-class ExpireConfig(_Section):
-    """A table's snapshot retention, run by ``lakestats expire`` and (with a schedule) the
-    daemon: the table format's own expiry, then the stats of the expired snapshots."""
-
-    older_than: str | None = None
+    older_than_s: Seconds | None = Field(default=None, alias="older_than")
     retain_last: Annotated[int, Field(ge=1)] | None = None
-    schedule: str | None = None  # cron expression, 5 fields, UTC
-
-    @field_validator("older_than")
-    @classmethod
-    def _duration(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_duration(value)
-        return value
-
-    @field_validator("schedule")
-    @classmethod
-    def _cron(cls, value: str | None) -> str | None:
-        if value is not None:
-            from apscheduler.triggers.cron import CronTrigger  # noqa: PLC0415
-
-            fields = crontab_fields(value)
-            try:
-                CronTrigger(**fields, timezone="UTC")
-            except ValueError as exc:
-                raise ValueError(f"not a valid cron expression {value!r}: {exc}") from None
-        return value
 
     @model_validator(mode="after")
     def _has_policy(self) -> Self:
-        if self.older_than is None and self.retain_last is None:
+        if self.older_than_s is None and self.retain_last is None:
             raise ValueError("needs older_than and/or retain_last")
         return self
 
-    @property
-    def older_than_s(self) -> float | None:
-        return None if self.older_than is None else parse_duration(self.older_than)
 
+class MaintenanceConfig(ConfigSection):
+    """Segment compaction, state log retention and file cleanup (``docs/maintenance.md``).
 
-class MaintenanceConfig(_Section):
-    """Segment compaction, state log retention and file cleanup (``docs/maintenance.md``)."""
+    The daemon's scheduling keys of this section (``enabled``, ``compaction_interval_s``)
+    belong to ``lakestatsd.config``; the library only tolerates them (``SERVICE_KEYS``).
+    """
 
-    enabled: bool = True  # the daemon's scheduled jobs; the CLI commands always work
-    grace_period: str = "1h"
-    log_retention: str | None = None  # default: the grace period
+    grace_period_s: Seconds = Field(default=3600.0, alias="grace_period")
+    # default: the grace period (filled in before validation, so it is a plain number after)
+    log_retention_s: Seconds = Field(default=3600.0, alias="log_retention")
     min_log_versions: Annotated[int, Field(ge=1, le=100000)] = 10
     max_segments: Annotated[int, Field(ge=1, le=100000)] = 64
     segment_target_files: Annotated[int, Field(ge=1)] = 1000
-    compaction_interval_s: Annotated[float, Field(gt=0, le=30 * 86400)] = 3600.0
 
-    @field_validator("grace_period", "log_retention")
+    @model_validator(mode="before")
     @classmethod
-    def _duration(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_duration(value)
-        return value
+    def _retention_defaults_to_grace(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("log_retention") is None:
+            return {**data, "log_retention": data.get("grace_period", 3600.0)}
+        return data
 
     @model_validator(mode="after")
     def _retention_covers_grace(self) -> Self:
-        if self.log_retention is not None and self.log_retention_s < self.grace_period_s:
+        if self.log_retention_s < self.grace_period_s:
             raise ValueError(
                 "log_retention must be at least grace_period: a reader may use a state "
                 "version for the whole grace period after it was superseded"
             )
         return self
 
-    @property
-    def grace_period_s(self) -> float:
-        return parse_duration(self.grace_period)
 
-    @property
-    def log_retention_s(self) -> float:
-        if self.log_retention is None:
-            return self.grace_period_s
-        return parse_duration(self.log_retention)
-
-
-class TableConfig(_Section):
+class TableConfig(ConfigSection):
     name: str
     location: str | None = None
     catalog: str | None = None
     identifier: str | None = None
+    # "iceberg", "delta", "paimon": detected from a location's layout when not given;
+    # a catalog table is Iceberg unless it says otherwise
+    format: str | None = None
     sketches: bool = True
     publish: bool = True
     expire: ExpireConfig | None = None
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str | None) -> str | None:
+        from lakestats.formats.registry import REGISTRY  # noqa: PLC0415 - keeps pyarrow out of config loading
+
+        if value is not None:
+            value = value.lower()
+            known = [entry.name for entry in REGISTRY.entries]
+            if value not in known:
+                raise ValueError(f"unknown table format {value!r} (known: {', '.join(known)})")
+        return value
 
     @field_validator("name")
     @classmethod
@@ -326,13 +252,11 @@ class TableConfig(_Section):
         return self
 
 
-class Config(_Section):
+class Config(ConfigSection):
     state_dir: str = DEFAULT_STATE_DIR
     http: HttpConfig = Field(default_factory=HttpConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     sketch: SketchConfig = Field(default_factory=SketchConfig)
-    watch: WatchConfig = Field(default_factory=WatchConfig)
-    daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     catalog: dict[str, dict[str, str]] = Field(default_factory=dict)
     table: tuple[TableConfig, ...] = ()
@@ -366,6 +290,9 @@ class Config(_Section):
 
     def find_table(self, name: str) -> TableConfig | None:
         return next((t for t in self.table if t.name == name), None)
+
+
+AnyConfig = TypeVar("AnyConfig", bound=Config)
 
 
 def _env_overlay(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
@@ -427,8 +354,47 @@ def _describe(error: ValidationError, source: str) -> str:
     return f"{source}:{where} {msg}"
 
 
-def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> Config:
-    """Read, overlay and validate the configuration. ``None`` → defaults plus environment."""
+# Keys of the one config file that only the service (``lakestatsd``) reads. The library
+# tolerates them without interpreting them, so one file serves both ``lakestats`` and
+# ``lakestatsd``; ``lakestatsd.config`` validates them strictly. ``*`` is every list item.
+SERVICE_KEYS: tuple[tuple[str, ...], ...] = (
+    ("watch",),
+    ("daemon",),
+    ("maintenance", "enabled"),
+    ("maintenance", "compaction_interval_s"),
+    ("table", "*", "expire", "schedule"),
+)
+
+
+def without_service_keys(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` minus the ``SERVICE_KEYS`` (copies only what it changes)."""
+    out = dict(data)
+    for key_path in SERVICE_KEYS:
+        out = _drop(out, key_path)
+    return out
+
+
+def _drop(node: dict[str, Any], key_path: tuple[str, ...]) -> dict[str, Any]:
+    head, rest = key_path[0], key_path[1:]
+    if head not in node:
+        return node
+    out = dict(node)
+    if not rest:
+        del out[head]
+    elif rest[0] == "*" and isinstance(out[head], list):
+        out[head] = [
+            _drop(item, rest[1:]) if isinstance(item, dict) else item for item in out[head]
+        ]
+    elif isinstance(out[head], dict):
+        out[head] = _drop(out[head], rest)
+    return out
+
+
+def read_config_tree(
+    path: str | Path | None, env: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], str]:
+    """The TOML file (if any) with the environment overrides applied, not yet validated,
+    and the name of its source for messages."""
     environ = os.environ if env is None else env
     raw: dict[str, Any] = {}
     source = "environment"
@@ -447,9 +413,16 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
         except UnicodeDecodeError:
             raise ConfigError(f"config file {path} is not UTF-8 text") from None
-    data = _env_overlay(raw, environ)
+    return _env_overlay(raw, environ), source
+
+
+def validate_config(
+    model: type[AnyConfig], data: Mapping[str, Any], source: str, path: str | Path | None
+) -> AnyConfig:
+    """Validate a config tree as ``model`` (``Config`` or the daemon's extension of it);
+    relative paths written in a file become relative to that file."""
     try:
-        config = Config.model_validate(data)
+        config = model.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, source)) from None
     if path is not None:
@@ -457,15 +430,27 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
     return config
 
 
-def _resolve_relative(config: Config, base: Path, state_dir_given: bool) -> Config:
+def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """Read, overlay and validate the configuration. ``None`` → defaults plus environment.
+
+    The daemon's own keys (``SERVICE_KEYS``) are accepted and ignored here.
+    """
+    data, source = read_config_tree(path, env)
+    return validate_config(Config, without_service_keys(data), source, path)
+
+
+def _resolve_relative(config: AnyConfig, base: Path, state_dir_given: bool) -> AnyConfig:
     """Relative paths written in a config file are relative to that file.
 
     The default state dir (no ``state_dir`` anywhere) stays relative to the working
-    directory, as the CLI documents.
+    directory, as the CLI documents. URIs (``file:``, ``s3://`` …) are left as written.
     """
 
     def fix(p: str) -> str:
-        return p if "://" in p or Path(p).is_absolute() else str(base / p)
+        local = local_path(p)
+        if local is None or local.is_absolute() or p.startswith("file:"):
+            return p
+        return str(base / local)
 
     tables = tuple(
         t.model_copy(update={"location": fix(t.location)}) if t.location else t

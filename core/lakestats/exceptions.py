@@ -52,3 +52,14 @@ class SketchError(LakestatsError):
 
 class ExpiryError(LakestatsError):
     """Managed snapshot expiry cannot run on this table (e.g. opened read-only by location)."""
+
+
+class FormatUnavailableError(LakestatsError):
+    """A table format's optional dependency is not installed (the message names the extra)."""
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception as one short line, for errors that name a file and the problem."""
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    return line if len(line) <= 300 else line[:297] + "..."

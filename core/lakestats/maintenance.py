@@ -17,7 +17,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
 
 from lakestats.config import Config, MaintenanceConfig
 from lakestats.exceptions import ConcurrentUpdateError, ExpiryError
@@ -35,28 +34,19 @@ from lakestats.expiry import (
     plan_snapshot_expiry,
     plan_stats_expiry,
 )
+from lakestats.formats.base import SupportsSnapshotExpiry
 from lakestats.merge import merge_partitions
 from lakestats.model import (
     DataFile,
     PartitionAggregate,
     SegmentEntry,
     SketchSettings,
-    SnapshotInfo,
     StateVersion,
 )
 from lakestats.store import StatsStore, referenced_files
 from lakestats.tables import OpenedTable
 
 _CONCURRENT_RETRIES = 5
-
-
-@runtime_checkable
-class SupportsSnapshotExpiry(Protocol):
-    """A table format that can run its own snapshot expiry (Iceberg through a catalog)."""
-
-    def snapshot_infos(self) -> tuple[SnapshotInfo, ...]: ...
-
-    def expire_snapshots(self, snapshot_ids: Sequence[int]) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ Iceberg spells them (``"long"``, ``"decimal(10, 2)"``, ``"timestamptz"``, ``"fix
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -44,18 +45,65 @@ class TableSchema:
 
 
 @dataclass(frozen=True)
-class PartitionKey:
-    """A partition as the format names it, values already rendered as JSON scalars.
+class PartitionField:
+    """One field of a partition spec: its stable id and the type of its (transformed) values.
 
-    ``values`` keeps the spec's field order; an unpartitioned table has ``spec_id`` 0 and no
-    values.
+    Iceberg: the partition field id (1000 and up) and the transform's result type; formats
+    whose partitions are plain columns use the column's id and type.
+    """
+
+    field_id: int
+    type: str  # Iceberg type string of the partition value
+
+
+@dataclass(frozen=True, eq=False)
+class PartitionKey:
+    """A partition: ``(name, value)`` pairs in the spec's field order, values typed.
+
+    ``fields`` gives each value's field id and type, in the same order; it is empty only
+    for keys read back from stores written before lakestats kept it (their values are the
+    JSON scalars that were stored). An unpartitioned table has ``spec_id`` 0 and no values.
+    Values become JSON only when rendered (``as_dict``, ``values.to_json``).
+
+    Equality and hashing treat NaN as equal to itself, so a NaN partition value groups.
     """
 
     spec_id: int
-    values: tuple[tuple[str, JsonScalar], ...] = ()
+    values: tuple[tuple[str, Any], ...] = ()
+    fields: tuple[PartitionField, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.fields and len(self.fields) != len(self.values):
+            raise ValueError("a partition key needs one field per value")
+
+    def _identity(self) -> tuple[Any, ...]:
+        return (
+            self.spec_id,
+            tuple((name, _nan_safe(value)) for name, value in self.values),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PartitionKey):
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    @property
+    def field_ids(self) -> tuple[int, ...] | None:
+        """Field ids of the values, ``None`` when unknown (keys from older stores)."""
+        return tuple(f.field_id for f in self.fields) if self.fields else None
 
     def as_dict(self) -> dict[str, JsonScalar]:
-        return dict(self.values)
+        """Field name → value rendered as the ``show --json`` contract says."""
+        from lakestats.values import to_json  # noqa: PLC0415 - values imports the model
+
+        return {name: to_json(value) for name, value in self.values}
+
+
+def _nan_safe(value: Any) -> Any:
+    return ("NaN",) if isinstance(value, float) and math.isnan(value) else value
 
 
 UNPARTITIONED = PartitionKey(spec_id=0)

@@ -39,13 +39,13 @@ import threading
 import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 import structlog
 
 from lakestats.exceptions import DataFileError, SketchError
+from lakestats.locations import is_local, local_path
 from lakestats.model import Column, ColumnSketch, SketchSettings, TableSchema
 from lakestats.sketches.hashing import theta_input_sql
 from lakestats.sketches.merge import empty_kll, empty_theta, normalize_theta
@@ -375,37 +375,35 @@ def _empty_sketch(spec: TypeSpec, settings: SketchSettings) -> ColumnSketch:
 # -- paths and errors ------------------------------------------------------------------
 
 
-def _is_local(scheme: str) -> bool:
-    return scheme in ("", "file") or len(scheme) == 1  # a Windows drive letter
-
-
 def _input_key(path: str) -> str:
     """Canonical form of a path as a manifest lists it (not URL-encoded: Hadoop reads
     ``file:///a b.parquet`` as the file named ``a b.parquet``)."""
+    local = local_path(path, percent_encoded=False)
+    if local is not None:
+        return "file:" + os.path.normpath(local.absolute())
     parts = urlsplit(path)
-    if _is_local(parts.scheme):
-        local = parts.path if parts.scheme == "file" else path
-        return "file:" + os.path.normpath(Path(local).absolute())
     return f"{parts.scheme}://{parts.netloc}{os.path.normpath(parts.path)}"
 
 
 def _spark_key(path: str) -> str:
     """Canonical form of Spark's ``_metadata.file_path`` (a URI: ``file:/a%20b.parquet``)."""
     parts = urlsplit(path)
-    if _is_local(parts.scheme):
+    if is_local(path):
         return "file:" + os.path.normpath(unquote(parts.path))
     return f"{parts.scheme}://{parts.netloc}{os.path.normpath(unquote(parts.path))}"
 
 
-def _local_path(path: str) -> str | None:
-    parts = urlsplit(path)
-    if not _is_local(parts.scheme):
-        return None
-    return parts.path if parts.scheme == "file" else path
+def _missing_locally(path: str) -> bool:
+    local = local_path(path, percent_encoded=False)
+    return local is not None and not local.is_file()
 
 
 def _check_local_files_exist(paths: Any) -> None:
-    missing = [p for p in paths if (lp := _local_path(p)) is not None and not Path(lp).is_file()]
+    missing = [
+        p
+        for p in paths
+        if (lp := local_path(p, percent_encoded=False)) is not None and not lp.is_file()
+    ]
     if missing:
         raise DataFileError(f"data file not found: {', '.join(missing)}")
 
@@ -426,7 +424,11 @@ def _convert_error(exc: Exception, paths: list[str]) -> Exception:
         for marker in ("PATH_NOT_FOUND", "FileNotFoundException", "FILE_NOT_EXIST")
     )
     if not_found:
-        gone = [p for p in paths if (lp := _local_path(p)) is not None and not Path(lp).is_file()]
+        gone = [
+            p
+            for p in paths
+            if (lp := local_path(p, percent_encoded=False)) is not None and not lp.is_file()
+        ]
         files = gone or named or paths
         return DataFileError(f"data file not found: {', '.join(files)}")
     if "FAILED_READ_FILE" in message or "CANNOT_READ_FILE_FOOTER" in message:

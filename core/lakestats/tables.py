@@ -1,14 +1,23 @@
-"""Turning what a user typed (a configured name or a path) into an opened table."""
+"""Naming a table: what a user typed (a configured name, a location, a config entry) → an
+opened table with its stats store.
+
+The vocabulary, used the same way everywhere: a *table name* is the configured name (or the
+last path segment of a location); a ``TableConfig`` is a configured entry; a
+``TableFormat`` is the format adapter reading the table's metadata; an ``OpenedTable`` is
+the three together with the table's ``StatsStore``.
+"""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lakestats.config import Config, TableConfig
+from lakestats.config import Config, TableConfig, load_config
 from lakestats.exceptions import TableNotFoundError
 from lakestats.formats.base import TableFormat
-from lakestats.formats.registry import open_table
+from lakestats.formats.registry import open_table as open_format
+from lakestats.locations import looks_like_location
 from lakestats.store import StatsStore
 
 
@@ -25,13 +34,36 @@ class OpenedTable:
         return self.config.name
 
 
+TableLike = str | TableConfig | OpenedTable
+"""How library callers name a table: a configured name or a location (``str``), a config
+entry (``TableConfig``, e.g. ``catalog`` + ``identifier``), or an already opened table."""
+
+ConfigLike = Config | str | os.PathLike[str] | None
+"""A ``Config``, the path of a TOML config file, or ``None`` (defaults plus environment)."""
+
+
+def as_config(config: ConfigLike) -> Config:
+    if isinstance(config, Config):
+        return config
+    return load_config(None if config is None else Path(config))
+
+
+def open_table(table: TableLike, config: ConfigLike = None) -> OpenedTable:
+    """Open a table however it is named (see ``TableLike``)."""
+    if isinstance(table, OpenedTable):
+        return table
+    resolved = as_config(config)
+    if isinstance(table, str):
+        table = resolve_table(table, resolved)
+    return open_configured(table, resolved)
+
+
 def resolve_table(arg: str, config: Config) -> TableConfig:
     """A configured table name wins; otherwise ``arg`` must be a table location path."""
     configured = config.find_table(arg)
     if configured is not None:
         return configured
-    looks_like_path = "/" in arg or "://" in arg or arg.startswith(".") or Path(arg).exists()
-    if not looks_like_path:
+    if not looks_like_location(arg):
         known = ", ".join(t.name for t in config.table) or "none configured"
         raise TableNotFoundError(
             f"{arg!r} is neither a configured table name ({known}) nor a table path"
@@ -49,12 +81,13 @@ def _safe(name: str) -> str:
 def open_configured(table: TableConfig, config: Config) -> OpenedTable:
     """Open the table's metadata and its stats store (keyed by the table's stable id)."""
     if table.location is not None:
-        fmt = open_table(table.location)
+        fmt = open_format(table.location, format=table.format)
     else:
         assert table.catalog is not None and table.identifier is not None  # validated config
-        fmt = open_table(
+        fmt = open_format(
             catalog=table.catalog,
             catalog_properties=config.catalog[table.catalog],
             identifier=table.identifier,
+            format=table.format,
         )
     return OpenedTable(config=table, table=fmt, store=StatsStore(config.state_dir, fmt.table_id))

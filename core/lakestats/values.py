@@ -1,4 +1,10 @@
-"""Typed column values: Iceberg single-value (de)serialization and JSON rendering.
+"""The value codec: typed column values, Iceberg single-value (de)serialization, JSON.
+
+Iceberg's types are lakestats' canonical type system: every format's columns are described
+with Iceberg type strings (``"long"``, ``"decimal(10, 2)"``, ``"timestamptz"``) and their
+values are the Python values this module encodes and decodes. That is why this module,
+alone outside ``formats/iceberg/`` and ``publish/iceberg/``, imports pyiceberg: its type
+parser and single-value conversions are the reference implementation of the spec.
 
 Bounds travel as Python values of the column's type; the store keeps them as Iceberg's
 single-value binary form (spec-exact, lossless for every type, unlike JSON for floats such
@@ -123,3 +129,30 @@ def to_json(value: Any) -> JsonScalar:
     if isinstance(value, uuid.UUID):
         return str(value)
     return str(value)
+
+
+def from_json(type_str: str, value: JsonScalar) -> Any:
+    """The inverse of ``to_json`` for a value of an Iceberg type (partition values in the
+    store are kept in their JSON rendering)."""
+    if value is None:
+        return None
+    t = type_str.strip().lower()
+    if t in ("float", "double"):
+        specials = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+        return specials[value] if isinstance(value, str) else float(value)
+    if t.startswith("decimal"):
+        return Decimal(str(value))
+    if t == "date":
+        return dt.date.fromisoformat(str(value))
+    if t.startswith("timestamp"):
+        parsed = dt.datetime.fromisoformat(str(value))
+        return parsed if t.startswith("timestamptz") else parsed.replace(tzinfo=None)
+    if t == "time":
+        return dt.time.fromisoformat(str(value))
+    if t == "binary" or t.startswith("fixed"):
+        return bytes.fromhex(str(value))
+    if t == "uuid":
+        return uuid.UUID(str(value))
+    if t in ("int", "long"):
+        return int(value)
+    return value

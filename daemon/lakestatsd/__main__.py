@@ -1,5 +1,5 @@
 """``python -m lakestatsd``."""
 
-from lakestatsd.app import main
+from lakestatsd.cli import main
 
 raise SystemExit(main())

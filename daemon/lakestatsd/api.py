@@ -41,7 +41,7 @@ _WAIT_POLL_S = 0.05
 
 
 class Backend(Protocol):
-    """What the API needs from the daemon (``lakestatsd.app.Daemon`` implements it)."""
+    """What the API needs from the daemon (``lakestatsd.backend.ApiBackend`` implements it)."""
 
     @property
     def config(self) -> Config: ...

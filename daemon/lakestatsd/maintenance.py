@@ -16,47 +16,28 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any
 
 import structlog
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.triggers.cron import CronTrigger
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from lakestats.config import Config, crontab_fields
+from lakestats.maintenance import CompactionReport, ExpiryReport
 from lakestats.tables import OpenedTable
+from lakestatsd.config import ServiceConfig
+from lakestatsd.schedules import cron_trigger
 
 log = structlog.get_logger("lakestatsd.maintenance")
 
 EXPIRE = "expire"
 COMPACT = "compact"
 JOBS = (EXPIRE, COMPACT)  # the order a worker runs them in
-
-
-class CleanupLike(Protocol):
-    @property
-    def versions_deleted(self) -> tuple[int, ...]: ...
-    @property
-    def files_deleted(self) -> tuple[str, ...]: ...
-    @property
-    def bytes_deleted(self) -> int: ...
-    @property
-    def waiting(self) -> tuple[str, ...]: ...
-
-
-class ReportLike(Protocol):
-    @property
-    def cleanup(self) -> CleanupLike: ...
-
-
-JobFn = Callable[[OpenedTable], Any]
-"""``expire(opened)`` / ``compact(opened)``: core's maintenance with the daemon's config."""
 
 
 def _folder(path: str) -> str:
@@ -125,8 +106,8 @@ class MaintenanceMetrics:
 class MaintenanceFns:
     """Core's maintenance entry points, bound to the daemon's config (``Daemon.from_config``)."""
 
-    expire: JobFn
-    compact: JobFn
+    expire: Callable[[OpenedTable], ExpiryReport]
+    compact: Callable[[OpenedTable], CompactionReport]
     stale: Callable[[OpenedTable], bool]
 
 
@@ -135,14 +116,13 @@ class MaintenanceRunner:
 
     def __init__(
         self,
-        config: Config,
+        config: ServiceConfig,
         registry: CollectorRegistry,
         fns: MaintenanceFns,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._config = config
-        self._jobs: dict[str, JobFn] = {EXPIRE: fns.expire, COMPACT: fns.compact}
+        self._fns = fns
         self._stale = fns.stale
         self._clock = clock
         self._lock = threading.Lock()
@@ -152,7 +132,7 @@ class MaintenanceRunner:
         registry.register(_SinceCollector(self))
 
     def request(self, table: str, job: str) -> None:
-        if job not in self._jobs:
+        if job not in JOBS:
             raise ValueError(f"unknown maintenance job {job!r}")
         with self._lock:
             self._pending[table].add(job)
@@ -191,7 +171,7 @@ class MaintenanceRunner:
     def _run(self, table: str, job: str, opened: OpenedTable) -> None:
         started = time.monotonic()
         try:
-            report = self._jobs[job](opened)
+            report = self._fns.expire(opened) if job == EXPIRE else self._fns.compact(opened)
         except Exception:
             self.metrics.runs.labels(table, job, "error").inc()
             with self._lock:
@@ -200,7 +180,7 @@ class MaintenanceRunner:
         self.metrics.runs.labels(table, job, "ok").inc()
         with self._lock:
             self._last_ok[job][table] = self._clock()
-        cleaned: CleanupLike = report.cleanup
+        cleaned = report.cleanup
         removed = [f"log/{v:020d}.json" for v in cleaned.versions_deleted]
         removed += list(cleaned.files_deleted)
         for path in removed:
@@ -212,7 +192,7 @@ class MaintenanceRunner:
             "bytes_deleted": cleaned.bytes_deleted,
             "files_waiting_grace": len(cleaned.waiting),
         }
-        if job == EXPIRE:
+        if isinstance(report, ExpiryReport):
             dropped = len(report.dropped_stats)
             self.metrics.stats_expired.labels(table).inc(dropped)
             fields |= {"snapshots_expired": len(report.expired_snapshots), "stats_dropped": dropped}
@@ -226,16 +206,10 @@ class MaintenanceRunner:
         log.info(f"{job}_done", table=table, seconds=round(time.monotonic() - started, 3), **fields)
 
 
-def cron_trigger(expression: str) -> CronTrigger:
-    """A standard 5-field cron expression, in UTC. Not ``CronTrigger.from_crontab``: that
-    reads day-of-week numbers APScheduler's way (0 = Monday), not cron's (0 = Sunday)."""
-    return CronTrigger(**crontab_fields(expression), timezone="UTC")
-
-
 class MaintenanceScheduler:
     """APScheduler jobs that request maintenance and hint the table's queue."""
 
-    def __init__(self, config: Config, request: Callable[[str, str], None]) -> None:
+    def __init__(self, config: ServiceConfig, request: Callable[[str, str], None]) -> None:
         self._config = config
         self._request = request
         self._scheduler = BackgroundScheduler(
@@ -283,18 +257,3 @@ class MaintenanceScheduler:
     def stop(self) -> None:
         if self._scheduler.running:
             self._scheduler.shutdown(wait=True)
-
-
-def next_fire_times(schedule: str, after: datetime, count: int) -> Sequence[datetime]:
-    """The next ``count`` times a cron ``schedule`` fires after ``after`` (UTC)."""
-    trigger = cron_trigger(schedule)
-    times: list[datetime] = []
-    previous: datetime | None = None
-    now = after.astimezone(UTC)
-    for _ in range(count):
-        fire = trigger.get_next_fire_time(previous, now)
-        if fire is None:
-            break
-        times.append(fire)
-        previous, now = fire, fire
-    return times

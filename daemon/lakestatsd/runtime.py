@@ -14,49 +14,22 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import structlog
 
+from lakestats.analyze import AnalyzeResult, CommitReport, PendingCallback
 from lakestats.config import Config, TableConfig
 from lakestats.exceptions import TableNotFoundError
+from lakestats.model import Commit
 from lakestats.tables import OpenedTable
 from lakestatsd.maintenance import MaintenanceRunner
 from lakestatsd.metrics import FreshnessTracker, Metrics
 from lakestatsd.scheduler import StopCheck
+from lakestatsd.watch import WatchTarget
 
 log = structlog.get_logger("lakestatsd.runtime")
-
-
-class CommitReportLike(Protocol):
-    """The fields of core's ``CommitReport`` the daemon uses."""
-
-    @property
-    def table(self) -> str: ...
-    @property
-    def snapshot_id(self) -> int: ...
-    @property
-    def operation(self) -> str: ...
-    @property
-    def timestamp_ms(self) -> int: ...
-    @property
-    def added_files(self) -> int: ...
-    @property
-    def removed_files(self) -> int: ...
-    @property
-    def added_records(self) -> int: ...
-    @property
-    def sketched_files(self) -> int: ...
-    @property
-    def timings(self) -> Mapping[str, float]: ...
-
-
-class AnalyzeResultLike(Protocol):
-    @property
-    def last_snapshot_id(self) -> int | None: ...
-    @property
-    def stopped_early(self) -> bool: ...
 
 
 class AnalyzeFn(Protocol):
@@ -65,8 +38,9 @@ class AnalyzeFn(Protocol):
         opened: OpenedTable,
         *,
         should_stop: StopCheck,
-        on_commit: Callable[[Any], None],
-    ) -> AnalyzeResultLike: ...
+        on_commit: Callable[[CommitReport], None],
+        on_pending: PendingCallback,
+    ) -> AnalyzeResult: ...
 
 
 Opener = Callable[[TableConfig, Config], OpenedTable]
@@ -114,15 +88,16 @@ class TableRuntime:
                 self._workers[name] = handle
         return handle
 
-    def location(self, name: str) -> str | None:
-        """The table's base location (from the catalog for catalog tables), or None."""
-        table = self._table_config(name)
-        if table.location is not None:
-            return table.location
+    def watch_target(self, name: str) -> WatchTarget | None:
+        """Where the table lives and its format, for the watcher; None while it cannot be
+        opened (the run reports why; the next poll tick asks again)."""
         try:
-            return self._worker_handle(name).table.location
+            fmt = self._worker_handle(name).table
         except Exception:  # reported by the run; watching just waits
             return None
+        configured = self._table_config(name).location
+        # a configured location is watched as written (the catalog's for catalog tables)
+        return WatchTarget(configured if configured is not None else fmt.location, fmt.format_name)
 
     # -- the queue's process callable ------------------------------------------------------
 
@@ -161,21 +136,28 @@ class TableRuntime:
             )
             self._metrics.table_healthy.labels(name).set(1)
             return True
-        pending = opened.table.commits_since(processed)
-        stamps = {c.snapshot_id: c.timestamp_ms for c in pending}
-        order = [c.snapshot_id for c in pending]
-        self._freshness.observe(
-            name,
-            current=current,
-            processed=processed,
-            oldest_unreflected_ms=pending[0].timestamp_ms if pending else None,
-        )
+        order: list[int] = []
+        stamps: dict[int, int] = {}
 
-        def on_commit(report: CommitReportLike) -> None:
+        def on_pending(pending: Sequence[Commit]) -> None:
+            # core's one lineage walk of this run (inside its rollback fallback) is also
+            # what the freshness lag is measured from
+            order[:] = [c.snapshot_id for c in pending]
+            stamps.update({c.snapshot_id: c.timestamp_ms for c in pending})
+            self._freshness.observe(
+                name,
+                current=current,
+                processed=processed,
+                oldest_unreflected_ms=pending[0].timestamp_ms if pending else None,
+            )
+
+        def on_commit(report: CommitReport) -> None:
             self._commit_done(name, report, order, stamps)
 
         started = time.monotonic()
-        result = self._analyze(opened, should_stop=should_stop, on_commit=on_commit)
+        result = self._analyze(
+            opened, should_stop=should_stop, on_commit=on_commit, on_pending=on_pending
+        )
         self._metrics.table_healthy.labels(name).set(1)
         log.info(
             "table_run_done",
@@ -187,7 +169,7 @@ class TableRuntime:
         return not result.stopped_early
 
     def _commit_done(
-        self, name: str, report: CommitReportLike, order: list[int], stamps: Mapping[int, int]
+        self, name: str, report: CommitReport, order: list[int], stamps: Mapping[int, int]
     ) -> None:
         now = time.time()
         try:

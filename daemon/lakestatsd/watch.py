@@ -1,8 +1,10 @@
 """File-system watching and the polling fallback. Both only *hint* the queue.
 
-Iceberg commits end by writing a new ``<n>-<uuid>.metadata.json`` (or, for Hadoop-style
-tables, moving ``version-hint.text``) into ``<location>/metadata/``. An observer per
-metadata directory turns such events into hints; manifests written earlier in the same
+What a commit writes last, and where, is the table format's to say: each table's format
+answers with a ``WatchSpec`` (``lakestats.formats.registry.watch_spec``), directories
+relative to the table location and the file-name suffixes that mark a commit (Iceberg: a
+new ``metadata/<n>-<uuid>.metadata.json``, or a moved ``version-hint.text``). One watch
+per such directory turns marker events into hints; files written earlier in the same
 commit are ignored so one commit is one hint, and the queue's debounce merges the rest.
 
 Events can be missing (NFS, object stores, FUSE, an overflowing inotify queue) or late,
@@ -15,9 +17,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import structlog
 from apscheduler.executors.pool import ThreadPoolExecutor
@@ -33,22 +35,33 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
+from lakestats.formats.base import WatchSpec
+from lakestats.formats.registry import watch_spec
+from lakestats.locations import local_path
+
 log = structlog.get_logger("lakestatsd.watch")
 
 Hint = Callable[[str, str], object]
-LocationOf = Callable[[str], str | None]
-
-# file names whose appearance means "a commit landed"
-_COMMIT_MARKERS = (".metadata.json", "version-hint.text")
 
 
-def local_metadata_dir(location: str) -> Path | None:
-    """``<location>/metadata`` when the location is on the local file system, else None."""
-    parsed = urlparse(location)
-    if parsed.scheme in ("", "file"):
-        path = unquote(parsed.path) if parsed.scheme == "file" else location
-        return Path(path) / "metadata"
-    return None  # s3://, gs://, abfs:// …: no change events, polling only
+@dataclass(frozen=True)
+class WatchTarget:
+    """What the watcher needs of a table: where it lives and its format's name."""
+
+    location: str
+    format_name: str
+
+
+TargetOf = Callable[[str], WatchTarget | None]
+
+
+def local_metadata_dir(location: str, directory: str) -> Path | None:
+    """``<location>/<directory>`` (one of a ``WatchSpec`` 's directories) when the location
+    is on the local file system, else None."""
+    root = local_path(location)
+    if root is None:
+        return None  # s3://, gs://, abfs:// …: no change events, polling only
+    return root / directory
 
 
 # Only events that mean "a file now has new content". watchdog also reports reads (opened,
@@ -59,42 +72,44 @@ _WRITE_EVENTS = frozenset(
 )
 
 
-def is_commit_event(event: FileSystemEvent) -> bool:
+def is_commit_event(event: FileSystemEvent, spec: WatchSpec) -> bool:
+    """A write of one of the format's commit markers (hidden temporary files excluded)."""
     if event.is_directory or event.event_type not in _WRITE_EVENTS:
         return False
     paths = [event.src_path, getattr(event, "dest_path", "")]
     return any(
-        str(p).endswith(_COMMIT_MARKERS) and not Path(str(p)).name.startswith(".")
-        for p in paths
-        if p
+        str(p).endswith(spec.markers) and not Path(str(p)).name.startswith(".") for p in paths if p
     )
 
 
 class _Handler(FileSystemEventHandler):
-    def __init__(self, table: str, hint: Hint) -> None:
+    def __init__(self, table: str, spec: WatchSpec, hint: Hint) -> None:
         self._table = table
+        self._spec = spec
         self._hint = hint
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if is_commit_event(event):
+        if is_commit_event(event, self._spec):
             self._hint(self._table, "watch")
 
 
 class MetadataWatcher:
-    """One watchdog observer thread; one watch per table metadata directory."""
+    """One watchdog observer thread; one watch per directory its table's format names."""
 
     def __init__(
         self,
         tables: tuple[str, ...],
         hint: Hint,
-        location_of: LocationOf,
+        target_of: TargetOf,
         observer_factory: Callable[[], BaseObserver] = Observer,
+        spec_of: Callable[[str], WatchSpec] = watch_spec,
     ) -> None:
         self._tables = tables
         self._hint = hint
-        self._location_of = location_of
+        self._target_of = target_of
+        self._spec_of = spec_of  # format name → what to watch (the format registry's answer)
         self._observer = observer_factory()
-        self._watches: dict[str, ObservedWatch] = {}
+        self._watches: dict[str, tuple[ObservedWatch, ...]] = {}
         self._unwatchable: set[str] = set()  # remote locations: polling only, say it once
         self._lock = threading.Lock()
 
@@ -106,39 +121,48 @@ class MetadataWatcher:
         self._observer.stop()
         self._observer.join(timeout_s)
 
-    def watched(self) -> dict[str, str]:
+    def watched(self) -> dict[str, tuple[str, ...]]:
+        """Table → the directories watched for it."""
         with self._lock:
-            return {name: w.path for name, w in self._watches.items()}
+            return {name: tuple(w.path for w in ws) for name, ws in self._watches.items()}
 
     def ensure_watches(self) -> None:
-        """Add a watch for every table that has none yet (called again at each poll tick)."""
+        """Add the watches of every table that has none yet (called again at each poll tick)."""
         for table in self._tables:
             with self._lock:
                 if table in self._watches or table in self._unwatchable:
                     continue
-            location = self._location_of(table)
-            if location is None:
+            target = self._target_of(table)
+            if target is None:
                 continue  # could not open the table: its run reports why
-            directory = local_metadata_dir(location)
-            if directory is None:
-                log.info("watch_unsupported", table=table, location=location, fallback="poll")
-                with self._lock:
-                    self._unwatchable.add(table)
-                continue
-            if not directory.is_dir():
-                continue
+            self._watch(table, target)
+
+    def _watch(self, table: str, target: WatchTarget) -> None:
+        spec = self._spec_of(target.format_name)
+        directories = [local_metadata_dir(target.location, d) for d in spec.directories]
+        local = [d for d in directories if d is not None]
+        if len(local) != len(directories):
+            log.info("watch_unsupported", table=table, location=target.location, fallback="poll")
+            with self._lock:
+                self._unwatchable.add(table)
+            return
+        if not all(d.is_dir() for d in local):
+            return  # not created yet: the next poll tick tries again
+        watches: list[ObservedWatch] = []
+        handler = _Handler(table, spec, self._hint)
+        for directory in local:
             try:
-                watch = self._observer.schedule(
-                    _Handler(table, self._hint), str(directory), recursive=False
-                )
+                watches.append(self._observer.schedule(handler, str(directory), recursive=False))
             except OSError as exc:  # e.g. inotify watch limit reached: polling still covers it
                 log.warning("watch_failed", table=table, path=str(directory), error=str(exc))
-                continue
-            with self._lock:
-                self._watches[table] = watch
-            log.info("watching", table=table, path=str(directory))
-            # a commit may have landed between start and this watch: look once more
-            self._hint(table, "watch")
+                for watch in watches:
+                    self._observer.unschedule(watch)
+                return
+        with self._lock:
+            self._watches[table] = tuple(watches)
+        log.info("watching", table=table, paths=[str(d) for d in local])
+        # a commit may have landed between start and this watch: look once more
+        self._hint(table, "watch")
 
 
 class Poller:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lakestats.config import load_config, parse_duration
+from lakestats.config import SERVICE_KEYS, Config, load_config, parse_duration, without_service_keys
 from lakestats.exceptions import ConfigError
 
 GOOD = """
@@ -123,3 +123,88 @@ def test_durations(text: str | int, seconds: float) -> None:
 def test_bad_duration() -> None:
     with pytest.raises(ValueError, match="not a duration"):
         parse_duration("soon")
+
+
+SERVICE = """
+[watch]
+poll_interval_s = "2m"
+debounce_s = 1
+[daemon]
+shutdown_timeout_s = "45s"
+[maintenance]
+enabled = false
+compaction_interval_s = "12h"
+grace_period = "30m"
+[[table]]
+name = "orders"
+location = "warehouse/orders"
+expire = { older_than = "7d", retain_last = 3, schedule = "0 3 * * 1" }
+"""
+
+
+def test_cli_loader_tolerates_the_daemon_sections(tmp_path: Path) -> None:
+    """One file for both: the library reads its keys and leaves the daemon's alone."""
+    config = load_config(_write(tmp_path, SERVICE), env={"LAKESTATS_WATCH__BOGUS": "1"})
+    assert "watch" not in Config.model_fields and "daemon" not in Config.model_fields
+    assert config.maintenance.grace_period_s == 1800.0
+    table = config.find_table("orders")
+    assert table is not None and table.expire is not None
+    assert table.expire.older_than_s == 7 * 86400.0 and table.expire.retain_last == 3
+    assert table.location == str(tmp_path / "warehouse/orders")
+    assert not hasattr(table.expire, "schedule")
+
+
+def test_library_keys_stay_strict_beside_the_daemon_ones(tmp_path: Path) -> None:
+    text = SERVICE.replace("[maintenance]", "[maintenance]\ngrace = 1")
+    with pytest.raises(ConfigError, match=r"key maintenance\.grace: unknown key"):
+        load_config(_write(tmp_path, text), env={})
+
+
+def test_durations_are_seconds_once_loaded(tmp_path: Path) -> None:
+    config = load_config(
+        _write(tmp_path, SERVICE),
+        env={"LAKESTATS_HTTP__WAIT_TIMEOUT_S": "2m", "LAKESTATS_MAINTENANCE__LOG_RETENTION": "1h"},
+    )
+    assert config.http.wait_timeout_s == 120.0
+    assert config.maintenance.log_retention_s == 3600.0
+    # stored as numbers: nothing parses them again on access
+    dumped = config.maintenance.model_dump()
+    assert dumped["grace_period_s"] == 1800.0 and isinstance(dumped["log_retention_s"], float)
+    # log retention defaults to the grace period
+    assert load_config(_write(tmp_path, SERVICE), env={}).maintenance.log_retention_s == 1800.0
+
+
+@pytest.mark.parametrize("value", ["-5", "5y", "soon", "nan"])
+def test_bad_durations_name_the_key(tmp_path: Path, value: str) -> None:
+    with pytest.raises(ConfigError, match=r"key http\.wait_timeout_s"):
+        load_config(None, env={"LAKESTATS_HTTP__WAIT_TIMEOUT_S": value})
+
+
+def test_without_service_keys_copies_and_drops_only_those() -> None:
+    raw = {
+        "watch": {"enabled": False},
+        "maintenance": {"enabled": True, "grace_period": "1h"},
+        "table": [{"name": "t", "expire": {"retain_last": 1, "schedule": "0 3 * * *"}}],
+    }
+    assert without_service_keys(raw) == {
+        "maintenance": {"grace_period": "1h"},
+        "table": [{"name": "t", "expire": {"retain_last": 1}}],
+    }
+    assert raw["table"][0]["expire"]["schedule"] == "0 3 * * *"  # type: ignore[index]
+    assert {k[0] for k in SERVICE_KEYS} == {"watch", "daemon", "maintenance", "table"}
+
+
+def test_uris_and_absolute_paths_are_not_rebased(tmp_path: Path) -> None:
+    text = (
+        'state_dir = "file:///srv/state"\n'
+        '[[table]]\nname = "a"\nlocation = "s3://bucket/a"\n'
+        '[[table]]\nname = "b"\nlocation = "/abs/b"\n'
+        '[[table]]\nname = "c"\nlocation = "./rel/c"\n'
+    )
+    config = load_config(_write(tmp_path, text), env={})
+    assert config.state_dir == "file:///srv/state"
+    assert [t.location for t in config.table] == [
+        "s3://bucket/a",
+        "/abs/b",
+        str(tmp_path / "rel/c"),
+    ]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lakestats.config import load_config
+from lakestatsd.config import load_service_config as load_config
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

@@ -14,26 +14,18 @@ import pytest
 from prometheus_client import generate_latest
 
 from lakestats.analyze import analyze_table, read_stats
-from lakestats.config import (
-    Config,
-    ExpireConfig,
-    MaintenanceConfig,
-    SketchConfig,
-    TableConfig,
-    load_config,
-)
+from lakestats.config import SketchConfig, load_config
 from lakestats.exceptions import ConfigError
 from lakestats.maintenance import compact, expire, stale_stats
 from lakestats.tables import OpenedTable, open_configured
 from lakestats.testing import IcebergWarehouse
 from lakestatsd.app import Daemon
-from lakestatsd.maintenance import (
-    COMPACT,
-    EXPIRE,
-    MaintenanceFns,
-    MaintenanceScheduler,
-    next_fire_times,
-)
+from lakestatsd.config import ScheduledExpireConfig as ExpireConfig
+from lakestatsd.config import ServiceConfig as Config
+from lakestatsd.config import ServiceMaintenanceConfig as MaintenanceConfig
+from lakestatsd.config import ServiceTableConfig as TableConfig
+from lakestatsd.maintenance import COMPACT, EXPIRE, MaintenanceFns, MaintenanceScheduler
+from lakestatsd.schedules import next_fire_times
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
 
@@ -113,11 +105,16 @@ def test_maintenance_runs_in_the_table_worker_never_beside_analyze(tmp_path: Pat
         finally:
             busy.release()
 
-    def analyze(opened: OpenedTable, *, should_stop: Any, on_commit: Any) -> Any:
+    def analyze(opened: OpenedTable, *, should_stop: Any, on_commit: Any, on_pending: Any) -> Any:
         return exclusive(
             "analyze",
             lambda: analyze_table(
-                opened, config=config, sketcher=None, should_stop=should_stop, on_commit=on_commit
+                opened,
+                config=config,
+                sketcher=None,
+                should_stop=should_stop,
+                on_commit=on_commit,
+                on_pending=on_pending,
             ),
         )
 
@@ -144,7 +141,7 @@ def test_maintenance_runs_in_the_table_worker_never_beside_analyze(tmp_path: Pat
             time.sleep(0.05)
         lineage = wh.lineage("t")
         # the cron job is due once a year; ask as its trigger would
-        daemon._request_maintenance("t", EXPIRE)
+        daemon.request_maintenance("t", EXPIRE)
         wait_for(lambda: wh.lineage("t") == lineage[-3:])
 
         def settled() -> bool:

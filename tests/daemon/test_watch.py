@@ -1,27 +1,50 @@
-"""Watching: commit markers only, local paths only, real watchdog events become hints."""
+"""Watching: commit markers only, local paths only, real watchdog events become hints;
+what is watched is the table format's answer (its ``WatchSpec``)."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 from watchdog.events import FileCreatedEvent, FileModifiedEvent, FileMovedEvent
 
-from lakestatsd.watch import MetadataWatcher, is_commit_event, local_metadata_dir
+from lakestats.config import SketchConfig
+from lakestats.formats.base import WatchSpec
+from lakestats.formats.registry import watch_spec
+from lakestats.locations import local_path
+from lakestats.tables import open_configured
+from lakestats.testing import IcebergWarehouse
+from lakestatsd.config import ServiceConfig, ServiceTableConfig
+from lakestatsd.watch import MetadataWatcher, WatchTarget, is_commit_event, local_metadata_dir
+from lakestatsd.wiring import CoreFns, Service
+
+ICEBERG = watch_spec("iceberg")
+
+
+def iceberg_targets(locations: dict[str, str]) -> Callable[[str], WatchTarget | None]:
+    targets = {name: WatchTarget(location, "iceberg") for name, location in locations.items()}
+    return targets.get
 
 
 def test_commit_markers() -> None:
-    assert is_commit_event(FileCreatedEvent("/t/metadata/00003-ab.metadata.json"))
-    assert is_commit_event(FileMovedEvent("/t/metadata/x.tmp", "/t/metadata/version-hint.text"))
-    assert not is_commit_event(FileCreatedEvent("/t/metadata/snap-1-0-ab.avro"))
-    assert not is_commit_event(FileModifiedEvent("/t/metadata/.00003.metadata.json"))
+    assert is_commit_event(FileCreatedEvent("/t/metadata/00003-ab.metadata.json"), ICEBERG)
+    assert is_commit_event(
+        FileMovedEvent("/t/metadata/x.tmp", "/t/metadata/version-hint.text"), ICEBERG
+    )
+    assert not is_commit_event(FileCreatedEvent("/t/metadata/snap-1-0-ab.avro"), ICEBERG)
+    assert not is_commit_event(FileModifiedEvent("/t/metadata/.00003.metadata.json"), ICEBERG)
 
 
 def test_local_metadata_dir() -> None:
-    assert local_metadata_dir("/data/t") == Path("/data/t/metadata")
-    assert local_metadata_dir("file:///data/my%20t") == Path("/data/my t/metadata")
-    assert local_metadata_dir("s3://bucket/t") is None
+    assert local_metadata_dir("/data/t", ICEBERG.directories[0]) == Path("/data/t/metadata")
+    assert local_metadata_dir("file:///data/my%20t", ICEBERG.directories[0]) == Path(
+        "/data/my t/metadata"
+    )
+    assert local_metadata_dir("s3://bucket/t", ICEBERG.directories[0]) is None
 
 
 def test_events_become_hints_and_missing_dirs_are_retried(tmp_path: Path) -> None:
@@ -34,7 +57,7 @@ def test_events_become_hints_and_missing_dirs_are_retried(tmp_path: Path) -> Non
 
     (tmp_path / "a" / "metadata").mkdir(parents=True)
     locations = {"a": str(tmp_path / "a"), "late": str(tmp_path / "late"), "s3": "s3://b/t"}
-    watcher = MetadataWatcher(("a", "late", "s3"), hint, locations.get)
+    watcher = MetadataWatcher(("a", "late", "s3"), hint, iceberg_targets(locations))
     watcher.start()
     try:
         assert set(watcher.watched()) == {"a"}
@@ -67,7 +90,9 @@ def test_reading_metadata_is_not_a_commit(tmp_path: Path) -> None:
     current = metadata / "00001-x.metadata.json"
     current.write_text("{}")
     watcher = MetadataWatcher(
-        ("t",), lambda table, source: hints.append(source), {"t": str(tmp_path / "t")}.get
+        ("t",),
+        lambda table, source: hints.append(source),
+        iceberg_targets({"t": str(tmp_path / "t")}),
     )
     watcher.start()
     try:
@@ -84,3 +109,81 @@ def test_reading_metadata_is_not_a_commit(tmp_path: Path) -> None:
         assert len(hints) > before
     finally:
         watcher.stop()
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float = 5) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return check()
+
+
+def test_the_format_says_what_to_watch(tmp_path: Path) -> None:
+    """A format with other directories and markers (Delta-like, two directories) is watched
+    where its spec says, and Iceberg's markers mean nothing for it."""
+    log_spec = WatchSpec(directories=("_delta_log", "_delta_log/_staging"), markers=(".json",))
+    specs = {"iceberg": ICEBERG, "logged": log_spec}
+    hints: list[str] = []
+    lock = threading.Lock()
+
+    def hint(table: str, source: str) -> None:
+        with lock:
+            hints.append(table)
+
+    (tmp_path / "d" / "_delta_log").mkdir(parents=True)
+    (tmp_path / "i" / "metadata").mkdir(parents=True)
+    targets = {
+        "d": WatchTarget(str(tmp_path / "d"), "logged"),
+        "i": WatchTarget((tmp_path / "i").as_uri(), "iceberg"),
+    }
+    watcher = MetadataWatcher(("d", "i"), hint, targets.get, spec_of=specs.__getitem__)
+    watcher.start()
+    try:
+        # "d" waits until every directory of its spec exists
+        assert watcher.watched() == {"i": (str(tmp_path / "i" / "metadata"),)}
+        (tmp_path / "d" / "_delta_log" / "_staging").mkdir()
+        watcher.ensure_watches()
+        assert watcher.watched()["d"] == (
+            str(tmp_path / "d" / "_delta_log"),
+            str(tmp_path / "d" / "_delta_log" / "_staging"),
+        )
+        assert wait_until(lambda: hints.count("d") >= 1 and hints.count("i") >= 1)
+        with lock:
+            before = hints.count("d")
+        # Iceberg's marker in a logged table's directory is no commit of that format
+        (tmp_path / "d" / "_delta_log" / "00001-x.metadata.json.tmp").write_text("{}")
+        (tmp_path / "d" / "_delta_log" / "version-hint.text").write_text("1")
+        time.sleep(0.3)
+        with lock:
+            assert hints.count("d") == before
+        (tmp_path / "d" / "_delta_log" / "_staging" / "00000000000000000001.json").write_text("{}")
+        assert wait_until(lambda: hints.count("d") > before)
+    finally:
+        watcher.stop()
+
+
+def test_runtime_names_location_and_format_of_opened_tables(tmp_path: Path) -> None:
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", pa.schema([pa.field("id", pa.int64())]))
+    config = ServiceConfig(
+        state_dir=str(tmp_path / "state"),
+        sketch=SketchConfig(enabled=False),
+        catalog={wh.catalog_name: dict(wh.catalog_properties)},
+        table=(
+            ServiceTableConfig(name="by_location", location=wh.location("t")),
+            ServiceTableConfig(
+                name="by_catalog", catalog=wh.catalog_name, identifier=wh.identifier("t")
+            ),
+            ServiceTableConfig(name="missing", location=str(tmp_path / "nowhere")),
+        ),
+    )
+
+    def never(*args: object, **kwargs: object) -> Any:
+        raise AssertionError("not analyzed in this test")
+
+    service = Service(config, CoreFns(never, never, open_configured, None, None))
+    assert service.runtime.watch_target("by_location") == WatchTarget(wh.location("t"), "iceberg")
+    by_catalog = service.runtime.watch_target("by_catalog")
+    assert by_catalog is not None and by_catalog.format_name == "iceberg"
+    assert local_path(by_catalog.location) == local_path(wh.location("t"))
+    assert service.runtime.watch_target("missing") is None  # retried at the next poll tick

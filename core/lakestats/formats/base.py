@@ -1,11 +1,19 @@
-"""The interface every table format implements (Iceberg now; Delta and Paimon later)."""
+"""The interface every table format implements, and the capabilities a format may add.
+
+A format is a package under ``lakestats.formats`` (``iceberg/``; Delta and Paimon later)
+registered in ``formats/registry.py``. It reads metadata only, never data files, and hands
+the rest of lakestats the typed model of ``lakestats.model``. Optional abilities are
+separate ``Protocol`` s checked with ``isinstance``, so the core never asks a format what
+its name is to decide what it can do.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from lakestats.model import Commit, DataFile, TableSchema
+from lakestats.model import Commit, DataFile, SnapshotInfo, TableSchema
 
 
 @runtime_checkable
@@ -57,3 +65,32 @@ class TableFormat(Protocol):
     def live_files(self, snapshot_id: int) -> Sequence[DataFile]:
         """Every live data and delete file of a snapshot (for recomputes and checks)."""
         ...
+
+
+@runtime_checkable
+class SupportsSnapshotExpiry(Protocol):
+    """A format that can run its own snapshot expiry (Iceberg through a catalog)."""
+
+    def snapshot_infos(self) -> tuple[SnapshotInfo, ...]:
+        """Every snapshot in the metadata, for expiry planning (``lakestats.expiry``)."""
+        ...
+
+    def expire_snapshots(self, snapshot_ids: Sequence[int]) -> None:
+        """Expire these snapshots with the format's own expiry, then refresh.
+
+        With no id, only checks that the table can commit (``ExpiryError`` otherwise).
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class WatchSpec:
+    """Where a format's commits show on disk, for the daemon's file-system watcher.
+
+    Events are hints only (the metadata is the truth), so this names just what one commit
+    writes last: the watcher reacts to files whose name ends with one of ``markers`` in
+    one of ``directories`` (relative to the table location), and ignores the rest.
+    """
+
+    directories: tuple[str, ...]
+    markers: tuple[str, ...]

@@ -1,29 +1,217 @@
-"""Which format a table location holds, and opening it behind the ``TableFormat`` Protocol."""
+"""Which format a table location holds, and opening it behind the ``TableFormat`` Protocol.
+
+The registry is a table of lazy ``FormatEntry`` s. An entry names a format, the module that
+reads it, how to recognise its layout on disk, what the daemon watches, and the pip extra
+of its optional dependency. Recognising a layout and answering ``watch_spec`` never import
+the format's module, so a process that never opens an Iceberg table never loads the Iceberg
+library, and a format whose dependency is missing fails only when one of its tables is
+opened, with ``FormatUnavailableError`` saying which extra to install.
+
+How to add a format (Delta as the example):
+
+1. Write the package ``formats/delta/`` whose ``__init__`` exposes
+   ``open_location(location) -> TableFormat`` and, if the format has catalogs,
+   ``open_catalog(catalog_name, catalog_properties, identifier) -> TableFormat``. It may
+   import its dependency (``deltalake``) at the top: only the registry imports it, on first
+   use.
+2. In ``ENTRIES`` below, give the Delta entry its ``module="lakestats.formats.delta"``,
+   its ``watch`` spec (the directories and marker files one commit writes last), its
+   ``extra`` (declared in ``pyproject.toml``) and ``catalogs=True`` if it has ``open_catalog``.
+3. Add a table driver for it to ``tests/core/formats/test_contract.py``: the behaviour
+   suite every ``TableFormat`` passes then runs over it too.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import cast
 
 from pyarrow import fs as pafs
 
-from lakestats.exceptions import TableNotFoundError
-from lakestats.formats.base import TableFormat
-from lakestats.formats.iceberg import (
-    FORMAT_NAME as ICEBERG,
+from lakestats.exceptions import (
+    ConfigError,
+    FormatUnavailableError,
+    TableNotFoundError,
+    first_line,
 )
-from lakestats.formats.iceberg import (
-    is_iceberg_location,
-    open_iceberg_catalog,
-    open_iceberg_location,
-)
-from lakestats.formats.iceberg_location import resolve_location
+from lakestats.formats.base import TableFormat, WatchSpec
+from lakestats.locations import TableLocation, resolve_location
 
-OPENERS: dict[str, Callable[[str], TableFormat]] = {ICEBERG: open_iceberg_location}
-# Layouts recognised so that users get a clear answer rather than "not a table".
-_NOT_BUILT = (
-    (("_delta_log",), "a Delta table; Delta support is not built yet"),
-    (("snapshot", "schema"), "a Paimon table; Paimon support is not built yet"),
+DEFAULT_CATALOG_FORMAT = "iceberg"
+
+
+@dataclass(frozen=True)
+class FormatEntry:
+    """One table format as the registry knows it, before its module is imported."""
+
+    name: str  # "iceberg": the name stored in state and given as ``format=``
+    title: str  # "Iceberg": how messages name it
+    layout: str  # what ``detect`` looks for, for "is not a table" messages
+    detect: Callable[[TableLocation], bool]  # checks the layout only; never raises
+    module: str | None = None  # exposes ``open_location`` (and ``open_catalog``); None: not built
+    watch: WatchSpec | None = None
+    extra: str | None = None  # the pip extra that installs the module's dependency
+    catalogs: bool = False  # the module has ``open_catalog``
+
+    @property
+    def built(self) -> bool:
+        return self.module is not None
+
+
+class FormatRegistry:
+    """Format entries in detection order; the module-level functions use ``REGISTRY``.
+
+    Tests build their own registry from entries of their own.
+    """
+
+    def __init__(self, entries: Iterable[FormatEntry]) -> None:
+        self.entries = tuple(entries)
+        self._by_name = {entry.name: entry for entry in self.entries}
+
+    def entry(self, format_name: str) -> FormatEntry:
+        """The entry of a format name (``KeyError`` if unknown)."""
+        return self._by_name[format_name]
+
+    def detect(self, path: str) -> str:
+        """The name of the format of the table at ``path``; see ``detect_format``."""
+        location = resolve_location(path)
+        try:
+            info = location.filesystem.get_file_info(location.root)
+        except OSError as exc:
+            raise TableNotFoundError(f"{path}: cannot read this location ({exc})") from exc
+        if info.type == pafs.FileType.NotFound:
+            raise TableNotFoundError(f"{path} does not exist")
+        if info.type != pafs.FileType.Directory:
+            raise TableNotFoundError(f"{path} is not a table: it is a file, not a table directory")
+        for entry in self.entries:
+            if not entry.detect(location):
+                continue
+            if not entry.built:
+                raise TableNotFoundError(
+                    f"{path} looks like a {entry.title} table; "
+                    f"{entry.title} support is not built yet"
+                )
+            return entry.name
+        raise TableNotFoundError(f"{path} is not a table: found no {self._layouts()}")
+
+    def open_location(self, location: str, format_name: str | None = None) -> TableFormat:
+        entry = self._known(format_name or self.detect(location))
+        opener = cast(Callable[[str], TableFormat], self._load(entry).open_location)
+        return opener(location)
+
+    def open_catalog(
+        self,
+        catalog_name: str,
+        catalog_properties: Mapping[str, str],
+        identifier: str,
+        format_name: str | None = None,
+    ) -> TableFormat:
+        entry = self._known(format_name or DEFAULT_CATALOG_FORMAT)
+        if entry.built and not entry.catalogs:
+            raise ConfigError(
+                f"{entry.title} tables cannot be opened through a catalog: "
+                "give the table's location instead"
+            )
+        opener = cast(
+            Callable[[str, dict[str, str], str], TableFormat], self._load(entry).open_catalog
+        )
+        return opener(catalog_name, dict(catalog_properties), identifier)
+
+    def watch_spec(self, format_name: str) -> WatchSpec:
+        watch = self.entry(format_name).watch
+        if watch is None:
+            raise KeyError(format_name)
+        return watch
+
+    def _known(self, format_name: str) -> FormatEntry:
+        try:
+            return self.entry(format_name)
+        except KeyError:
+            known = ", ".join(entry.name for entry in self.entries)
+            raise ConfigError(f"unknown table format {format_name!r} (known: {known})") from None
+
+    def _load(self, entry: FormatEntry) -> ModuleType:
+        if entry.module is None:
+            raise ConfigError(f"{entry.title} support is not built yet")
+        try:
+            return importlib.import_module(entry.module)
+        except ImportError as exc:
+            missing = exc.name or ""
+            if missing == "lakestats" or missing.startswith("lakestats."):
+                raise  # our own module is missing: a packaging bug, not a missing extra
+            install = (
+                f"install the `lakestats[{entry.extra}]` extra"
+                if entry.extra
+                else f"install {missing or 'its dependency'}"
+            )
+            raise FormatUnavailableError(
+                f"reading {entry.title} tables needs {missing or entry.module}, which cannot "
+                f"be imported ({first_line(exc)}): {install}"
+            ) from exc
+
+    def _layouts(self) -> str:
+        found = [f"{entry.layout} ({entry.title})" for entry in self.entries]
+        if len(found) == 1:
+            return found[0]
+        return f"{', '.join(found[:-1])} or {found[-1]}"
+
+
+# --- detectors: the layout on disk, checked without the format's dependency ---------------
+
+
+def _has_file_ending(location: TableLocation, directory: str, suffix: str) -> bool:
+    selector = pafs.FileSelector(location.fs_path(directory), allow_not_found=True)
+    try:
+        infos = location.filesystem.get_file_info(selector)
+    except OSError:
+        return False
+    return any(
+        info.type == pafs.FileType.File and info.base_name.endswith(suffix) for info in infos
+    )
+
+
+def _has_directories(*names: str) -> Callable[[TableLocation], bool]:
+    def detect(location: TableLocation) -> bool:
+        return all(location.file_type(name) == pafs.FileType.Directory for name in names)
+
+    return detect
+
+
+def _is_iceberg(location: TableLocation) -> bool:
+    return _has_file_ending(location, "metadata", ".metadata.json")
+
+
+ENTRIES = (
+    FormatEntry(
+        name="iceberg",
+        title="Iceberg",
+        layout="metadata/*.metadata.json",
+        detect=_is_iceberg,
+        module="lakestats.formats.iceberg",
+        watch=WatchSpec(directories=("metadata",), markers=(".metadata.json", "version-hint.text")),
+        extra="iceberg",
+        catalogs=True,
+    ),
+    # Layouts recognised so that users get a clear answer rather than "not a table".
+    FormatEntry(
+        name="delta",
+        title="Delta",
+        layout="_delta_log/",
+        detect=_has_directories("_delta_log"),
+        extra="delta",
+    ),
+    FormatEntry(
+        name="paimon",
+        title="Paimon",
+        layout="snapshot/ + schema/",
+        detect=_has_directories("snapshot", "schema"),
+        extra="paimon",
+    ),
 )
+REGISTRY = FormatRegistry(ENTRIES)
 
 
 def detect_format(path: str) -> str:
@@ -32,24 +220,7 @@ def detect_format(path: str) -> str:
     Raises ``TableNotFoundError`` naming the path when it does not exist, is no table, or
     holds a format lakestats cannot read yet.
     """
-    location = resolve_location(path)
-    try:
-        info = location.filesystem.get_file_info(location.root)
-    except OSError as exc:
-        raise TableNotFoundError(f"{path}: cannot read this location ({exc})") from exc
-    if info.type == pafs.FileType.NotFound:
-        raise TableNotFoundError(f"{path} does not exist")
-    if info.type != pafs.FileType.Directory:
-        raise TableNotFoundError(f"{path} is not a table: it is a file, not a table directory")
-    if is_iceberg_location(path):
-        return ICEBERG
-    for dirs, what in _NOT_BUILT:
-        if all(_is_dir(location.filesystem, location.fs_path(d)) for d in dirs):
-            raise TableNotFoundError(f"{path} looks like {what}")
-    raise TableNotFoundError(
-        f"{path} is not a table: found no metadata/*.metadata.json (Iceberg), "
-        "_delta_log/ (Delta) or snapshot/ + schema/ (Paimon)"
-    )
+    return REGISTRY.detect(path)
 
 
 def open_table(
@@ -58,21 +229,24 @@ def open_table(
     catalog: str | None = None,
     catalog_properties: Mapping[str, str] | None = None,
     identifier: str | None = None,
+    format: str | None = None,
 ) -> TableFormat:
-    """Open a table by location (format detected) or by catalog name and identifier."""
+    """Open a table by location or by catalog name and identifier.
+
+    By location the format is detected unless ``format`` names it; through a catalog the
+    format is ``format``, Iceberg by default.
+    """
     if catalog is not None or identifier is not None:
         if location is not None:
             raise ValueError("give either a location or a catalog and identifier, not both")
         if catalog is None or identifier is None:
             raise ValueError("opening through a catalog needs both catalog and identifier")
-        return open_iceberg_catalog(catalog, dict(catalog_properties or {}), identifier)
+        return REGISTRY.open_catalog(catalog, catalog_properties or {}, identifier, format)
     if location is None:
         raise ValueError("give a table location, or a catalog and identifier")
-    return OPENERS[detect_format(location)](location)
+    return REGISTRY.open_location(location, format)
 
 
-def _is_dir(filesystem: pafs.FileSystem, path: str) -> bool:
-    try:
-        return bool(filesystem.get_file_info(path).type == pafs.FileType.Directory)
-    except OSError:
-        return False
+def watch_spec(format_name: str) -> WatchSpec:
+    """What the daemon watches for a table of this format (``KeyError`` if unknown)."""
+    return REGISTRY.watch_spec(format_name)

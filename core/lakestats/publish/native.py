@@ -1,8 +1,10 @@
 """The native stats document: what ``lakestats show --json`` prints and the HTTP API serves.
 
-Built once per processed snapshot from merged aggregates and stored as JSON, so reading a
-table's stats is one small file whatever the number of data files. Key names are a stable
-contract (snake_case); new keys may be added, existing ones never change meaning.
+Built once per processed snapshot from its ``SnapshotStats`` (merged once by the commit
+path) and stored as JSON, so reading a table's stats is one small file whatever the number
+of data files. Key names are a stable contract (snake_case); new keys may be added,
+existing ones never change meaning. The commit document merges only the commit's own
+added and removed files (``commit_doc``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from lakestats.model import (
     SketchSettings,
     TableSchema,
 )
+from lakestats.publish.base import SnapshotStats
 from lakestats.sketches.histogram import equi_depth_histogram
 from lakestats.sketches.merge import (
     kll_normalized_rank_error,
@@ -250,29 +253,24 @@ def commit_doc(
 
 
 def stats_doc(
-    *,
-    table_name: str,
-    format_name: str,
-    snapshot_id: int,
-    schema: TableSchema,
-    partitions: Sequence[PartitionAggregate],
-    commit: dict[str, Any],
-    settings: SketchSettings,
+    stats: SnapshotStats, *, table_name: str, format_name: str, commit: dict[str, Any]
 ) -> dict[str, Any]:
-    """The whole document for one snapshot."""
-    table = whole_table(partitions, settings)
+    """The whole document for one snapshot, from its stats merged once (``stats.table``
+    is the whole-table aggregate; nothing here merges again). ``commit`` is the commit's
+    document (``commit_doc``)."""
+    table = stats.table
     return {
         "table": table_name,
         "format": format_name,
-        "snapshot_id": snapshot_id,
-        "schema_id": schema.schema_id,
+        "snapshot_id": stats.snapshot_id,
+        "schema_id": stats.schema.schema_id,
         "record_count": table.record_count,
         "file_count": table.file_count,
         "total_size_bytes": table.total_size_bytes,
         "merged_record_count": merged_record_count(table),
         "delete_file_count": table.position_delete_files + table.equality_delete_files,
-        "columns": columns_doc(schema, table, settings),
-        "partitions": partitions_doc(partitions),
+        "columns": columns_doc(stats.schema, table, stats.settings),
+        "partitions": partitions_doc(stats.partitions),
         "commit": commit,
         "doc_version": DOC_VERSION,
     }

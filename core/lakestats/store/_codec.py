@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakestats.exceptions import StoreError
-from lakestats.model import JsonScalar, PartitionKey
+from lakestats.model import JsonScalar, PartitionField, PartitionKey
 from lakestats.store import atomic
-from lakestats.values import decode_bound, encode_bound
+from lakestats.values import decode_bound, encode_bound, from_json, to_json
 
 KIND_KEY = b"lakestats.kind"
 FORMAT_VERSION_KEY = b"lakestats.format_version"
@@ -37,11 +37,18 @@ def encode_table(columns: dict[str, list[Any]], schema: pa.Schema) -> bytes:
     return sink.getvalue()
 
 
-def read_table(path: atomic.PathLike, kind: str, schema: pa.Schema, columns: list[str]) -> Any:
+def read_table(
+    path: atomic.PathLike,
+    kind: str,
+    schema: pa.Schema,
+    columns: list[str],
+    optional: Sequence[str] = (),
+) -> Any:
     """Read ``columns`` of a store Parquet file of ``kind``; ``StoreError`` naming the file.
 
     Extra columns (a later minor revision) are ignored; a missing or retyped column, or a
-    file without our kind marker, is not ours.
+    file without our kind marker, is not ours. ``optional`` columns (added by a minor
+    revision) are read when the file has them.
     """
     try:
         with atomic.open_input(path) as source:
@@ -53,7 +60,8 @@ def read_table(path: atomic.PathLike, kind: str, schema: pa.Schema, columns: lis
             version = metadata.get(FORMAT_VERSION_KEY, b"?").decode(errors="replace")
             if version != str(FORMAT_VERSION):
                 raise StoreError(f"{path}: unsupported {kind} format_version {version!r}")
-            for name in columns:
+            present = [n for n in optional if file_schema.get_field_index(n) >= 0]
+            for name in [*columns, *present]:
                 expected = schema.field(name)
                 index = file_schema.get_field_index(name)
                 if index < 0:
@@ -63,7 +71,7 @@ def read_table(path: atomic.PathLike, kind: str, schema: pa.Schema, columns: lis
                         f"{path}: column {name!r} has type {file_schema.field(index).type}, "
                         f"expected {expected.type}"
                     )
-            return parquet.read(columns=columns)
+            return parquet.read(columns=[*columns, *present])
     except StoreError:
         raise
     except FileNotFoundError as exc:
@@ -84,16 +92,26 @@ def decoding(path: atomic.PathLike, kind: str) -> Iterator[None]:
 
 
 def partition_json(key: PartitionKey) -> str:
-    """The partition's ``[[name, value], ...]`` list: keeps spec order and int/float/bool."""
+    """The partition's ``[[name, value], ...]`` list (values rendered by ``to_json``): keeps
+    spec order and int/float/bool."""
     return json.dumps(
-        [[name, value] for name, value in key.values],
+        [[name, to_json(value)] for name, value in key.values],
         allow_nan=False,
         ensure_ascii=False,
         separators=(",", ":"),
     )
 
 
-def partition_from_json(spec_id: int, text: str) -> PartitionKey:
+def partition_fields_json(key: PartitionKey) -> str | None:
+    """The partition's ``[[field_id, type], ...]`` list, ``None`` when the key has none."""
+    if not key.fields:
+        return None
+    return json.dumps([[f.field_id, f.type] for f in key.fields], separators=(",", ":"))
+
+
+def partition_from_json(spec_id: int, text: str, fields_text: str | None = None) -> PartitionKey:
+    """A key from its stored ``partition`` (and, when present, ``partition_fields``) cells:
+    with field types the values come back typed, without them as the stored JSON scalars."""
     raw = json.loads(text)
     if not isinstance(raw, list):
         raise ValueError(f"partition is not a JSON list: {text!r}")
@@ -105,7 +123,25 @@ def partition_from_json(spec_id: int, text: str) -> PartitionKey:
         if value is not None and not isinstance(value, str | int | float | bool):
             raise ValueError(f"partition value is not a JSON scalar: {value!r}")
         values.append((name, value))
-    return PartitionKey(spec_id=spec_id, values=tuple(values))
+    if fields_text is None:
+        return PartitionKey(spec_id=spec_id, values=tuple(values))
+    raw_fields = json.loads(fields_text)
+    if not isinstance(raw_fields, list) or len(raw_fields) != len(values):
+        raise ValueError(f"partition_fields does not match the partition: {fields_text!r}")
+    fields: list[PartitionField] = []
+    for item in raw_fields:
+        if not (
+            isinstance(item, list)
+            and len(item) == 2
+            and isinstance(item[0], int)
+            and isinstance(item[1], str)
+        ):
+            raise ValueError(f"partition field is not a [field_id, type] pair: {item!r}")
+        fields.append(PartitionField(field_id=item[0], type=item[1]))
+    typed = tuple(
+        (name, from_json(f.type, value)) for (name, value), f in zip(values, fields, strict=True)
+    )
+    return PartitionKey(spec_id=spec_id, values=typed, fields=tuple(fields))
 
 
 def encode_value(type_str: str | None, value: Any, where: Callable[[], str]) -> bytes | None:

@@ -19,6 +19,7 @@ from lakestats.store._codec import (
     decoding,
     encode_table,
     encode_value,
+    partition_fields_json,
     partition_from_json,
     partition_json,
     read_table,
@@ -61,7 +62,8 @@ _COLUMN_FIELDS = [
     pa.field("false_count", pa.int64()),
 ]
 SCHEMA = schema_with_kind(_PARTITION_FIELDS + _COLUMN_FIELDS, KIND)
-COLUMNS = list(SCHEMA.names)
+OPTIONAL_COLUMNS = ["partition_fields"]
+COLUMNS = [name for name in SCHEMA.names if name not in OPTIONAL_COLUMNS]
 _PARTITION_TOTALS = [f.name for f in _PARTITION_FIELDS[3:]]
 _NO_COLUMN: dict[str, Any] = {f.name: None for f in _COLUMN_FIELDS}
 
@@ -98,12 +100,13 @@ def _column_cells(part: PartitionAggregate, key: int, agg: ColumnAggregate) -> d
 
 def encode_aggregate(parts: Sequence[PartitionAggregate]) -> bytes:
     """The aggregate's Parquet bytes. ``ValueError`` if a bound cannot be encoded."""
-    columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+    columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
     for ordinal, part in enumerate(parts):
         part_cells: dict[str, Any] = {
             "part_ordinal": ordinal,
             "spec_id": part.partition.spec_id,
             "partition": partition_json(part.partition),
+            "partition_fields": partition_fields_json(part.partition),
         }
         part_cells.update({name: getattr(part, name) for name in _PARTITION_TOTALS})
         rows = [
@@ -111,7 +114,7 @@ def encode_aggregate(parts: Sequence[PartitionAggregate]) -> bytes:
             for key in sorted(part.columns)
         ] or [{**part_cells, **_NO_COLUMN}]
         for row in rows:
-            for name in COLUMNS:
+            for name in SCHEMA.names:
                 columns[name].append(row[name])
     return encode_table(columns, SCHEMA)
 
@@ -123,7 +126,7 @@ def write_aggregate(path: atomic.PathLike, parts: Sequence[PartitionAggregate]) 
 
 def read_aggregate(path: atomic.PathLike) -> tuple[PartitionAggregate, ...]:
     """The partitions in the order written. ``StoreError`` naming ``path`` if unreadable."""
-    table = read_table(path, KIND, SCHEMA, COLUMNS)
+    table = read_table(path, KIND, SCHEMA, COLUMNS, OPTIONAL_COLUMNS)
     data = table.to_pydict()
     with decoding(path, KIND):
         groups: dict[int, list[int]] = {}
@@ -163,7 +166,11 @@ def read_aggregate(path: atomic.PathLike) -> tuple[PartitionAggregate, ...]:
             totals = {name: data[name][first] for name in _PARTITION_TOTALS}
             parts.append(
                 PartitionAggregate(
-                    partition=partition_from_json(data["spec_id"][first], data["partition"][first]),
+                    partition=partition_from_json(
+                        data["spec_id"][first],
+                        data["partition"][first],
+                        data.get("partition_fields", [None] * (first + 1))[first],
+                    ),
                     columns=columns,
                     **totals,
                 )

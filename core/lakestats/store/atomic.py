@@ -15,9 +15,10 @@ import contextlib
 import os
 import uuid
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
+
+from lakestats import locations
 
 PathLike = str | Path
 
@@ -26,16 +27,14 @@ TEMP_MARKER = ".tmp-"
 
 def local_path(path: PathLike) -> Path:
     """A local ``Path`` for a path or a ``file://`` URI; other schemes are not supported yet."""
-    if isinstance(path, Path):
-        return path
-    if "://" not in path:
-        return Path(path)
-    parsed = urlparse(path)
-    if parsed.scheme != "file":
-        raise ValueError(f"unsupported state_dir scheme {parsed.scheme!r} in {path!r}")
-    if parsed.netloc not in ("", "localhost"):
-        raise ValueError(f"file URI with a remote host is not supported: {path!r}")
-    return Path(unquote(parsed.path))
+    local = locations.local_path(path)
+    if local is None:
+        scheme = str(path).split("://", 1)[0]
+        raise ValueError(
+            f"unsupported state_dir scheme {scheme!r} in {path!r}: the stats store must be "
+            "on the local file system (a path or a file:// URI)"
+        )
+    return local
 
 
 def temp_name(final_name: str) -> str:

@@ -22,6 +22,7 @@ from lakestats.store._codec import (
     decoding,
     encode_table,
     encode_value,
+    partition_fields_json,
     partition_from_json,
     partition_json,
     read_table,
@@ -39,6 +40,8 @@ _FILE_FIELDS = [
     pa.field("file_size_bytes", pa.int64(), nullable=False),
     pa.field("spec_id", pa.int32(), nullable=False),
     pa.field("partition", pa.string(), nullable=False),
+    # added in a minor revision (files without it read as before): [[field_id, type], ...]
+    pa.field("partition_fields", pa.string()),
 ]
 _FIELD_FIELDS = [
     pa.field("field_id", pa.int32()),
@@ -69,7 +72,8 @@ _SKETCH_FIELDS = [
     pa.field("false_count", pa.int64()),
 ]
 SCHEMA = schema_with_kind(_FILE_FIELDS + _FIELD_FIELDS + _METRIC_FIELDS + _SKETCH_FIELDS, KIND)
-COLUMNS = list(SCHEMA.names)
+OPTIONAL_COLUMNS = ["partition_fields"]
+COLUMNS = [name for name in SCHEMA.names if name not in OPTIONAL_COLUMNS]
 
 _EMPTY_METRICS: dict[str, Any] = {f.name: None for f in _METRIC_FIELDS}
 _EMPTY_SKETCH: dict[str, Any] = {f.name: None for f in _SKETCH_FIELDS}
@@ -112,10 +116,10 @@ def _sketch_cells(sketch: ColumnSketch | None, type_str: str | None, where: str)
 
 def encode_segment(files: Sequence[DataFile], types: Mapping[int, str]) -> bytes:
     """The segment's Parquet bytes. ``ValueError`` if a bound has no type or cannot encode."""
-    columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+    columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
 
     def emit(row: dict[str, Any]) -> None:
-        for name in COLUMNS:
+        for name in SCHEMA.names:
             columns[name].append(row[name])
 
     for ordinal, data_file in enumerate(files):
@@ -128,6 +132,7 @@ def encode_segment(files: Sequence[DataFile], types: Mapping[int, str]) -> bytes
             "file_size_bytes": data_file.file_size_bytes,
             "spec_id": data_file.partition.spec_id,
             "partition": partition_json(data_file.partition),
+            "partition_fields": partition_fields_json(data_file.partition),
         }
         field_ids = sorted(
             set(data_file.field_ids) | set(data_file.columns) | set(data_file.sketches)
@@ -200,7 +205,7 @@ def _sketch(cells: Mapping[str, Any], type_str: str | None) -> ColumnSketch:
 
 def read_segment(path: atomic.PathLike) -> tuple[DataFile, ...]:
     """The segment's files, in the order written. ``StoreError`` naming ``path`` if unreadable."""
-    table = read_table(path, KIND, SCHEMA, COLUMNS)
+    table = read_table(path, KIND, SCHEMA, COLUMNS, OPTIONAL_COLUMNS)
     data = table.to_pydict()
     with decoding(path, KIND):
         groups: dict[int, list[int]] = {}
@@ -232,7 +237,11 @@ def read_segment(path: atomic.PathLike) -> tuple[DataFile, ...]:
                     file_format=data["file_format"][first],
                     record_count=data["record_count"][first],
                     file_size_bytes=data["file_size_bytes"][first],
-                    partition=partition_from_json(data["spec_id"][first], data["partition"][first]),
+                    partition=partition_from_json(
+                        data["spec_id"][first],
+                        data["partition"][first],
+                        data.get("partition_fields", [None] * (first + 1))[first],
+                    ),
                     columns=columns,
                     field_ids=frozenset(field_ids),
                     sketches=sketches,

@@ -15,7 +15,14 @@ from typing import Any, Generic, TypeVar
 
 from lakestats.exceptions import ConcurrentUpdateError, StoreError
 from lakestats.expiry import StoreFile, VersionInfo
-from lakestats.model import DataFile, PartitionAggregate, SegmentEntry, StateVersion
+from lakestats.merge import merge_partitions
+from lakestats.model import (
+    DataFile,
+    PartitionAggregate,
+    SegmentEntry,
+    SketchSettings,
+    StateVersion,
+)
 from lakestats.store import aggregates, atomic, segments, statelog
 
 SEGMENTS_DIR = "segments"
@@ -255,17 +262,31 @@ class StatsStore:
             self._aggregates.put(rel, cached)
         return cached
 
-    def merged(self, state: StateVersion) -> tuple[PartitionAggregate, ...] | None:
-        """The merge of all live segments' aggregates of ``state``, if this process has it.
+    def merged(
+        self, state: StateVersion, settings: SketchSettings
+    ) -> tuple[PartitionAggregate, ...]:
+        """The merge of all live segments' aggregates of ``state``: THE merged-view cache.
 
-        A long-running process (the daemon) keeps it from commit to commit, so a new commit
-        merges one segment into it instead of re-reading and re-merging every segment.
+        Three levels, cheapest first: this process's memory (a long-running daemon keeps
+        it from commit to commit), the merged aggregate the state points to (written by
+        the commit that made it), else a re-merge of every live segment's aggregate.
         """
-        return self._merged.get(merge_key(state))
+        key = merge_key(state)
+        partitions = self._merged.get(key)
+        if partitions is None and state.merged_path and state.merged_key == key:
+            partitions = self.read_aggregate(state.merged_path)
+        if partitions is None:
+            parts: list[PartitionAggregate] = []
+            for segment in state.segments:
+                parts.extend(self.read_aggregate(segment.aggregate_path))
+            partitions = merge_partitions(parts, settings)
+        self._merged.put(key, partitions)
+        return partitions
 
     def remember_merged(
         self, state: StateVersion, partitions: tuple[PartitionAggregate, ...]
     ) -> None:
+        """Record the merged view of ``state`` (computed by the commit that wrote it)."""
         self._merged.put(merge_key(state), partitions)
 
     # -- stats documents ------------------------------------------------------------------

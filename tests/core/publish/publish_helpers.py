@@ -12,7 +12,9 @@ from datasketches import update_theta_sketch
 
 from lakestats.analyze import AnalyzeResult, Sketcher, analyze_table
 from lakestats.config import Config, SketchConfig, TableConfig
-from lakestats.model import ColumnSketch, TableSchema
+from lakestats.merge import TABLE_KEY
+from lakestats.model import ColumnSketch, PartitionAggregate, SketchSettings, TableSchema
+from lakestats.publish.base import SnapshotStats
 from lakestats.sketches.hashing import THETA_SEED
 from lakestats.tables import OpenedTable, open_configured
 from lakestats.testing import IcebergWarehouse
@@ -85,3 +87,15 @@ def run_analyze(
     config: Config, opened: OpenedTable, sketcher: Sketcher | None, **kwargs: Any
 ) -> AnalyzeResult:
     return analyze_table(opened, config=config, sketcher=sketcher, **kwargs)
+
+
+def unsketched(opened: OpenedTable, snapshot_id: int) -> SnapshotStats:
+    """Stats of a snapshot with no partitions and no sketches: nothing for a Puffin file,
+    partition statistics from the snapshot's live files."""
+    return SnapshotStats(
+        snapshot_id=snapshot_id,
+        schema=opened.table.schema(),
+        partitions=(),
+        table=PartitionAggregate(partition=TABLE_KEY),
+        settings=SketchSettings(),
+    )

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from datasketches import compact_theta_sketch
-from publish_helpers import PySketcher, catalog_config, local, run_analyze
+from publish_helpers import PySketcher, catalog_config, local, run_analyze, unsketched
 from pyiceberg.table import Table
 from pyiceberg.table.puffin import PuffinFile
 from pyiceberg.transforms import IdentityTransform
@@ -265,8 +265,8 @@ def test_registered_but_unrecorded_stats_are_adopted(tmp_path: Path) -> None:
     assert current is not None
     recorded = state.published["iceberg"]["snapshots"][str(current)]
     # another registration for the current snapshot whose returned records are "lost"
-    publisher = IcebergPublisher(opened.table, config.sketch.settings())  # type: ignore[arg-type]
-    publisher.stage(current, (), None, state.published)
+    publisher = IcebergPublisher(opened.table)  # type: ignore[arg-type]
+    publisher.stage(unsketched(opened, current), state.published)
     publisher.flush(state.published)
     table = wh.table("t")
     now = next(p for p in table.metadata.partition_statistics if p.snapshot_id == current)
@@ -295,10 +295,10 @@ def test_stats_of_a_snapshot_expired_before_registration_are_never_registered(
 ) -> None:
     wh = IcebergWarehouse(tmp_path / "wh")
     make_table(wh)
-    config, opened = catalog_config(wh, "t", tmp_path / "state")
+    _, opened = catalog_config(wh, "t", tmp_path / "state")
     oldest = wh.lineage("t")[0]
-    publisher = IcebergPublisher(opened.table, config.sketch.settings())  # type: ignore[arg-type]
-    publisher.stage(oldest, (), None, {})
+    publisher = IcebergPublisher(opened.table)  # type: ignore[arg-type]
+    publisher.stage(unsketched(opened, oldest), {})
     staged = lakestats_files(wh.table("t"))
     assert staged  # the partition stats file was written
     wh.expire_snapshots("t", [oldest])

@@ -8,7 +8,7 @@ import pytest
 from pyiceberg.table.puffin import PuffinFile
 
 from lakestats.exceptions import MetadataError
-from lakestats.publish.puffin import (
+from lakestats.publish.iceberg.puffin import (
     CODEC_LZ4,
     CODEC_ZSTD,
     MAGIC,

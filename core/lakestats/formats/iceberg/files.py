@@ -21,16 +21,17 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.types import NestedField, PrimitiveType, StructType
 
+from lakestats.exceptions import MetadataError
 from lakestats.model import (
     Column,
     ColumnMetrics,
     DataFile,
     FileContent,
-    JsonScalar,
+    PartitionField,
     PartitionKey,
     TableSchema,
 )
-from lakestats.values import STRING_LIKE_TYPES, decode_bound, from_physical, parse_type, to_json
+from lakestats.values import STRING_LIKE_TYPES, decode_bound, from_physical, parse_type
 
 _CONTENT = {
     DataFileContent.DATA: FileContent.DATA,
@@ -164,18 +165,20 @@ class FileConverter:
         if spec is None or not spec.fields:
             return PartitionKey(spec_id=spec_id)
         record = data_file.partition
-        values: list[tuple[str, JsonScalar]] = []
+        values: list[tuple[str, Any]] = []
+        fields: list[PartitionField] = []
         for index, partition_field in enumerate(spec.fields):
             raw = record[index] if index < len(record) else None
             source = self._column(partition_field.source_id, schema_id)
-            value: JsonScalar = None
-            if raw is not None and source is not None:
-                result_type = partition_field.transform.result_type(parse_type(source.type))
-                value = to_json(from_physical(str(result_type), raw))
-            elif raw is not None:
-                value = to_json(raw)
-            values.append((partition_field.name, value))
-        return PartitionKey(spec_id=spec_id, values=tuple(values))
+            if source is None:
+                raise MetadataError(
+                    f"partition field {partition_field.name!r} of spec {spec_id}: source "
+                    f"column {partition_field.source_id} is in no schema of the table"
+                )
+            result_type = str(partition_field.transform.result_type(parse_type(source.type)))
+            values.append((partition_field.name, from_physical(result_type, raw)))
+            fields.append(PartitionField(partition_field.field_id, result_type))
+        return PartitionKey(spec_id=spec_id, values=tuple(values), fields=tuple(fields))
 
     def _metrics(self, data_file: IcebergDataFile, schema_id: int) -> dict[int, ColumnMetrics]:
         sizes = _as_dict(data_file.column_sizes)

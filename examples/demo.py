@@ -1,10 +1,12 @@
 """``make demo``: lakestatsd keeping a live Iceberg table's stats fresh.
 
-Builds a demo warehouse with pyiceberg's SQLite catalog under ``./demo-warehouse``
-(replaced on every run), starts ``lakestatsd --config config/local.toml`` in the
-background, then writes commits (appends, a delete, a compaction) and after each one shows
-the stats the daemon serves over HTTP and how fresh they are; finally stops the daemon with
-SIGTERM. Needs nothing but this package and Java.
+An example script, not part of the library: it writes the table with pyiceberg directly,
+as a writer would. Builds a demo warehouse with pyiceberg's SQLite catalog under
+``<repository>/demo-warehouse`` (replaced on every run), starts
+``lakestatsd --config <repository>/config/local.toml`` in the background, then writes
+commits (appends, a delete, a compaction) and after each one shows the stats the daemon
+serves over HTTP and how fresh they are; finally stops the daemon with SIGTERM. Needs
+nothing but this package and Java, and runs from any working directory.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ from pyiceberg.types import (
 from lakestats.config import Config, load_config
 from lakestats.notify import notify
 from lakestats.render import render_stats
+
+# the repository's example config, wherever the script is started from
+CONFIG_PATH = Path(__file__).resolve().parents[1] / "config" / "local.toml"
 
 SCHEMA = Schema(
     NestedField(1, "order_id", LongType(), required=False),
@@ -118,8 +123,7 @@ def _wait_ready(base: str, daemon: subprocess.Popen[bytes], log: Path) -> None:
 
 
 def main() -> int:
-    repo = Path.cwd()
-    config_path = repo / "config" / "local.toml"
+    config_path = CONFIG_PATH
     config = load_config(config_path)
     (table_config,) = config.table
     assert table_config.location is not None

@@ -20,8 +20,7 @@ from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile
 from pyiceberg.manifest import ManifestEntry, ManifestFile, read_manifest_list
 from pyiceberg.table.snapshots import Snapshot
 
-from lakestats.exceptions import MetadataError
-from lakestats.formats.iceberg_location import first_line
+from lakestats.exceptions import MetadataError, first_line
 
 _V = TypeVar("_V")
 _AVRO_MAGIC = b"Obj\x01"

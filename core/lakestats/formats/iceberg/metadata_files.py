@@ -9,51 +9,17 @@ state in the file names under ``metadata/``: ``vN.metadata.json`` or
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 from pyarrow import fs as pafs
 
-from lakestats.exceptions import MetadataError, TableNotFoundError
+from lakestats.exceptions import MetadataError, TableNotFoundError, first_line
+from lakestats.locations import TableLocation
 
 METADATA_DIR = "metadata"
 VERSION_HINT = "version-hint.text"
 _METADATA_SUFFIX = ".metadata.json"
 # The optional ".gz" is the compression codec Java writers put before the suffix.
 _VERSIONED_NAME = re.compile(r"^(?:v(\d+)|(\d+)-[0-9A-Za-z-]+)(?:\.gz)?\.metadata\.json$")
-
-
-@dataclass(frozen=True)
-class TableLocation:
-    """A table directory on some filesystem: what to list with, and how to name its files."""
-
-    filesystem: pafs.FileSystem
-    root: str  # path within ``filesystem``, no trailing slash
-    uri: str  # the form to hand to pyiceberg (plain local path or a URI)
-
-    def join(self, *parts: str) -> str:
-        return "/".join((self.uri.rstrip("/"), *parts))
-
-    def fs_path(self, *parts: str) -> str:
-        return "/".join((self.root, *parts))
-
-
-def resolve_location(path: str) -> TableLocation:
-    """A local path, ``file://`` URI or filesystem URI as a ``TableLocation``.
-
-    Raises ``TableNotFoundError`` when the scheme has no filesystem.
-    """
-    parsed = urlparse(path)
-    if parsed.scheme in ("", "file") or len(parsed.scheme) == 1:  # one letter: Windows drive
-        local = unquote(parsed.path) if parsed.scheme == "file" else path
-        root = str(Path(local).expanduser().resolve())
-        return TableLocation(pafs.LocalFileSystem(), root, root)
-    try:
-        filesystem, root = pafs.FileSystem.from_uri(path)
-    except (ValueError, OSError) as exc:
-        raise TableNotFoundError(f"{path}: cannot open this location ({first_line(exc)})") from exc
-    return TableLocation(filesystem, root.rstrip("/"), path.rstrip("/"))
 
 
 def metadata_version(file_name: str) -> int | None:
@@ -126,10 +92,3 @@ def _hinted_file(location: TableLocation, names: set[str]) -> str | None:
     # A hint naming a file that is gone is stale (old metadata files get cleaned up after
     # commits): the listing is then the better witness.
     return name if name in names else None
-
-
-def first_line(exc: BaseException) -> str:
-    """An exception as one short line, for errors that name a file and the problem."""
-    text = str(exc).strip().splitlines()
-    line = text[0] if text else type(exc).__name__
-    return line if len(line) <= 300 else line[:297] + "..."

@@ -1,0 +1,112 @@
+"""Opening an Iceberg table: by location (no catalog) or through a pyiceberg catalog.
+
+Both hand back an ``IcebergTable`` whose ``refresh()`` looks again where it was opened:
+the newest ``metadata/*.metadata.json`` of the location, or the catalog's current pointer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import ValidationError
+from pyiceberg.catalog import load_catalog
+from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+from pyiceberg.exceptions import ValidationError as IcebergValidationError
+from pyiceberg.table import StaticTable, Table
+
+from lakestats.exceptions import ConfigError, MetadataError, TableNotFoundError, first_line
+from lakestats.formats.iceberg.metadata_files import current_metadata_file, list_metadata_files
+from lakestats.formats.iceberg.table import IcebergTable
+from lakestats.locations import resolve_location
+
+
+def is_iceberg_location(path: str) -> bool:
+    """Whether ``path`` holds ``metadata/*.metadata.json`` (never raises)."""
+    try:
+        return bool(list_metadata_files(resolve_location(path)))
+    except (TableNotFoundError, OSError, ValueError):
+        return False
+
+
+def open_iceberg_location(path: str, *, cache_size: int = 256) -> IcebergTable:
+    """Open a table from its location (local path, ``file://`` or filesystem URI).
+
+    The current metadata file is the newest ``metadata/*.metadata.json`` (or the one
+    ``version-hint.text`` names); ``refresh()`` looks again.
+    """
+    location = resolve_location(path)
+
+    def load(previous: Table | None) -> Table:
+        metadata_file = current_metadata_file(location)
+        if previous is not None and previous.metadata_location == metadata_file:
+            return previous
+        return _load_static(metadata_file)
+
+    return IcebergTable(load, location.uri, cache_size)
+
+
+def open_iceberg_catalog(
+    catalog_name: str,
+    catalog_properties: Mapping[str, str],
+    identifier: str,
+    *,
+    cache_size: int = 256,
+) -> IcebergTable:
+    """Open a table through a pyiceberg catalog; ``refresh()`` asks the catalog again."""
+    try:
+        catalog = load_catalog(catalog_name, **catalog_properties)
+    except Exception as exc:
+        # Each catalog backend (SQL, REST, Glue, Hive …) fails with its own client errors;
+        # all of them mean the catalog settings do not lead to a working catalog.
+        raise ConfigError(f"catalog {catalog_name!r} cannot be used: {first_line(exc)}") from exc
+    description = f"{identifier} (catalog {catalog_name})"
+
+    def load(previous: Table | None) -> Table:
+        try:
+            table = catalog.load_table(identifier)
+        except (NoSuchTableError, NoSuchNamespaceError) as exc:
+            raise TableNotFoundError(f"table {description} does not exist") from exc
+        except (ValidationError, IcebergValidationError) as exc:
+            raise MetadataError(
+                f"table {description}: current metadata file {_describe_invalid(exc)}"
+            ) from exc
+        except FileNotFoundError as exc:
+            raise MetadataError(
+                f"table {description}: metadata file {first_line(exc)} does not exist"
+            ) from exc
+        except Exception as exc:  # backend client errors, as above
+            raise MetadataError(
+                f"table {description} cannot be loaded ({type(exc).__name__}: {first_line(exc)})"
+            ) from exc
+        if previous is not None and previous.metadata_location == table.metadata_location:
+            return previous
+        return table
+
+    return IcebergTable(load, description, cache_size)
+
+
+def _load_static(metadata_file: str) -> Table:
+    what = f"metadata file {metadata_file}"
+    try:
+        return StaticTable.from_metadata(metadata_file)
+    except FileNotFoundError as exc:
+        raise MetadataError(f"{what} does not exist (removed while reading?)") from exc
+    except (ValidationError, IcebergValidationError) as exc:
+        raise MetadataError(f"{what} {_describe_invalid(exc)}") from exc
+    except UnicodeDecodeError as exc:
+        raise MetadataError(f"{what} is not UTF-8 text (corrupt?)") from exc
+    except (OSError, ValueError, EOFError) as exc:
+        raise MetadataError(f"{what} is unreadable ({first_line(exc)})") from exc
+
+
+def _describe_invalid(exc: ValidationError | IcebergValidationError) -> str:
+    # pyiceberg wraps pydantic's error in its own, keeping the original as the cause
+    cause = exc if isinstance(exc, ValidationError) else exc.__cause__
+    if not isinstance(cause, ValidationError) or not cause.errors():
+        return f"is not valid Iceberg table metadata ({first_line(exc)})"
+    errors = cause.errors()
+    if any(e["type"] == "json_invalid" for e in errors):
+        return "is not valid JSON (truncated?)"
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"is not valid Iceberg table metadata ({where}: {first['msg']})"

@@ -1,0 +1,196 @@
+"""The Iceberg table format, read through pyiceberg: ``IcebergTable``, one opened table.
+
+Only metadata is read (metadata.json, manifest lists, manifests), never data files. Errors
+from pyiceberg, pydantic, Avro decoding and the filesystem are turned into
+``MetadataError``/``TableNotFoundError`` with one line naming the file, at the edge
+(``opening``, ``manifests``, and here).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table import StaticTable, Table
+from pyiceberg.table.metadata import TableMetadata
+
+from lakestats.exceptions import (
+    ExpiryError,
+    LineageError,
+    MetadataError,
+    SnapshotNotFoundError,
+    first_line,
+)
+from lakestats.formats.iceberg.commits import (
+    baseline_commit,
+    inherits_files,
+    lineage,
+    live_files_of,
+    snapshot_commit,
+)
+from lakestats.formats.iceberg.files import FileConverter, table_schema
+from lakestats.formats.iceberg.manifests import ManifestReader
+from lakestats.model import Commit, DataFile, SnapshotInfo, TableSchema
+
+FORMAT_NAME = "iceberg"
+
+
+class IcebergTable:
+    """An Iceberg table opened by location or through a catalog (``TableFormat``).
+
+    Not a snapshot of the table: ``refresh()`` moves it to the newest metadata. Manifests
+    read are cached for the life of the object (see ``ManifestReader``).
+    """
+
+    def __init__(
+        self, load: Callable[[Table | None], Table], description: str, cache_size: int = 256
+    ) -> None:
+        self._load = load
+        self._description = description
+        self._lock = threading.Lock()
+        self._table = load(None)
+        self._reader = ManifestReader(self._table.io, cache_size)
+        self._converter = FileConverter(self._table.metadata)
+
+    # --- identity -------------------------------------------------------------------------
+
+    @property
+    def format_name(self) -> str:
+        return FORMAT_NAME
+
+    @property
+    def table_id(self) -> str:
+        return str(self._metadata.table_uuid)
+
+    @property
+    def location(self) -> str:
+        return self._metadata.location
+
+    @property
+    def metadata_location(self) -> str:
+        """The metadata file the table was last loaded from."""
+        return self._table.metadata_location
+
+    @property
+    def pyiceberg_table(self) -> Table:
+        """The underlying pyiceberg table, for callers that need more than the Protocol."""
+        return self._table
+
+    @property
+    def _metadata(self) -> TableMetadata:
+        return self._table.metadata
+
+    def __repr__(self) -> str:
+        return f"IcebergTable({self._description!r})"
+
+    def refresh(self) -> None:
+        table = self._load(self._table)
+        with self._lock:
+            if table is not self._table:
+                self._table = table
+                self._reader.file_io = table.io
+                self._converter = FileConverter(table.metadata)
+
+    # --- snapshots and schemas ------------------------------------------------------------
+
+    def current_snapshot_id(self) -> int | None:
+        snapshot = self._metadata.current_snapshot()
+        return snapshot.snapshot_id if snapshot is not None else None
+
+    def snapshot_ids(self) -> frozenset[int]:
+        return frozenset(s.snapshot_id for s in self._metadata.snapshots)
+
+    def snapshot_infos(self) -> tuple[SnapshotInfo, ...]:
+        """Every snapshot in the metadata, for expiry planning (``lakestats.expiry``)."""
+        metadata = self._metadata
+        heads = {ref.snapshot_id for ref in metadata.refs.values()}
+        lineage: set[int] = set()
+        snapshot = metadata.current_snapshot()
+        while snapshot is not None and snapshot.snapshot_id not in lineage:
+            lineage.add(snapshot.snapshot_id)
+            parent = snapshot.parent_snapshot_id
+            snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
+        return tuple(
+            SnapshotInfo(
+                snapshot_id=s.snapshot_id,
+                timestamp_ms=s.timestamp_ms,
+                in_main_lineage=s.snapshot_id in lineage,
+                is_ref_head=s.snapshot_id in heads,
+            )
+            for s in metadata.snapshots
+        )
+
+    def expire_snapshots(self, snapshot_ids: Sequence[int]) -> None:
+        """Expire snapshots with pyiceberg's own expiry (one metadata commit), then refresh.
+
+        Called with no id, only checks that the table can commit (a misconfigured policy is
+        reported at once, not when there first is something to expire).
+
+        Only the metadata changes: files the expired snapshots alone referenced are left
+        for the table's orphan-file cleanup, as pyiceberg does. A table opened by location
+        is read-only (a ``StaticTable``): ``ExpiryError`` says to configure it by catalog.
+        """
+        table = self._table
+        if isinstance(table, StaticTable):
+            raise ExpiryError(
+                f"table {self._description} was opened by location, which is read-only: "
+                "managed snapshot expiry commits through the table's catalog, so configure "
+                "the table with catalog + identifier (or expire with your engine; lakestats "
+                "follows any expiry)"
+            )
+        if not snapshot_ids:
+            return
+        present = {s.snapshot_id for s in table.metadata.snapshots}
+        wanted = [s for s in snapshot_ids if s in present]
+        if wanted:
+            try:
+                table.maintenance.expire_snapshots().by_ids(wanted).commit()
+            except (CommitFailedException, ValueError) as exc:
+                raise ExpiryError(
+                    f"table {self._description}: snapshot expiry failed: {first_line(exc)}"
+                ) from exc
+        self.refresh()
+
+    def schema(self, schema_id: int | None = None) -> TableSchema:
+        metadata = self._metadata
+        wanted = metadata.current_schema_id if schema_id is None else schema_id
+        schema = metadata.schema_by_id(wanted)
+        if schema is None:
+            raise MetadataError(f"table {self._description} has no schema with id {wanted}")
+        return table_schema(schema)
+
+    # --- commits and files ----------------------------------------------------------------
+
+    def commits_since(self, after_snapshot_id: int | None) -> Sequence[Commit]:
+        with self._lock:  # one consistent metadata version even if refresh() runs meanwhile
+            metadata, reader, converter = self._metadata, self._reader, self._converter
+        chain, reached, history_cut = lineage(metadata, after_snapshot_id)
+        if after_snapshot_id is not None and not reached:
+            current = metadata.current_snapshot()
+            raise LineageError(
+                f"snapshot {after_snapshot_id} is not an ancestor of the current snapshot "
+                f"{current.snapshot_id if current else None} of table {self._description} "
+                "(rolled back, replaced, or expired)"
+            )
+        if chain and not reached and not history_cut:
+            history_cut = inherits_files(chain[0], reader)
+        commits: list[Commit] = []
+        for index, snapshot in enumerate(chain):
+            if index == 0 and history_cut:
+                commits.append(baseline_commit(snapshot, metadata, reader, converter))
+            else:
+                commits.append(snapshot_commit(snapshot, metadata, reader, converter))
+        return commits
+
+    def live_files(self, snapshot_id: int) -> Sequence[DataFile]:
+        """Every live data and delete file; ``SnapshotNotFoundError`` if not in metadata."""
+        with self._lock:
+            metadata, reader, converter = self._metadata, self._reader, self._converter
+        snapshot = metadata.snapshot_by_id(snapshot_id)
+        if snapshot is None:
+            raise SnapshotNotFoundError(
+                f"snapshot {snapshot_id} is not in the metadata of table {self._description}"
+            )
+        data, deletes = live_files_of(snapshot, metadata, reader, converter)
+        return (*data, *deletes)

@@ -1,0 +1,104 @@
+"""The one parser of "a local path or a URI": table locations, data file paths, state dirs.
+
+Formats, the store, the sketch pipeline and the daemon all meet paths written by someone
+else (a manifest's ``file:///x/y.parquet``, a config's ``./warehouse``, Spark's
+``file:/x/y.parquet``, an ``s3://`` location). Each question about such a path is answered
+here once:
+
+* ``is_local`` — on this machine's file system (plain path, ``file:`` URI, Windows drive)?
+* ``local_path`` — the local ``Path`` it names, or ``None`` for a remote URI;
+* ``resolve_location`` — a ``TableLocation``: the pyarrow file system to list it with, the
+  path inside that file system, and the URI to hand to format libraries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from pyarrow import fs as pafs
+
+from lakestats.exceptions import TableNotFoundError, first_line
+
+
+def _is_local_scheme(scheme: str) -> bool:
+    return scheme in ("", "file") or len(scheme) == 1  # one letter: a Windows drive
+
+
+def is_local(path: str | Path) -> bool:
+    """Whether ``path`` names something on the local file system."""
+    if isinstance(path, Path):
+        return True
+    return _is_local_scheme(urlsplit(path).scheme)
+
+
+def local_path(path: str | Path, *, percent_encoded: bool = True) -> Path | None:
+    """The local ``Path`` of a plain path or ``file:`` URI; ``None`` for a remote URI.
+
+    A ``file://host/...`` URI with a host other than ``localhost`` is remote. URIs a user or
+    a config wrote are percent-decoded; data file paths listed by table formats are not
+    (``percent_encoded=False``): Hadoop reads ``file:///a%20b.parquet`` as the file named
+    ``a%20b.parquet``.
+    """
+    if isinstance(path, Path):
+        return path
+    parts = urlsplit(path)
+    if not _is_local_scheme(parts.scheme):
+        return None
+    if parts.scheme != "file":
+        return Path(path)
+    if parts.netloc not in ("", "localhost"):
+        return None
+    return Path(unquote(parts.path) if percent_encoded else parts.path)
+
+
+def looks_like_location(text: str) -> bool:
+    """Whether a user's argument is meant as a path or URI rather than a table name."""
+    return "/" in text or "://" in text or text.startswith(".") or Path(text).exists()
+
+
+@dataclass(frozen=True)
+class TableLocation:
+    """A table directory on some filesystem: what to list with, and how to name its files."""
+
+    filesystem: pafs.FileSystem
+    root: str  # path within ``filesystem``, no trailing slash
+    uri: str  # the form to hand to format libraries (plain local path or a URI)
+
+    def join(self, *parts: str) -> str:
+        return "/".join((self.uri.rstrip("/"), *parts))
+
+    def fs_path(self, *parts: str) -> str:
+        return "/".join((self.root, *parts))
+
+    @property
+    def local_root(self) -> Path | None:
+        """The directory on the local file system, ``None`` for remote locations."""
+        return Path(self.root) if isinstance(self.filesystem, pafs.LocalFileSystem) else None
+
+    def file_type(self, *parts: str) -> pafs.FileType:
+        """What is at ``parts`` under the root (``NotFound`` when unreadable or absent)."""
+        try:
+            return self.filesystem.get_file_info(self.fs_path(*parts)).type
+        except OSError:
+            return pafs.FileType.NotFound
+
+    def is_dir(self, *parts: str) -> bool:
+        return bool(self.file_type(*parts) == pafs.FileType.Directory)
+
+
+def resolve_location(path: str) -> TableLocation:
+    """A local path, ``file://`` URI or filesystem URI as a ``TableLocation``.
+
+    Raises ``TableNotFoundError`` when the scheme has no filesystem.
+    """
+    local = local_path(path)
+    if local is not None:
+        root = str(local.expanduser().resolve())
+        return TableLocation(pafs.LocalFileSystem(), root, root)
+    try:
+        filesystem, root = pafs.FileSystem.from_uri(path)
+    except (ValueError, OSError) as exc:
+        raise TableNotFoundError(f"{path}: cannot open this location ({first_line(exc)})") from exc
+    return TableLocation(filesystem, root.rstrip("/"), path.rstrip("/"))

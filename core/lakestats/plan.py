@@ -1,0 +1,150 @@
+"""Planning the commit path: pure functions from commits (and what the store knows) to plans.
+
+Nothing here reads or writes a file. ``plan_batches`` cuts the unprocessed commits into
+batches whose new data files fit one Spark job and says which columns the job must scan
+for min/max; ``plan_commit`` turns one commit, its sketches and the segments that hold the
+files it removes into a ``CommitPlan`` that the store step executes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from lakestats.exceptions import StoreError
+from lakestats.model import ColumnSketch, Commit, DataFile, SegmentEntry, TableSchema
+
+Sketches = Mapping[str, Mapping[int, ColumnSketch]]
+"""Block sketches of a batch: data file path → field id → sketch."""
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """Consecutive commits whose added data files are sketched by one Spark job."""
+
+    commits: tuple[Commit, ...]
+    paths: tuple[str, ...]  # data files to sketch, in commit order
+    bounds_for: frozenset[int]  # field ids whose min/max the job must scan
+
+    @property
+    def file_count(self) -> int:
+        return len(self.paths)
+
+
+@dataclass(frozen=True)
+class CommitPlan:
+    """What the store step does for one commit."""
+
+    commit: Commit
+    schema: TableSchema  # the schema the commit was written with
+    # field id → type and name; the commit's own schema wins (its files' bounds are encoded
+    # in the types they were written with), the current schema fills in the rest
+    types: Mapping[int, str]
+    names: Mapping[int, str]
+    added: tuple[DataFile, ...]  # new data files (with their sketches), then delete files
+    removed: tuple[DataFile, ...]  # removed data files, then delete files
+    # segment path → files of that segment this commit removes (its new tombstones)
+    tombstones: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    @property
+    def full_merge(self) -> bool:
+        """Re-merge the table from segment aggregates: a removal or a baseline changes
+        what the previous merged view holds, so it cannot be extended incrementally."""
+        return bool(self.tombstones) or self.commit.is_baseline
+
+
+def bounds_needed(files: Sequence[DataFile]) -> frozenset[int]:
+    """Field ids whose min/max some file's metadata lacks or may have truncated: only
+    those need a scan."""
+    needed: set[int] = set()
+    for f in files:
+        for field_id in f.field_ids:
+            metrics = f.columns.get(field_id)
+            if (
+                metrics is None
+                or metrics.lower is None
+                or metrics.upper is None
+                or metrics.bounds_may_be_truncated
+            ):
+                needed.add(field_id)
+    return frozenset(needed)
+
+
+def plan_batches(commits: Sequence[Commit], max_files: int) -> tuple[BatchPlan, ...]:
+    """Consecutive commits whose added data files fit one Spark job (≥ 1 commit each)."""
+    batches: list[list[Commit]] = []
+    files = 0
+    for commit in commits:
+        n = len(commit.added_files)
+        if batches and batches[-1] and files + n <= max_files:
+            batches[-1].append(commit)
+            files += n
+            continue
+        batches.append([commit])
+        files = n
+    return tuple(_batch(group) for group in batches)
+
+
+def _batch(commits: Sequence[Commit]) -> BatchPlan:
+    files = [f for c in commits for f in c.added_files]
+    return BatchPlan(
+        commits=tuple(commits),
+        paths=tuple(f.path for f in files),
+        bounds_for=bounds_needed(files),
+    )
+
+
+def schema_types(*schemas: TableSchema) -> dict[int, str]:
+    """field id → type; later schemas win (a promoted type replaces the old one)."""
+    types: dict[int, str] = {}
+    for schema in schemas:
+        types.update({c.field_id: c.type for c in schema.columns})
+    return types
+
+
+def attach_sketches(files: Sequence[DataFile], sketches: Sketches) -> tuple[DataFile, ...]:
+    """The files with their block sketches. Columns added after a file was written read as
+    null in Spark: they are absent from the file, not all-null values of it, so dropped."""
+    out = []
+    for f in files:
+        per_file = sketches.get(f.path)
+        if per_file is None:
+            out.append(f)
+            continue
+        kept = {fid: s for fid, s in per_file.items() if fid in f.field_ids}
+        out.append(replace(f, sketches=kept))
+    return tuple(out)
+
+
+def plan_commit(
+    commit: Commit,
+    *,
+    schema: TableSchema,
+    current_schema: TableSchema,
+    sketches: Sketches,
+    located: Mapping[str, SegmentEntry],
+) -> CommitPlan:
+    """The plan of one commit. ``located`` maps each removed file's path to the live
+    segment that added it (``StatsStore.locate``); a removed file no segment holds means
+    the store missed a commit, which is an error, never a silent skip."""
+    removed = (*commit.removed_files, *commit.removed_delete_files)
+    tombstones: dict[str, set[str]] = {}
+    for f in removed:
+        segment = located.get(f.path)
+        if segment is None:
+            raise StoreError(
+                f"file {f.path} removed by this commit was never recorded in the stats "
+                "store; run `lakestats analyze --rebuild` to recompute from the table's files"
+            )
+        tombstones.setdefault(segment.path, set()).add(f.path)
+    names = {c.field_id: c.name for c in current_schema.columns}
+    names.update({c.field_id: c.name for c in schema.columns})
+    return CommitPlan(
+        commit=commit,
+        schema=schema,
+        types=schema_types(current_schema, schema),
+        names=names,
+        added=(*attach_sketches(commit.added_files, sketches), *commit.added_delete_files),
+        removed=removed,
+        tombstones={path: frozenset(files) for path, files in tombstones.items()},
+    )

@@ -1,0 +1,49 @@
+"""The read side: stats documents of processed snapshots, and per-commit aggregates.
+
+Reading is one small file per request whatever the table's size: the document was written
+when the snapshot was processed (``publish/native.py``). Nothing here writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakestats.exceptions import SnapshotNotFoundError
+from lakestats.maintenance import expired_meanwhile, missing_snapshot_message
+from lakestats.publish.registry import publisher_for
+from lakestats.tables import ConfigLike, TableLike, open_table
+
+
+def read_stats(
+    table: TableLike, snapshot_id: int | None = None, *, config: ConfigLike = None
+) -> dict[str, Any]:
+    """The stats document (the ``show --json`` contract) of the current or a given snapshot.
+
+    ``table``/``config`` as for ``analyze_table``. ``SnapshotNotFoundError`` says why a
+    snapshot has none (never analyzed, expired, unknown).
+    """
+    opened = open_table(table, config)
+    state = opened.store.current()
+    if state is None or state.last_snapshot_id is None:
+        raise SnapshotNotFoundError(
+            f"no stats for table {opened.name} yet: run `lakestats analyze {opened.name}`"
+        )
+    wanted = state.last_snapshot_id if snapshot_id is None else snapshot_id
+    path = state.stats.get(wanted)
+    if path is None or (snapshot_id is not None and expired_meanwhile(opened, state, wanted)):
+        raise SnapshotNotFoundError(missing_snapshot_message(opened, state, wanted))
+    doc = opened.store.read_stats(path)
+    doc["table"] = opened.name
+    doc["published"] = publisher_for(opened).describe(wanted, state.published)
+    return doc
+
+
+def list_commit_docs(table: TableLike, *, config: ConfigLike = None) -> list[dict[str, Any]]:
+    """The per-commit (manifest-level) aggregates of every processed snapshot still in the
+    state, oldest first (by sequence number)."""
+    opened = open_table(table, config)
+    state = opened.store.current()
+    if state is None:
+        return []
+    docs = [opened.store.read_stats(p)["commit"] for p in state.stats.values()]
+    return sorted(docs, key=lambda d: (d["sequence_number"], d["timestamp_ms"]))

@@ -1,0 +1,68 @@
+"""The store step of the commit path: a commit's files into segments, tombstones re-merged.
+
+``SegmentWriter.write`` executes a ``CommitPlan``: the files the commit added become one new
+segment (and its aggregate); the segments that held the files it removed get tombstones and
+a re-merged aggregate over their remaining live files (no data read); a segment whose files
+are all dead leaves the state. Everything written is durable before ``write`` returns and
+nothing is committed: the caller commits a state version pointing at it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from lakestats.merge import aggregate_files
+from lakestats.model import PartitionAggregate, SegmentEntry, SketchSettings, StateVersion
+from lakestats.plan import CommitPlan
+from lakestats.store.store import StatsStore
+
+
+@dataclass(frozen=True)
+class StoredCommit:
+    """What the store step wrote for one commit."""
+
+    segments: tuple[SegmentEntry, ...]  # the next state's live segments
+    added: tuple[PartitionAggregate, ...]  # the commit's added files, per partition
+    removed: tuple[PartitionAggregate, ...]  # its removed files, per partition
+    read_segments: int = 0  # segments re-read to apply tombstones
+
+
+class SegmentWriter:
+    """Writes commits' segments into one table's store."""
+
+    def __init__(self, store: StatsStore, settings: SketchSettings) -> None:
+        self._store = store
+        self._settings = settings
+
+    def write(self, state: StateVersion, plan: CommitPlan) -> StoredCommit:
+        segments: list[SegmentEntry] = []
+        for segment in state.segments:
+            newly_dead = plan.tombstones.get(segment.path)
+            if not newly_dead:
+                segments.append(segment)
+                continue
+            dead = frozenset(segment.dead_files | newly_dead)
+            if len(dead) >= segment.file_count:
+                continue  # fully dead: the segment leaves the state (cleanup deletes it)
+            live = [f for f in self._store.read_segment(segment.path) if f.path not in dead]
+            aggregate = aggregate_files(live, plan.types, self._settings)
+            aggregate_path = self._store.write_aggregate(segment.snapshot_id, aggregate)
+            segments.append(replace(segment, aggregate_path=aggregate_path, dead_files=dead))
+        added: tuple[PartitionAggregate, ...] = ()
+        snapshot_id = plan.commit.snapshot_id
+        if plan.added:
+            added = aggregate_files(plan.added, plan.types, self._settings)
+            segments.append(
+                SegmentEntry(
+                    snapshot_id=snapshot_id,
+                    path=self._store.write_segment(snapshot_id, plan.added, plan.types),
+                    aggregate_path=self._store.write_aggregate(snapshot_id, added),
+                    file_count=len(plan.added),
+                )
+            )
+        return StoredCommit(
+            segments=tuple(segments),
+            added=added,
+            removed=aggregate_files(plan.removed, plan.types, self._settings),
+            read_segments=sum(1 for s in state.segments if plan.tombstones.get(s.path)),
+        )

@@ -1,0 +1,102 @@
+"""The API backend: what ``lakestatsd.api.Backend`` asks of the running service.
+
+Readiness, the table list and statuses, stats reads, hints and their wait state, and the
+metrics payload — each read from the ``Service`` parts, never changing them (hints aside).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from prometheus_client import generate_latest
+
+from lakestats.locations import local_path
+from lakestatsd.config import ServiceConfig
+from lakestatsd.wiring import Service
+
+
+class ApiBackend:
+    """``api.Backend`` over a ``Service``."""
+
+    def __init__(self, service: Service) -> None:
+        self._service = service
+
+    @property
+    def config(self) -> ServiceConfig:
+        return self._service.config
+
+    def hint(self, name: str, source: str) -> int | None:
+        return self._service.hint(name, source)
+
+    def wait_state(self, name: str, ticket: int) -> str | None:
+        queue = self._service.queue
+        if queue.is_done(name, ticket):
+            return "done"
+        if queue.stopping:
+            return "stopping"
+        return None
+
+    def table_status(self, name: str) -> dict[str, Any]:
+        status = self._service.queue.status()[name]
+        freshness = self._service.freshness
+        processed, current = freshness.snapshot_ids(name)
+        return {
+            "name": name,
+            "last_snapshot_id": processed,
+            "current_snapshot_id": current,
+            "freshness_lag_seconds": freshness.lag_s(name),
+            **status.as_json(),
+        }
+
+    def tables(self) -> list[dict[str, Any]]:
+        out = []
+        watcher = self._service.watcher
+        watched = watcher.watched() if watcher is not None else {}
+        for table in self.config.table:
+            entry = self.table_status(table.name)
+            entry["source"] = (
+                {"location": table.location}
+                if table.location is not None
+                else {"catalog": table.catalog, "identifier": table.identifier}
+            )
+            entry["watched"] = table.name in watched
+            out.append(entry)
+        return out
+
+    def read_stats(self, name: str, snapshot_id: int | None) -> dict[str, Any]:
+        return self._service.runtime.read_stats(name, snapshot_id)
+
+    def metrics_payload(self) -> bytes:
+        metrics = self._service.metrics
+        metrics.ready.set(1 if self.readiness()[0] else 0)
+        return generate_latest(metrics.registry)
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        status = self._service.status
+        spark_ok = status.spark in ("up", "disabled")
+        state_ok, state_error = state_dir_writable(self.config.state_dir)
+        checks: dict[str, Any] = {
+            "spark": {"ok": spark_ok, "state": status.spark, "error": status.spark_error},
+            "state_dir": {"ok": state_ok, "path": self.config.state_dir, "error": state_error},
+            "scheduler": {"ok": self._service.queue.alive},
+            "shutting_down": {"ok": not status.stopping},
+        }
+        ready = all(c["ok"] for c in checks.values())
+        # a broken table is reported here but does not make the daemon unready: the
+        # healthy tables and the API must stay in service (alert on lakestats_table_healthy)
+        tables = {t.name: self.table_status(t.name) for t in self.config.table}
+        return ready, {"ready": ready, "checks": checks, "tables": tables}
+
+
+def state_dir_writable(state_dir: str) -> tuple[bool, str | None]:
+    directory = local_path(state_dir)
+    if directory is None:
+        return True, None  # remote stores are checked by the first commit that writes
+    probe = directory / f".lakestatsd-ready-{os.getpid()}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        return False, f"{type(exc).__name__}: {exc.strerror or exc}"
+    return True, None

@@ -1,0 +1,165 @@
+"""Building the service's parts from config, and routing hints between them.
+
+``CoreFns`` is everything the daemon calls in core (analyze, read, open, Spark, the
+maintenance jobs); ``core_fns`` binds the real ones, tests pass plain functions. ``Service``
+holds the parts — metrics, the per-table runtime and queue, the watcher, the poller, the
+maintenance scheduler — and is where every hint (watch event, poll tick, API call, due
+maintenance job) enters the queue. It starts nothing: ``lakestatsd.lifecycle`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from lakestats.analyze import AnalyzeResult, CommitReport, PendingCallback
+from lakestats.tables import OpenedTable
+from lakestatsd.config import ServiceConfig
+from lakestatsd.maintenance import MaintenanceFns, MaintenanceRunner, MaintenanceScheduler
+from lakestatsd.metrics import FreshnessTracker, Metrics
+from lakestatsd.runtime import AnalyzeFn, Opener, StatsReader, TableRuntime
+from lakestatsd.scheduler import RunReport, StopCheck, TableQueue, error_kind
+from lakestatsd.watch import MetadataWatcher, Poller
+
+SparkState = Literal["disabled", "starting", "up", "failed"]
+
+
+@dataclass(frozen=True)
+class CoreFns:
+    """What the daemon calls in core (``core_fns`` binds the real ones)."""
+
+    analyze: AnalyzeFn
+    read_stats: StatsReader
+    opener: Opener
+    warm_spark: Callable[[], None] | None  # None: sketches off, no Spark at all
+    stop_spark: Callable[[], None] | None
+    maintenance: MaintenanceFns | None = None
+
+
+def core_fns(config: ServiceConfig) -> CoreFns:
+    """The real core, bound to ``config`` (imported here so tests can build a service
+    without importing Spark)."""
+    from lakestats.analyze import analyze_table, make_sketcher  # noqa: PLC0415
+    from lakestats.analyze import read_stats as core_read_stats  # noqa: PLC0415
+    from lakestats.maintenance import compact, expire, stale_stats  # noqa: PLC0415
+    from lakestats.tables import open_configured  # noqa: PLC0415
+
+    # one sketcher, so one warm SparkSession, for the life of the process
+    sketcher = make_sketcher(config) if config.sketch.enabled else None
+
+    def analyze(
+        opened: OpenedTable,
+        *,
+        should_stop: StopCheck,
+        on_commit: Callable[[CommitReport], None],
+        on_pending: PendingCallback,
+    ) -> AnalyzeResult:
+        return analyze_table(
+            opened,
+            config=config,
+            sketcher=sketcher,
+            should_stop=should_stop,
+            on_commit=on_commit,
+            on_pending=on_pending,
+        )
+
+    def stop_spark() -> None:
+        from lakestats.sketches.spark import stop_spark as stop  # noqa: PLC0415
+
+        stop()
+
+    return CoreFns(
+        analyze=analyze,
+        read_stats=core_read_stats,
+        opener=open_configured,
+        warm_spark=sketcher.warm if sketcher is not None else None,
+        stop_spark=stop_spark if sketcher is not None else None,
+        maintenance=MaintenanceFns(
+            expire=lambda opened: expire(opened, config),
+            compact=lambda opened: compact(opened, config),
+            stale=stale_stats,
+        ),
+    )
+
+
+@dataclass
+class ProcessStatus:
+    """What the lifecycle changes and readiness reports: Spark's warm-up, shutting down."""
+
+    spark: SparkState
+    spark_error: str | None = None
+    stopping: bool = False
+
+
+class Service:
+    """The daemon's parts, built from config, and how hints reach the queue."""
+
+    def __init__(self, config: ServiceConfig, core: CoreFns) -> None:
+        self.config = config
+        self.core = core
+        names = tuple(t.name for t in config.table)
+        self.freshness = FreshnessTracker()
+        self.metrics = Metrics(names, self.freshness)
+        self.maintenance = (
+            MaintenanceRunner(config, self.metrics.registry, core.maintenance)
+            if core.maintenance is not None
+            else None
+        )
+        self.runtime = TableRuntime(
+            config,
+            analyze=core.analyze,
+            read_stats=core.read_stats,
+            opener=core.opener,
+            metrics=self.metrics,
+            freshness=self.freshness,
+            maintenance=self.maintenance,
+        )
+        w = config.watch
+        self.queue = TableQueue(
+            names,
+            self.runtime.process,
+            debounce_s=w.debounce_s,
+            max_concurrent=w.max_concurrent_tables,
+            backoff_initial_s=w.backoff_initial_s,
+            backoff_max_s=w.backoff_max_s,
+            on_run=self._on_run,
+        )
+        self.metrics.queue_depth.set_function(self.queue.depth)
+        self.metrics.tables_running.set_function(self.queue.running)
+        self.watcher = (
+            MetadataWatcher(names, self.hint, self.runtime.watch_target) if w.enabled else None
+        )
+        self.poller = Poller(w.poll_interval_s, self.poll_tick)
+        self.maintenance_jobs = (
+            MaintenanceScheduler(config, self.request_maintenance)
+            if self.maintenance is not None
+            else None
+        )
+        self.status = ProcessStatus(spark="disabled" if core.warm_spark is None else "starting")
+
+    def hint(self, name: str, source: str) -> int | None:
+        """Look at ``name`` again; a ticket for ``queue.is_done``, None when shutting down."""
+        if not self.queue.accepting:
+            return None
+        self.metrics.hints.labels(source).inc()
+        return self.queue.hint(name, source)
+
+    def poll_tick(self) -> None:
+        if self.watcher is not None:
+            self.watcher.ensure_watches()  # tables that could not be watched before
+        for name in self.queue.names:
+            self.hint(name, "poll")
+
+    def request_maintenance(self, name: str, job: str) -> None:
+        """A scheduled job is due: the table's worker runs it after its next analyze."""
+        assert self.maintenance is not None
+        self.maintenance.request(name, job)
+        self.hint(name, "maintenance")
+
+    def _on_run(self, report: RunReport) -> None:
+        outcome = "ok" if report.ok else "error"
+        self.metrics.run_seconds.labels(report.table, outcome).observe(report.duration_s)
+        if report.error is not None:
+            self.metrics.errors.labels(report.table, error_kind(report.error)).inc()
+            self.metrics.table_healthy.labels(report.table).set(0)

@@ -1,0 +1,471 @@
+"""The behaviour every ``TableFormat`` must have, run over each format through a table driver.
+
+A driver writes a table the way that format's writers do (real pyiceberg commits for
+Iceberg, the writer API for ``MemoryTable``) and opens it the way lakestats does. The
+tests speak rows and columns only; a new format passes the suite by adding one driver to
+``DRIVERS``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+from pyiceberg.schema import Schema
+from pyiceberg.types import NestedField
+
+from lakestats.exceptions import (
+    ExpiryError,
+    LineageError,
+    MetadataError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+)
+from lakestats.formats.base import SupportsSnapshotExpiry, TableFormat
+from lakestats.formats.memory import MemoryTable
+from lakestats.formats.registry import open_table
+from lakestats.locations import local_path
+from lakestats.model import Commit, DataFile, FileContent
+from lakestats.testing import IcebergWarehouse
+from lakestats.values import parse_type
+
+Rows = Mapping[str, Sequence[Any]]
+
+COLUMNS = (
+    ("id", "long"),
+    ("name", "string"),
+    ("day", "date"),
+    ("price", "decimal(10, 2)"),
+    ("ts", "timestamp"),
+)
+
+
+class TableDriver(Protocol):
+    """Writes one table of a format and opens it as lakestats does."""
+
+    format_name: str
+    can_commit: bool  # False: opened read-only, so expiry through the format must refuse
+
+    def create(self, columns: Sequence[tuple[str, str]]) -> None: ...
+
+    def open(self) -> TableFormat:
+        """The table as ``lakestats`` opens it now (a fresh object each time)."""
+        ...
+
+    def append(self, rows: Rows) -> int:
+        """Append rows as one new data file; the new snapshot id."""
+        ...
+
+    def delete_where_id_below(self, limit: int) -> int:
+        """Delete the rows with ``id < limit``, whole files only; the new snapshot id."""
+        ...
+
+    def add_column(self, name: str, type_str: str) -> None: ...
+
+    def rename_column(self, old: str, new: str) -> None: ...
+
+    def drop_column(self, name: str) -> None: ...
+
+    def expire(self, snapshot_ids: Iterable[int]) -> None:
+        """Expire snapshots as the format's own maintenance does."""
+        ...
+
+    def rollback(self, snapshot_id: int) -> None: ...
+
+    def corrupt(self) -> str:
+        """Make the current metadata unreadable; what the error message must name."""
+        ...
+
+
+class IcebergDriver:
+    """Real pyiceberg commits through a SQLite catalog; opened by location or by catalog."""
+
+    format_name = "iceberg"
+
+    def __init__(self, root: Path, *, by_catalog: bool) -> None:
+        self.warehouse = IcebergWarehouse(root)
+        self.by_catalog = by_catalog
+        self.can_commit = by_catalog  # a table opened by location is a read-only StaticTable
+        self.name = "t"
+
+    def create(self, columns: Sequence[tuple[str, str]]) -> None:
+        fields = [
+            NestedField(i, name, parse_type(type_str), required=False)
+            for i, (name, type_str) in enumerate(columns, start=1)
+        ]
+        self.warehouse.create_table(self.name, Schema(*fields))
+        self.location = self.warehouse.location(self.name)  # asked once: corrupt() breaks it
+
+    def open(self) -> TableFormat:
+        if self.by_catalog:
+            catalog, properties, identifier = self.warehouse.catalog_args(self.name)
+            return open_table(catalog=catalog, catalog_properties=properties, identifier=identifier)
+        return open_table(self.location)
+
+    def append(self, rows: Rows) -> int:
+        return self.warehouse.append(self.name, rows)
+
+    def delete_where_id_below(self, limit: int) -> int:
+        snapshot_id = self.warehouse.delete(self.name, f"id < {limit}")
+        assert snapshot_id is not None
+        return snapshot_id
+
+    def add_column(self, name: str, type_str: str) -> None:
+        self.warehouse.add_column(self.name, name, parse_type(type_str))
+
+    def rename_column(self, old: str, new: str) -> None:
+        self.warehouse.rename_column(self.name, old, new)
+
+    def drop_column(self, name: str) -> None:
+        self.warehouse.drop_column(self.name, name)
+
+    def expire(self, snapshot_ids: Iterable[int]) -> None:
+        self.warehouse.expire_snapshots(self.name, snapshot_ids)
+
+    def rollback(self, snapshot_id: int) -> None:
+        self.warehouse.rollback(self.name, snapshot_id)
+
+    def corrupt(self) -> str:
+        metadata_file = local_path(self.warehouse.table(self.name).metadata_location)
+        assert metadata_file is not None
+        text = metadata_file.read_bytes()
+        metadata_file.write_bytes(text[: len(text) // 2])
+        # By location the message names the file; through a catalog, the catalog's table.
+        return self.warehouse.identifier(self.name) if self.by_catalog else metadata_file.name
+
+
+class MemoryDriver:
+    """``MemoryTable`` through its writer API; metrics computed from the rows."""
+
+    format_name = "memory"
+    can_commit = True
+
+    def __init__(self) -> None:
+        self.table: MemoryTable | None = None
+        self.files = 0
+
+    @property
+    def memory(self) -> MemoryTable:
+        assert self.table is not None, "create() first"
+        return self.table
+
+    def create(self, columns: Sequence[tuple[str, str]]) -> None:
+        self.table = MemoryTable(columns, name="t")
+
+    def open(self) -> TableFormat:
+        return self.memory
+
+    def append(self, rows: Rows) -> int:
+        self.files += 1
+        record_count = len(next(iter(rows.values())))
+        present = {name: [v for v in values if v is not None] for name, values in rows.items()}
+        data_file = self.memory.data_file(
+            f"memory://t/data/{self.files:05d}.parquet",
+            record_count,
+            bounds={n: (min(v), max(v)) for n, v in present.items() if v},
+            null_counts={n: record_count - len(v) for n, v in present.items()},
+        )
+        return self.memory.append(data_file)
+
+    def delete_where_id_below(self, limit: int) -> int:
+        id_field = next(c.field_id for c in self.memory.schema().columns if c.name == "id")
+        doomed = [
+            f.path
+            for f in self.memory.live_files(_current(self.memory))
+            if f.columns[id_field].upper < limit
+        ]
+        return self.memory.remove(*doomed)
+
+    def add_column(self, name: str, type_str: str) -> None:
+        self.memory.add_column(name, type_str)
+
+    def rename_column(self, old: str, new: str) -> None:
+        self.memory.rename_column(old, new)
+
+    def drop_column(self, name: str) -> None:
+        self.memory.drop_column(name)
+
+    def expire(self, snapshot_ids: Iterable[int]) -> None:
+        self.memory.expire_snapshots(list(snapshot_ids))
+
+    def rollback(self, snapshot_id: int) -> None:
+        self.memory.rollback(snapshot_id)
+
+    def corrupt(self) -> str:
+        name = self.memory.metadata_location
+        self.memory.make_unreadable("truncated")
+        return name
+
+
+DRIVERS: dict[str, Callable[[Path], TableDriver]] = {
+    "iceberg-location": lambda root: IcebergDriver(root, by_catalog=False),
+    "iceberg-catalog": lambda root: IcebergDriver(root, by_catalog=True),
+    "memory": lambda root: MemoryDriver(),
+}
+
+
+@pytest.fixture(params=sorted(DRIVERS))
+def driver(request: pytest.FixtureRequest, tmp_path: Path) -> TableDriver:
+    made = DRIVERS[request.param](tmp_path)
+    made.create(COLUMNS)
+    return made
+
+
+def rows(ids: Sequence[int], *, day: dt.date = dt.date(2024, 3, 1)) -> dict[str, list[Any]]:
+    return {
+        "id": list(ids),
+        "name": [f"n{i}" if i % 3 else None for i in ids],
+        "day": [day + dt.timedelta(days=i) for i in ids],
+        "price": [Decimal(f"{i}.25") for i in ids],
+        "ts": [dt.datetime(2024, 3, 1, 12) + dt.timedelta(minutes=i) for i in ids],
+    }
+
+
+def _current(table: TableFormat) -> int:
+    snapshot_id = table.current_snapshot_id()
+    assert snapshot_id is not None
+    return snapshot_id
+
+
+def paths(files: Iterable[DataFile]) -> set[str]:
+    return {f.path for f in files}
+
+
+def added_paths(commit: Commit) -> set[str]:
+    return paths(commit.added_files)
+
+
+def field_id(table: TableFormat, name: str, schema_id: int | None = None) -> int:
+    return next(c.field_id for c in table.schema(schema_id).columns if c.name == name)
+
+
+class TestLineage:
+    def test_is_a_table_format_with_a_stable_id(self, driver: TableDriver) -> None:
+        opened = driver.open()
+        assert isinstance(opened, TableFormat)
+        assert opened.format_name == driver.format_name
+        assert opened.current_snapshot_id() is None
+        assert opened.commits_since(None) == []
+        driver.append(rows([1]))
+        assert driver.open().table_id == opened.table_id
+
+    def test_commits_since_lists_commits_oldest_first_up_to_the_current_one(
+        self, driver: TableDriver
+    ) -> None:
+        snapshots = [driver.append(rows([i, i + 1])) for i in (1, 3, 5)]
+        opened = driver.open()
+
+        commits = opened.commits_since(None)
+
+        assert [c.snapshot_id for c in commits] == snapshots
+        assert [c.parent_id for c in commits] == [None, *snapshots[:-1]]
+        assert [c.operation for c in commits] == ["append"] * 3
+        sequence = [c.sequence_number for c in commits]
+        assert sequence == sorted(sequence) and len(set(sequence)) == 3
+        stamps = [c.timestamp_ms for c in commits]
+        assert stamps == sorted(stamps)
+        assert all(len(c.added_files) == 1 and not c.removed_files for c in commits)
+        assert len(set.union(*(added_paths(c) for c in commits))) == 3
+        assert opened.current_snapshot_id() == snapshots[-1]
+        assert opened.snapshot_ids() == frozenset(snapshots)
+        assert [c.snapshot_id for c in opened.commits_since(snapshots[0])] == snapshots[1:]
+
+    def test_nothing_after_the_last_commit(self, driver: TableDriver) -> None:
+        driver.append(rows([1]))
+        last = driver.append(rows([2]))
+        assert driver.open().commits_since(last) == []
+
+    def test_refresh_sees_later_commits(self, driver: TableDriver) -> None:
+        first = driver.append(rows([1]))
+        opened = driver.open()
+        second = driver.append(rows([2]))
+
+        opened.refresh()
+
+        assert opened.current_snapshot_id() == second
+        assert [c.snapshot_id for c in opened.commits_since(first)] == [second]
+
+    def test_a_delete_lists_the_removed_file_and_live_files_follow(
+        self, driver: TableDriver
+    ) -> None:
+        first = driver.append(rows([1, 2]))
+        second = driver.append(rows([5, 6]))
+        deleted = driver.delete_where_id_below(3)
+        opened = driver.open()
+
+        *_, delete = opened.commits_since(second)
+        (first_commit, second_commit) = opened.commits_since(None)[:2]
+
+        assert delete.snapshot_id == deleted
+        assert delete.operation == "delete"
+        assert paths(delete.removed_files) == added_paths(first_commit)
+        assert not delete.added_files
+        assert paths(opened.live_files(deleted)) == added_paths(second_commit)
+        assert paths(opened.live_files(first)) == added_paths(first_commit)
+        assert all(f.content is FileContent.DATA for f in opened.live_files(second))
+        assert len(opened.live_files(second)) == 2
+
+    def test_after_a_rollback_the_abandoned_snapshot_is_no_ancestor(
+        self, driver: TableDriver
+    ) -> None:
+        first = driver.append(rows([1]))
+        abandoned = driver.append(rows([2]))
+        driver.rollback(first)
+        opened = driver.open()
+
+        with pytest.raises(LineageError, match=str(abandoned)):
+            opened.commits_since(abandoned)
+
+        after = driver.append(rows([3]))
+        opened.refresh()
+        assert [c.snapshot_id for c in opened.commits_since(first)] == [after]
+        assert [c.parent_id for c in opened.commits_since(first)] == [first]
+
+
+class TestExpiry:
+    def test_history_cut_by_expiry_starts_with_a_baseline_of_every_live_file(
+        self, driver: TableDriver
+    ) -> None:
+        first = driver.append(rows([1, 2]))
+        second = driver.append(rows([5, 6]))
+        deleted = driver.delete_where_id_below(3)
+        last = driver.append(rows([7]))
+        driver.expire([first, second, deleted])
+        opened = driver.open()
+
+        (baseline,) = opened.commits_since(None)
+
+        assert opened.snapshot_ids() == frozenset({last})
+        assert baseline.snapshot_id == last
+        assert baseline.is_baseline and baseline.operation == "baseline"
+        assert not baseline.removed_files
+        assert added_paths(baseline) == paths(opened.live_files(last))
+        assert len(baseline.added_files) == 2  # the second and the last append's files
+        assert opened.commits_since(last) == []
+
+    def test_commits_after_the_baseline_are_ordinary(self, driver: TableDriver) -> None:
+        first = driver.append(rows([1]))
+        second = driver.append(rows([2]))
+        driver.expire([first])
+        third = driver.append(rows([3]))
+        opened = driver.open()
+
+        baseline, appended = opened.commits_since(None)
+
+        assert (baseline.snapshot_id, baseline.operation) == (second, "baseline")
+        assert len(baseline.added_files) == 2
+        assert (appended.snapshot_id, appended.operation) == (third, "append")
+        assert len(appended.added_files) == 1
+
+
+class TestSchemas:
+    def test_evolution_keeps_field_ids_and_each_commit_names_its_schema(
+        self, driver: TableDriver
+    ) -> None:
+        driver.append(rows([1]))
+        driver.add_column("note", "string")
+        driver.append({**rows([2]), "note": ["x"]})
+        driver.rename_column("name", "label")
+        renamed = {("label" if k == "name" else k): v for k, v in rows([3]).items()}
+        driver.append({**renamed, "note": ["y"]})
+        driver.drop_column("day")
+        driver.append({k: v for k, v in renamed.items() if k != "day"} | {"note": ["z"]})
+        opened = driver.open()
+
+        commits = opened.commits_since(None)
+        schemas = [opened.schema(c.schema_id) for c in commits]
+
+        names = [[c.name for c in s.columns] for s in schemas]
+        assert names == [
+            ["id", "name", "day", "price", "ts"],
+            ["id", "name", "day", "price", "ts", "note"],
+            ["id", "label", "day", "price", "ts", "note"],
+            ["id", "label", "price", "ts", "note"],
+        ]
+        assert len({s.schema_id for s in schemas}) == 4
+        assert opened.schema() == schemas[-1]
+        name_id = field_id(opened, "name", commits[0].schema_id)
+        assert field_id(opened, "label") == name_id
+        day_id = field_id(opened, "day", commits[0].schema_id)
+        note_id = field_id(opened, "note")
+        assert note_id not in {c.field_id for c in schemas[0].columns}
+        assert day_id not in {c.field_id for c in opened.schema().columns}
+        for commit, schema in zip(commits, schemas, strict=True):
+            (data_file,) = commit.added_files
+            assert data_file.field_ids == frozenset(c.field_id for c in schema.columns)
+
+    def test_an_unknown_schema_id_is_a_metadata_error(self, driver: TableDriver) -> None:
+        with pytest.raises(MetadataError, match="no schema with id 99"):
+            driver.open().schema(99)
+
+
+class TestFiles:
+    def test_bounds_decode_to_python_values_of_the_column_type(self, driver: TableDriver) -> None:
+        written = rows([4, 1, 2, 3])
+        driver.append(written)
+        opened = driver.open()
+
+        ((data_file,),) = (c.added_files for c in opened.commits_since(None))
+        by_name = {c.name: c.field_id for c in opened.schema().columns}
+
+        assert data_file.record_count == 4
+        assert data_file.content is FileContent.DATA
+        expected = {
+            "id": (1, 4),
+            "name": ("n1", "n4"),
+            "day": (dt.date(2024, 3, 2), dt.date(2024, 3, 5)),
+            "price": (Decimal("1.25"), Decimal("4.25")),
+            "ts": (dt.datetime(2024, 3, 1, 12, 1), dt.datetime(2024, 3, 1, 12, 4)),
+        }
+        for name, (lower, upper) in expected.items():
+            metrics = data_file.columns[by_name[name]]
+            assert (metrics.lower, metrics.upper) == (lower, upper), name
+            assert type(metrics.lower) is type(lower) and type(metrics.upper) is type(upper)
+            assert metrics.value_count == 4
+        assert data_file.columns[by_name["name"]].null_count == 1  # id 3
+        assert data_file.columns[by_name["id"]].null_count == 0
+
+    def test_live_files_of_an_unknown_snapshot_is_an_error(self, driver: TableDriver) -> None:
+        driver.append(rows([1]))
+        with pytest.raises(SnapshotNotFoundError, match="123456789"):
+            driver.open().live_files(123456789)
+
+
+class TestBadMetadata:
+    def test_unreadable_metadata_is_one_line_naming_the_file(self, driver: TableDriver) -> None:
+        driver.append(rows([1]))
+        named = driver.corrupt()
+
+        with pytest.raises((MetadataError, TableNotFoundError)) as raised:
+            opened = driver.open()
+            opened.refresh()
+            opened.commits_since(None)
+
+        message = str(raised.value)
+        assert named in message
+        assert "\n" not in message
+
+
+class TestSnapshotExpiryCapability:
+    def test_expiry_through_the_format_drops_snapshots(self, driver: TableDriver) -> None:
+        first = driver.append(rows([1]))
+        second = driver.append(rows([2]))
+        opened = driver.open()
+        assert isinstance(opened, SupportsSnapshotExpiry)
+        infos = {i.snapshot_id: i for i in opened.snapshot_infos()}
+        assert set(infos) == {first, second}
+        assert all(i.in_main_lineage for i in infos.values())
+        assert infos[first].timestamp_ms <= infos[second].timestamp_ms
+        if not driver.can_commit:
+            with pytest.raises(ExpiryError, match="read-only"):
+                opened.expire_snapshots([first])
+            return
+
+        opened.expire_snapshots([first])
+
+        assert opened.snapshot_ids() == frozenset({second})
+        assert opened.commits_since(None)[0].is_baseline

@@ -1,0 +1,229 @@
+"""Planning the commit path (pure) and the store step that executes a plan."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lakestats.exceptions import StoreError
+from lakestats.merge import aggregate_files, merge_partitions
+from lakestats.model import (
+    Column,
+    ColumnMetrics,
+    ColumnSketch,
+    Commit,
+    DataFile,
+    FileContent,
+    PartitionField,
+    PartitionKey,
+    SegmentEntry,
+    SketchSettings,
+    StateVersion,
+    TableSchema,
+)
+from lakestats.plan import bounds_needed, plan_batches, plan_commit
+from lakestats.store import StatsStore, merge_key
+from lakestats.store.writer import SegmentWriter
+
+SETTINGS = SketchSettings()
+SCHEMA = TableSchema(1, (Column(1, "id", "long"), Column(2, "name", "string")))
+OLD_SCHEMA = TableSchema(0, (Column(1, "id", "int"), Column(2, "label", "string")))
+PART = PartitionKey(1, (("day", 3),), (PartitionField(1000, "int"),))
+
+
+def data_file(
+    name: str, records: int = 10, *, lo: int | None = 0, truncated: bool = False
+) -> DataFile:
+    return DataFile(
+        path=f"file:///t/data/{name}.parquet",
+        content=FileContent.DATA,
+        file_format="PARQUET",
+        record_count=records,
+        file_size_bytes=100 * records,
+        partition=PART,
+        columns={
+            1: ColumnMetrics(
+                value_count=records,
+                null_count=0,
+                lower=lo,
+                upper=None if lo is None else lo + records,
+            ),
+            2: ColumnMetrics(
+                value_count=records,
+                null_count=0,
+                lower="a",
+                upper="b",
+                bounds_may_be_truncated=truncated,
+            ),
+        },
+        field_ids=frozenset({1, 2}),
+    )
+
+
+def commit(
+    snapshot_id: int, added: tuple[DataFile, ...] = (), removed: tuple[DataFile, ...] = ()
+) -> Commit:
+    return Commit(
+        snapshot_id=snapshot_id,
+        parent_id=snapshot_id - 1 or None,
+        sequence_number=snapshot_id,
+        timestamp_ms=snapshot_id * 1000,
+        operation="append" if not removed else "overwrite",
+        schema_id=1,
+        added_files=added,
+        removed_files=removed,
+    )
+
+
+@given(st.lists(st.integers(min_value=0, max_value=7), max_size=30), st.integers(1, 10))
+@settings(max_examples=100, deadline=None)
+def test_batches_keep_order_and_respect_the_file_limit(sizes: list[int], max_files: int) -> None:
+    commits = [
+        commit(i + 1, tuple(data_file(f"{i}-{j}") for j in range(n))) for i, n in enumerate(sizes)
+    ]
+    batches = plan_batches(commits, max_files)
+    assert [c for b in batches for c in b.commits] == commits  # every commit once, in order
+    for batch in batches:
+        assert batch.commits  # never an empty batch
+        # a batch exceeds the limit only when one commit alone does
+        assert batch.file_count <= max_files or len(batch.commits) == 1
+        assert batch.paths == tuple(f.path for c in batch.commits for f in c.added_files)
+    for first, second in itertools.pairwise(batches):
+        # greedy: the next batch's first commit would not have fitted
+        assert first.file_count + len(second.commits[0].added_files) > max_files
+
+
+def test_bounds_are_scanned_only_where_metadata_lacks_them_or_may_be_truncated() -> None:
+    assert bounds_needed([data_file("a")]) == frozenset()
+    assert bounds_needed([data_file("a", lo=None)]) == {1}
+    assert bounds_needed([data_file("a"), data_file("b", truncated=True)]) == {2}
+    added_later = DataFile(**{**data_file("c").__dict__, "field_ids": frozenset({1, 2, 3})})
+    assert bounds_needed([added_later]) == {3}  # no metrics at all for field 3
+
+
+def test_commit_plan_locates_tombstones_attaches_sketches_and_keeps_commit_types() -> None:
+    old = data_file("old")
+    segment = SegmentEntry(1, "segments/1-x.parquet", "aggregates/1-x.parquet", 2)
+    new = data_file("new")
+    sketch = ColumnSketch(null_count=0, len_sum=3)
+    plan = plan_commit(
+        commit(2, (new,), (old,)),
+        schema=OLD_SCHEMA,
+        current_schema=SCHEMA,
+        sketches={new.path: {2: sketch, 9: ColumnSketch(null_count=10)}},
+        located={old.path: segment},
+    )
+    assert plan.tombstones == {segment.path: frozenset({old.path})}
+    assert plan.full_merge
+    (added,) = plan.added
+    assert added.sketches == {2: sketch}  # field 9 is not in the file: dropped
+    assert plan.removed == (old,)
+    # bounds of the commit's files are encoded in the types they were written with
+    assert plan.types == {1: "int", 2: "string"}
+    assert plan.names == {1: "id", 2: "label"}
+    with pytest.raises(StoreError, match="never recorded in the stats store"):
+        plan_commit(
+            commit(3, (), (data_file("ghost"),)),
+            schema=SCHEMA,
+            current_schema=SCHEMA,
+            sketches={},
+            located={},
+        )
+    append = plan_commit(
+        commit(4, (new,)), schema=SCHEMA, current_schema=SCHEMA, sketches={}, located={}
+    )
+    assert not append.full_merge and not append.tombstones
+
+
+def _state(store: StatsStore, segments: tuple[SegmentEntry, ...], version: int) -> StateVersion:
+    return StateVersion(
+        version=version,
+        table_id=store.table_id,
+        format="iceberg",
+        location="file:///t",
+        last_snapshot_id=version,
+        segments=segments,
+    )
+
+
+def test_segment_writer_tombstones_remerges_and_drops_dead_segments(tmp_path: Path) -> None:
+    store = StatsStore(tmp_path, "table-1")
+    writer = SegmentWriter(store, SETTINGS)
+    a, b, c = data_file("a", 10), data_file("b", 20), data_file("c", 30)
+    first = plan_commit(
+        commit(1, (a, b)), schema=SCHEMA, current_schema=SCHEMA, sketches={}, located={}
+    )
+    stored = writer.write(_state(store, (), 0), first)
+    (seg1,) = stored.segments
+    assert stored.read_segments == 0
+    assert store.read_aggregate(seg1.aggregate_path) == aggregate_files(
+        [a, b], first.types, SETTINGS
+    )
+
+    second = plan_commit(
+        commit(2, (c,), (a,)),
+        schema=SCHEMA,
+        current_schema=SCHEMA,
+        sketches={},
+        located={a.path: seg1},
+    )
+    stored2 = writer.write(_state(store, stored.segments, 1), second)
+    seg1_after, seg2 = stored2.segments
+    assert seg1_after.dead_files == {a.path} and seg1_after.path == seg1.path
+    assert stored2.read_segments == 1
+    # the tombstoned segment's aggregate covers exactly its live file
+    assert store.read_aggregate(seg1_after.aggregate_path) == aggregate_files(
+        [b], second.types, SETTINGS
+    )
+    assert stored2.removed == aggregate_files([a], second.types, SETTINGS)
+
+    third = plan_commit(
+        commit(3, (), (b,)),
+        schema=SCHEMA,
+        current_schema=SCHEMA,
+        sketches={},
+        located={b.path: seg1_after},
+    )
+    stored3 = writer.write(_state(store, stored2.segments, 2), third)
+    assert stored3.segments == (seg2,)  # every file dead: the segment leaves the state
+    assert stored3.added == ()
+
+
+def test_merged_view_comes_from_memory_then_the_state_then_a_remerge(tmp_path: Path) -> None:
+    store = StatsStore(tmp_path, "table-1")
+    writer = SegmentWriter(store, SETTINGS)
+    files = (data_file("a", 10), data_file("b", 20))
+    stored = writer.write(
+        _state(store, (), 0),
+        plan_commit(
+            commit(1, files), schema=SCHEMA, current_schema=SCHEMA, sketches={}, located={}
+        ),
+    )
+    state = _state(store, stored.segments, 1)
+    expected = merge_partitions(stored.added, SETTINGS)
+
+    # no cache, no merged file: re-merged from the segment aggregates
+    assert StatsStore(tmp_path, "table-1").merged(state, SETTINGS) == expected
+    # the state's merged aggregate is used when its key matches the segments …
+    marker = merge_partitions(
+        aggregate_files(files[:1], {1: "long", 2: "string"}, SETTINGS), SETTINGS
+    )
+    with_merged = StateVersion(
+        **{
+            **state.__dict__,
+            "merged_path": store.write_aggregate(1, marker),
+            "merged_key": merge_key(state),
+        }
+    )
+    assert StatsStore(tmp_path, "table-1").merged(with_merged, SETTINGS) == marker
+    # … and ignored when it was made from other segments
+    stale = StateVersion(**{**with_merged.__dict__, "merged_key": "other"})
+    assert StatsStore(tmp_path, "table-1").merged(stale, SETTINGS) == expected
+    # this process's memory wins over both
+    warm = StatsStore(tmp_path, "table-1")
+    warm.remember_merged(state, ())
+    assert warm.merged(stale, SETTINGS) == ()
