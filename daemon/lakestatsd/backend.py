@@ -67,6 +67,18 @@ class ApiBackend:
     def read_stats(self, name: str, snapshot_id: int | None) -> dict[str, Any]:
         return self._service.runtime.read_stats(name, snapshot_id)
 
+    def advise(self, name: str, columns: list[str] | None) -> dict[str, Any]:
+        """Data-skipping advice from the table's stored stats; reads no data, no Spark."""
+        from lakestats.advise import report_json  # noqa: PLC0415 - only this endpoint needs it
+        from lakestats.advise_io import advise_table  # noqa: PLC0415
+        from lakestats.exceptions import TableNotFoundError  # noqa: PLC0415
+        from lakestats.tables import open_configured  # noqa: PLC0415
+
+        table = self.config.find_table(name)
+        if table is None:  # the API looked the name up already; a direct caller may not
+            raise TableNotFoundError(f"no configured table named {name!r}")
+        return report_json(advise_table(open_configured(table, self.config), self.config, columns))
+
     def metrics_payload(self) -> bytes:
         metrics = self._service.metrics
         metrics.ready.set(1 if self.readiness()[0] else 0)
