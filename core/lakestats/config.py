@@ -71,6 +71,20 @@ def parse_duration(value: object) -> float:
     return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
 
 
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+def parse_size(value: object) -> int:
+    """``"512MiB"``, ``"10GB"``, ``"4k"`` or a number of bytes → bytes (binary units)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    match = _SIZE.match(str(value))
+    if not match:
+        raise ValueError(f"not a size: {value!r} (use e.g. 512MiB, 10GiB, or bytes)")
+    return int(match.group(1)) * _SIZE_UNITS[match.group(2)[:1].lower()]
+
+
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
 """A duration field: written as ``"7d"``, ``"12h"``, ``"30m"``, ``"45s"`` or a number,
 held as seconds once validated (parsed once, at load)."""
@@ -132,7 +146,13 @@ class SketchConfig(ConfigSection):
     theta_lg_k: Annotated[int, Field(ge=5, le=26)] = 12  # Python datasketches merges need ≥ 5
     histogram_buckets: Annotated[int, Field(ge=1, le=10000)] = 100
     quantiles: tuple[float, ...] = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
-    max_files_per_job: Annotated[int, Field(ge=1)] = 2000
+    max_files_per_job: Annotated[int, Field(ge=1, le=1_000_000)] = 2000
+    # a batch's new data files weigh at most this much (a single bigger commit is one batch)
+    max_bytes_per_job: Annotated[int, BeforeValidator(parse_size), Field(ge=1, le=1 << 50)] = (
+        64 * 1024**3
+    )
+    # batches grow from one commit while they finish within half this; slower ones shrink
+    batch_target_s: Annotated[Seconds, Field(gt=0, le=86400)] = 60.0
 
     @field_validator("quantiles", mode="before")
     @classmethod

@@ -60,8 +60,10 @@ class TableRuntime:
         metrics: Metrics,
         freshness: FreshnessTracker,
         maintenance: MaintenanceRunner | None = None,
+        unregistered: Callable[[OpenedTable], bool] | None = None,
     ) -> None:
         self._config = config
+        self._unregistered = unregistered
         self._maintenance = maintenance
         self._analyze = analyze
         self._read_stats = read_stats
@@ -121,6 +123,8 @@ class TableRuntime:
         return done
 
     def _stale(self, opened: OpenedTable) -> bool:
+        if self._unregistered is not None and self._unregistered(opened):
+            return True  # stats of a run killed before registering them: publish them now
         return self._maintenance is not None and self._maintenance.stale(opened)
 
     def _process_commits(self, name: str, should_stop: StopCheck) -> bool:

@@ -35,12 +35,14 @@ class CoreFns:
     warm_spark: Callable[[], None] | None  # None: sketches off, no Spark at all
     stop_spark: Callable[[], None] | None
     maintenance: MaintenanceFns | None = None
+    # a processed snapshot's stats wait for their registration in the table: run it
+    unregistered: Callable[[OpenedTable], bool] | None = None
 
 
 def core_fns(config: ServiceConfig) -> CoreFns:
     """The real core, bound to ``config`` (imported here so tests can build a service
     without importing Spark)."""
-    from lakestats.analyze import analyze_table, make_sketcher  # noqa: PLC0415
+    from lakestats.analyze import analyze_table, make_sketcher, unregistered_stats  # noqa: PLC0415
     from lakestats.analyze import read_stats as core_read_stats  # noqa: PLC0415
     from lakestats.maintenance import compact, expire, stale_stats  # noqa: PLC0415
     from lakestats.tables import open_configured  # noqa: PLC0415
@@ -80,6 +82,7 @@ def core_fns(config: ServiceConfig) -> CoreFns:
             compact=lambda opened: compact(opened, config),
             stale=stale_stats,
         ),
+        unregistered=unregistered_stats,
     )
 
 
@@ -114,6 +117,7 @@ class Service:
             metrics=self.metrics,
             freshness=self.freshness,
             maintenance=self.maintenance,
+            unregistered=core.unregistered,
         )
         w = config.watch
         self.queue = TableQueue(
