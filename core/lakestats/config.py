@@ -51,6 +51,9 @@ DEFAULT_STATE_DIR = ".lakestats"
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _DURATION_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# Every duration is at most ten years: beyond that a timer or a sleep overflows
+# (threading.TIMEOUT_MAX is ~292 years, but float arithmetic on top of it is not safe).
+MAX_DURATION_S = 10 * 365 * 86400.0
 
 
 class ConfigSection(BaseModel):
@@ -64,11 +67,15 @@ def parse_duration(value: object) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
         if not math.isfinite(value) or value < 0:
             raise ValueError("must be a finite number of seconds, not negative")
-        return float(value)
-    match = _DURATION.match(str(value))
-    if not match:
-        raise ValueError(f"not a duration: {value!r} (use e.g. 45s, 30m, 12h, 7d)")
-    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        seconds = float(value)
+    else:
+        match = _DURATION.match(str(value))
+        if not match:
+            raise ValueError(f"not a duration: {value!r} (use e.g. 45s, 30m, 12h, 7d)")
+        seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    if not seconds <= MAX_DURATION_S:
+        raise ValueError(f"must be at most ten years ({MAX_DURATION_S:.0f} seconds)")
+    return seconds
 
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
@@ -79,6 +86,8 @@ def parse_size(value: object) -> int:
     """``"512MiB"``, ``"10GB"``, ``"4k"`` or a number of bytes → bytes (binary units)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
+    if isinstance(value, float):
+        raise ValueError("must be a whole number of bytes or a size such as 512MiB")
     match = _SIZE.match(str(value))
     if not match:
         raise ValueError(f"not a size: {value!r} (use e.g. 512MiB, 10GiB, or bytes)")
@@ -105,6 +114,16 @@ class HttpConfig(ConfigSection):
             parsed = urlparse(value)
             if parsed.scheme not in ("http", "https") or not parsed.netloc:
                 raise ValueError("must be an http:// or https:// URL, e.g. http://lakestatsd:8765")
+        return value
+
+    @field_validator("token")
+    @classmethod
+    def _real_token(cls, value: str | None) -> str | None:
+        # a blank token would silently switch authentication off: leave it out instead
+        if value is not None and not value:
+            raise ValueError("is blank: set a real token, or remove the key to disable auth")
+        if value is not None and any(c.isspace() for c in value):
+            raise ValueError("must not contain whitespace (it is sent as 'Bearer <token>')")
         return value
 
     @field_validator("listen")
@@ -189,7 +208,7 @@ class ExpireConfig(ConfigSection):
     expiry, then the stats of the expired snapshots."""
 
     older_than_s: Seconds | None = Field(default=None, alias="older_than")
-    retain_last: Annotated[int, Field(ge=1)] | None = None
+    retain_last: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
 
     @model_validator(mode="after")
     def _has_policy(self) -> Self:
@@ -210,7 +229,7 @@ class MaintenanceConfig(ConfigSection):
     log_retention_s: Seconds = Field(default=3600.0, alias="log_retention")
     min_log_versions: Annotated[int, Field(ge=1, le=100000)] = 10
     max_segments: Annotated[int, Field(ge=1, le=100000)] = 64
-    segment_target_files: Annotated[int, Field(ge=1)] = 1000
+    segment_target_files: Annotated[int, Field(ge=1, le=10_000_000)] = 1000
 
     @model_validator(mode="before")
     @classmethod

@@ -72,6 +72,14 @@ class ApiBackend:
         metrics.ready.set(1 if self.readiness()[0] else 0)
         return generate_latest(metrics.registry)
 
+    def liveness(self) -> tuple[bool, dict[str, Any]]:
+        """``/healthz``: False once a thread the daemon cannot work without died of a bug
+        (the dispatcher, a table worker, the poller), so the supervisor restarts it."""
+        problems = [p for p in (self._service.queue.crashed, self._service.poller.crashed) if p]
+        if problems:
+            return False, {"status": "dead", "errors": problems}
+        return True, {"status": "ok"}
+
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         status = self._service.status
         spark_ok = status.spark in ("up", "disabled")
@@ -79,7 +87,7 @@ class ApiBackend:
         checks: dict[str, Any] = {
             "spark": {"ok": spark_ok, "state": status.spark, "error": status.spark_error},
             "state_dir": {"ok": state_ok, "path": self.config.state_dir, "error": state_error},
-            "scheduler": {"ok": self._service.queue.alive},
+            "scheduler": {"ok": self._service.queue.alive and self._service.queue.crashed is None},
             "shutting_down": {"ok": not status.stopping},
         }
         ready = all(c["ok"] for c in checks.values())

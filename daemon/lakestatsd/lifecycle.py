@@ -136,7 +136,7 @@ class Lifecycle:
         while True:
             # pinged from the event loop and only while the dispatcher lives: a hung loop
             # or a dead scheduler lets systemd restart us
-            if self._service.queue.alive:
+            if self._service.queue.alive and self._backend.liveness()[0]:
                 self._notifier.send("WATCHDOG=1")
             await asyncio.sleep(interval)
 

@@ -118,6 +118,10 @@ class RunReport:
     sources: frozenset[str]
 
 
+_MAX_DOUBLINGS = 60
+_MAX_WAIT_S = 3600.0  # the dispatcher re-checks at least hourly
+
+
 def error_kind(exc: BaseException) -> str:
     """A bounded label for metrics: our named errors by class, anything else 'unexpected'."""
     return type(exc).__name__ if isinstance(exc, LakestatsError) else "unexpected"
@@ -151,6 +155,7 @@ class TableQueue:
         self._stopping = threading.Event()
         self._dispatcher: threading.Thread | None = None
         self._workers: set[threading.Thread] = set()
+        self._crashed: str | None = None  # a thread of ours died of a bug: liveness fails
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -188,6 +193,18 @@ class TableQueue:
     def alive(self) -> bool:
         """The dispatcher runs (for the systemd watchdog: a dead loop must not be pinged)."""
         return self._dispatcher is not None and self._dispatcher.is_alive()
+
+    @property
+    def crashed(self) -> str | None:
+        """Why the queue cannot work any more (a dispatcher or worker thread died of a
+        bug), else None. Liveness (``/healthz``) fails on it, so the process is restarted
+        instead of answering 200 while nothing is processed."""
+        if self._crashed is not None:
+            return self._crashed
+        dispatcher = self._dispatcher
+        if dispatcher is not None and not dispatcher.is_alive() and not self._stopping.is_set():
+            return "the dispatcher thread ended"
+        return None
 
     # -- hints -----------------------------------------------------------------------------
 
@@ -298,6 +315,13 @@ class TableQueue:
     # -- dispatch --------------------------------------------------------------------------
 
     def _dispatch_loop(self) -> None:
+        try:
+            self._dispatch()
+        except BaseException as exc:
+            self._crashed = f"dispatcher thread died: {type(exc).__name__}: {exc}"
+            log.critical("dispatcher_died", error=self._crashed, exc_info=True)
+
+    def _dispatch(self) -> None:
         with self._cond:
             while not self._stopping.is_set():
                 now = self._clock()
@@ -313,7 +337,8 @@ class TableQueue:
                         break
                     self._start_run(table)
                 timeout = None if next_due is None else max(0.0, next_due - self._clock())
-                self._cond.wait(timeout)
+                # bounded: a wait longer than threading.TIMEOUT_MAX raises OverflowError
+                self._cond.wait(None if timeout is None else min(timeout, _MAX_WAIT_S))
 
     def _start_run(self, table: _Table) -> None:
         # called with the lock held
@@ -332,6 +357,13 @@ class TableQueue:
         worker.start()
 
     def _run(self, table: _Table, started_seq: int, sources: frozenset[str]) -> None:
+        try:
+            self._run_once(table, started_seq, sources)
+        except BaseException as exc:  # a bug in the bookkeeping below: fail liveness
+            self._crashed = f"worker of table {table.name} died: {type(exc).__name__}: {exc}"
+            log.critical("worker_died", table=table.name, error=self._crashed, exc_info=True)
+
+    def _run_once(self, table: _Table, started_seq: int, sources: frozenset[str]) -> None:
         started = self._clock()
         error: BaseException | None = None
         completed = False
@@ -348,9 +380,9 @@ class TableQueue:
                 table.failures += 1
                 table.last_error = f"{type(error).__name__}: {error}"
                 table.last_error_kind = error_kind(error)
-                delay = min(
-                    self._backoff_max_s, self._backoff_initial_s * 2 ** (table.failures - 1)
-                )
+                # the exponent is capped: 2 ** 1100 does not fit a float
+                doublings = min(table.failures - 1, _MAX_DOUBLINGS)
+                delay = min(self._backoff_max_s, self._backoff_initial_s * 2.0**doublings)
                 table.pending = True  # retry even without a new hint
                 table.due_at = self._clock() + delay
             elif completed:

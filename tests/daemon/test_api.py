@@ -28,6 +28,10 @@ class FakeBackend:
         self.done = True
         self.accepting = True
         self.ready = True
+        self.alive = True
+
+    def liveness(self) -> tuple[bool, dict[str, Any]]:
+        return self.alive, {"status": "ok" if self.alive else "dead"}
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         return self.ready, {"ready": self.ready}
