@@ -104,6 +104,8 @@ class HttpConfig(ConfigSection):
     token: str | None = None
     max_body_bytes: Annotated[int, Field(ge=0, le=64 * 1024 * 1024)] = 64 * 1024
     wait_timeout_s: Annotated[Seconds, Field(gt=0, le=3600)] = 60.0
+    # a request (line, headers, body) must arrive within this, else 408 and close
+    request_timeout_s: Annotated[Seconds, Field(gt=0, le=300)] = 10.0
     # where clients (`lakestats notify`) reach the daemon; default: http://<listen>
     url: str | None = None
 

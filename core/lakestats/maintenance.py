@@ -341,8 +341,14 @@ def expired_meanwhile(opened: OpenedTable, state: StateVersion, snapshot_id: int
     drops them at its next run). The current stats are never "expired" (see
     ``plan_stats_expiry``). Refreshes the metadata before saying yes: a handle loaded before
     the snapshot was committed must not call a new snapshot expired."""
-    if snapshot_id == state.last_snapshot_id or snapshot_id in opened.table.snapshot_ids():
+    known = opened.table.snapshot_ids()
+    if snapshot_id == state.last_snapshot_id or snapshot_id in known:
         return False
+    if state.last_snapshot_id in known:
+        # the metadata is at least as new as the state's newest snapshot, and every other
+        # snapshot with stats is older: it is gone because it was expired (no refresh, so
+        # a client asking again and again costs no metadata read)
+        return True
     opened.table.refresh()
     return snapshot_id not in opened.table.snapshot_ids()
 

@@ -25,7 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -153,10 +153,15 @@ async def _drain_body(request: Request, limit: int) -> int:
         if int(declared) > limit:
             raise BadRequestError(413, "body_too_large", f"request body exceeds {limit} bytes")
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BadRequestError(413, "body_too_large", f"request body exceeds {limit} bytes")
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise BadRequestError(413, "body_too_large", f"request body exceeds {limit} bytes")
+    except ClientDisconnect:
+        # gone before its body arrived (or cut off by http.request_timeout_s): nothing
+        # was queued, and the answer goes nowhere
+        raise BadRequestError(400, "incomplete_request", "the request body never arrived") from None
     return size
 
 
@@ -179,6 +184,7 @@ def create_app(backend: Backend) -> Starlette:
         return Response(payload, media_type=CONTENT_TYPE_LATEST)
 
     async def openapi(request: Request) -> Response:
+        _query(request, frozenset())
         return JSONResponse(openapi_document())
 
     async def list_tables(request: Request) -> Response:
@@ -237,7 +243,7 @@ def create_app(backend: Backend) -> Starlette:
         assert isinstance(exc, HTTPException)
         return _error(exc.status_code, "http_error", str(exc.detail), **(exc.headers or {}))
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
@@ -249,3 +255,7 @@ def create_app(backend: Backend) -> Starlette:
         ],
         exception_handlers={BadRequestError: bad_request, HTTPException: http_error},
     )
+    # "/healthz/" → 307 to an absolute URL built from the Host header would let any
+    # client make us redirect elsewhere; a path is matched exactly or is a 404
+    app.router.redirect_slashes = False
+    return app

@@ -21,7 +21,7 @@ import structlog
 
 from lakestats.analyze import AnalyzeResult, CommitReport, PendingCallback
 from lakestats.config import Config, TableConfig
-from lakestats.exceptions import TableNotFoundError
+from lakestats.exceptions import SnapshotNotFoundError, TableNotFoundError
 from lakestats.model import Commit
 from lakestats.tables import OpenedTable
 from lakestatsd.maintenance import MaintenanceRunner
@@ -217,6 +217,9 @@ class TableRuntime:
                     handle = self._opener(self._table_config(name), self._config)
                     self._readers[name] = handle
                 return self._read_stats(handle, snapshot_id)
+            except SnapshotNotFoundError:
+                raise  # the client asked for a snapshot without stats: the handle is fine
             except BaseException:
+                # reopened by the next request: a moved table or a late location heals
                 self._readers.pop(name, None)
                 raise
