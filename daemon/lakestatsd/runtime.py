@@ -21,7 +21,11 @@ import structlog
 
 from lakestats.analyze import AnalyzeResult, CommitReport, PendingCallback
 from lakestats.config import Config, TableConfig
-from lakestats.exceptions import SnapshotNotFoundError, TableNotFoundError
+from lakestats.exceptions import (
+    ConcurrentUpdateError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+)
 from lakestats.model import Commit
 from lakestats.tables import OpenedTable
 from lakestatsd.maintenance import MaintenanceRunner
@@ -106,6 +110,8 @@ class TableRuntime:
     def process(self, name: str, should_stop: StopCheck) -> bool:
         try:
             return self._process(name, should_stop)
+        except ConcurrentUpdateError:
+            raise  # another process committed first: contention, the table is healthy
         except BaseException:
             with self._handles_lock:
                 self._workers.pop(name, None)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from lakestats.exceptions import LakestatsError
+from lakestats.exceptions import ConcurrentUpdateError, LakestatsError
 
 log = structlog.get_logger("lakestatsd.scheduler")
 
@@ -116,10 +116,18 @@ class RunReport:
     duration_s: float
     error: BaseException | None
     sources: frozenset[str]
+    # another process (a second daemon, a CLI run) committed first: expected contention,
+    # not a failure (``error`` is None, the table stays healthy, it runs again shortly)
+    contended: bool = False
 
 
 _MAX_DOUBLINGS = 60
 _MAX_WAIT_S = 3600.0  # the dispatcher re-checks at least hourly
+
+
+def is_contention(exc: BaseException) -> bool:
+    """Another writer of the same stats store won the race: retry, do not alarm."""
+    return isinstance(exc, ConcurrentUpdateError)
 
 
 def error_kind(exc: BaseException) -> str:
@@ -372,11 +380,16 @@ class TableQueue:
         except Exception as exc:  # one broken table must never stop the others
             error = exc
         duration = self._clock() - started
+        contended = error is not None and is_contention(error)
         with self._cond:
             table.running = False
             table.runs += 1
             table.last_run_s = duration
-            if error is not None:
+            if contended:
+                # the other process's work is as good as ours: look again soon, no backoff
+                table.pending = True
+                table.due_at = self._clock() + self._backoff_initial_s
+            elif error is not None:
                 table.failures += 1
                 table.last_error = f"{type(error).__name__}: {error}"
                 table.last_error_kind = error_kind(error)
@@ -397,13 +410,16 @@ class TableQueue:
             retry_in = max(0.0, table.due_at - self._clock())
         report = RunReport(
             table=table.name,
-            ok=error is None,
+            ok=error is None or contended,
             completed=completed,
             duration_s=duration,
-            error=error,
+            error=None if contended else error,
             sources=sources,
+            contended=contended,
         )
-        if error is not None:
+        if contended:
+            log.info("table_run_contended", table=table.name, error=str(error))
+        elif error is not None:
             log.warning(
                 "table_run_failed",
                 table=table.name,

@@ -162,7 +162,7 @@ class Service:
         self.hint(name, "maintenance")
 
     def _on_run(self, report: RunReport) -> None:
-        outcome = "ok" if report.ok else "error"
+        outcome = "contended" if report.contended else "ok" if report.ok else "error"
         self.metrics.run_seconds.labels(report.table, outcome).observe(report.duration_s)
         if report.error is not None:
             self.metrics.errors.labels(report.table, error_kind(report.error)).inc()
