@@ -287,6 +287,22 @@ class Config(ConfigSection):
     catalog: dict[str, dict[str, str]] = Field(default_factory=dict)
     table: tuple[TableConfig, ...] = ()
 
+    @field_validator("state_dir")
+    @classmethod
+    def _state_dir_not_a_file(cls, value: str) -> str:
+        # one stat per ancestor, so a typo pointing at a file is a config error naming the
+        # key rather than a traceback at the first write
+        local = local_path(value)
+        if local is None:
+            return value
+        for path in (local, *local.parents):
+            try:
+                if path.exists() and not path.is_dir():
+                    raise ValueError(f"{path} is a file, not a directory")
+            except OSError:
+                return value  # unreadable: the first write reports it with the path
+        return value
+
     @field_validator("catalog", mode="before")
     @classmethod
     def _catalog_strings(cls, value: Any) -> Any:

@@ -27,6 +27,7 @@ makes abandoning a commit safe).
 from __future__ import annotations
 
 import enum
+import errno
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -130,9 +131,23 @@ def is_contention(exc: BaseException) -> bool:
     return isinstance(exc, ConcurrentUpdateError)
 
 
+# errnos of a storage problem the operator fixes (space, permissions, a read-only mount)
+_STORAGE_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.ENOTDIR}
+)
+STORAGE = "storage"
+
+
 def error_kind(exc: BaseException) -> str:
-    """A bounded label for metrics: our named errors by class, anything else 'unexpected'."""
-    return type(exc).__name__ if isinstance(exc, LakestatsError) else "unexpected"
+    """A bounded label for metrics: our named errors by class, a full, read-only or
+    unreadable disk as 'storage', anything else 'unexpected' (a bug)."""
+    if isinstance(exc, LakestatsError):
+        return type(exc).__name__
+    if isinstance(exc, OSError) and (
+        exc.errno in _STORAGE_ERRNOS or isinstance(exc, PermissionError)
+    ):
+        return STORAGE
+    return "unexpected"
 
 
 class TableQueue:
@@ -249,6 +264,23 @@ class TableQueue:
                 table.due_at = max(table.due_at, soon)
             self._cond.notify_all()
             return table.hint_seq
+
+    def retry_now(self, kind: str) -> int:
+        """Cut the backoff of tables whose last run failed with ``kind`` (the cause went
+        away, e.g. disk space was freed); returns how many."""
+        with self._cond:
+            now = self._clock()
+            due = [
+                t
+                for t in self._tables.values()
+                if t.failures and t.last_error_kind == kind and not t.running and t.due_at > now
+            ]
+            for table in due:
+                table.due_at = now
+                table.pending = True
+            if due:
+                self._cond.notify_all()
+            return len(due)
 
     def hint_all(self, source: str) -> None:
         for name in self._tables:
@@ -427,7 +459,7 @@ class TableQueue:
                 kind=error_kind(error),
                 consecutive_failures=failures,
                 retry_in_s=round(retry_in, 3),
-                exc_info=not isinstance(error, LakestatsError),
+                exc_info=error_kind(error) == "unexpected",
             )
         if self._on_run is not None:
             try:

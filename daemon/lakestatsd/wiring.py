@@ -9,17 +9,19 @@ maintenance job) enters the queue. It starts nothing: ``lakestatsd.lifecycle`` d
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from lakestats.analyze import AnalyzeResult, CommitReport, PendingCallback
+from lakestats.locations import local_path
 from lakestats.tables import OpenedTable
 from lakestatsd.config import ServiceConfig
 from lakestatsd.maintenance import MaintenanceFns, MaintenanceRunner, MaintenanceScheduler
 from lakestatsd.metrics import FreshnessTracker, Metrics
 from lakestatsd.runtime import AnalyzeFn, Opener, StatsReader, TableRuntime
-from lakestatsd.scheduler import RunReport, StopCheck, TableQueue, error_kind
+from lakestatsd.scheduler import STORAGE, RunReport, StopCheck, TableQueue, error_kind
 from lakestatsd.watch import MetadataWatcher, Poller
 
 SparkState = Literal["disabled", "starting", "up", "failed"]
@@ -150,6 +152,9 @@ class Service:
         return self.queue.hint(name, source)
 
     def poll_tick(self) -> None:
+        if state_dir_writable(self.config.state_dir)[0]:
+            # space freed, permissions fixed: retry now rather than after a long backoff
+            self.queue.retry_now(STORAGE)
         if self.watcher is not None:
             self.watcher.ensure_watches()  # tables that could not be watched before
         for name in self.queue.names:
@@ -167,3 +172,16 @@ class Service:
         if report.error is not None:
             self.metrics.errors.labels(report.table, error_kind(report.error)).inc()
             self.metrics.table_healthy.labels(report.table).set(0)
+
+
+def state_dir_writable(state_dir: str) -> tuple[bool, str | None]:
+    directory = local_path(state_dir)
+    if directory is None:
+        return True, None  # remote stores are checked by the first commit that writes
+    probe = directory / f".lakestatsd-ready-{os.getpid()}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        return False, f"{type(exc).__name__}: {exc.strerror or exc}"
+    return True, None
