@@ -30,6 +30,7 @@ from pyiceberg.transforms import IdentityTransform
 from lakestats.analyze import analyze_table, read_stats
 from lakestats.config import load_config
 from lakestats.publish.iceberg import FILE_PREFIX
+from lakestats.store import StatsStore
 from lakestats.tables import open_configured
 from lakestats.testing import IcebergWarehouse
 
@@ -106,8 +107,6 @@ def stats_files(table: Table) -> tuple[set[str], set[str]]:
 
 
 def processed(state_dir: Path) -> int:
-    from lakestats.store import StatsStore
-
     tables = [p for p in state_dir.iterdir() if p.is_dir()] if state_dir.exists() else []
     if not tables:
         return 0
@@ -129,10 +128,15 @@ def test_sigkill_while_a_writer_commits_strands_nothing(
     rng = random.Random(1)
     progress: list[int] = []
     try:
-        for _ in range(KILLS):
+        for kill in range(KILLS):
             daemon = run_daemon(text, wait_ready=False)
             daemon.wait_event("http_listening", timeout_s=30)
-            time.sleep(rng.uniform(0.05, 1.5))  # anywhere: mid-run, mid-batch, idle
+            if kill % 3 == 0:
+                # right after a commit's state version: mid-batch, before its registration
+                daemon.wait_event("commit_processed", timeout_s=30)
+                time.sleep(rng.uniform(0, 0.2))
+            else:
+                time.sleep(rng.uniform(0.05, 1.5))  # anywhere: starting, mid-run, idle
             daemon.proc.kill()
             daemon.proc.wait(10)
             progress.append(processed(state_dir))
@@ -141,8 +145,10 @@ def test_sigkill_while_a_writer_commits_strands_nothing(
         writer.join(30)
     assert writer.error is None, writer.error
     assert writer.commits >= KILLS
-    # it kept advancing while being killed: the later kills found more processed
-    assert 0 < progress[KILLS // 5] < progress[-1], progress
+    # it kept advancing while being killed: every third life committed at least one
+    # commit before its kill, and nothing committed was ever lost
+    assert progress == sorted(progress), progress
+    assert progress[-1] >= (KILLS + 2) // 3, progress
 
     # one undisturbed start catches up and registers everything
     daemon = run_daemon(text)
@@ -161,8 +167,8 @@ def test_sigkill_while_a_writer_commits_strands_nothing(
         assert time.monotonic() < deadline, daemon.tail()
         time.sleep(0.2)
     assert daemon.terminate() == 0
-    kills_seen = len([e for e in daemon.events() if e.get("event") == "table_run_failed"])
-    assert kills_seen == 0, daemon.tail()
+    failures = [e for e in daemon.events() if e.get("event") == "table_run_failed"]
+    assert not failures, daemon.tail()  # recovering from the kills is not an error
 
     # past the grace period, the next run deletes the files killed runs left behind
     time.sleep(1.2)

@@ -65,8 +65,12 @@ name = "t"
 location = "{wh.location("t")}"
 """
     daemon = run_daemon(text)
+    current = wh.table("t").metadata.current_snapshot_id
     deadline = time.monotonic() + 30
-    while (resp := daemon.request("GET", "/v1/tables/t/stats")).status != 200:
+    while True:  # until the daemon has processed both commits
+        resp = daemon.request("GET", "/v1/tables/t/stats")
+        if resp.status == 200 and resp.json()["snapshot_id"] == current:
+            break
         assert time.monotonic() < deadline, daemon.tail()
         time.sleep(0.1)
     good = resp.json()
