@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+import structlog
+
 from lakestats.config import Config, MaintenanceConfig
 from lakestats.exceptions import ConcurrentUpdateError, ExpiryError
 from lakestats.expiry import (
@@ -43,8 +45,11 @@ from lakestats.model import (
     SketchSettings,
     StateVersion,
 )
+from lakestats.publish.registry import publisher_for
 from lakestats.store import StatsStore, referenced_files
 from lakestats.tables import OpenedTable
+
+_log = structlog.get_logger(__name__)
 
 _CONCURRENT_RETRIES = 5
 
@@ -280,7 +285,19 @@ def compact(
         )
         break
     cleaned = cleanup(store, settings, dry_run=dry_run, now_ms=now_ms)
+    if not dry_run:
+        _sweep_table(opened, config.maintenance.grace_period_s)
     return replace(report, cleanup=cleaned)
+
+
+def _sweep_table(opened: OpenedTable, grace_s: float) -> None:
+    """Files a killed run wrote into the table and never registered: deleted after the
+    grace period here too, so they go even if no new commit comes to trigger a run."""
+    publisher = publisher_for(opened)
+    try:
+        publisher.sweep(grace_s)
+    except publisher.errors as exc:
+        _log.warning("stray_sweep_failed", table=opened.name, error=str(exc))
 
 
 # -- cleanup ------------------------------------------------------------------------------------

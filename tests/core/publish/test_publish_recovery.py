@@ -20,6 +20,7 @@ from pyiceberg.transforms import IdentityTransform
 
 from lakestats.analyze import CommitReport, read_stats
 from lakestats.config import Config, MaintenanceConfig
+from lakestats.maintenance import compact
 from lakestats.model import ColumnSketch, TableSchema
 from lakestats.publish.iceberg import FILE_PREFIX
 from lakestats.testing import IcebergWarehouse
@@ -99,8 +100,8 @@ def test_a_run_killed_mid_batch_strands_nothing(tmp_path: Path) -> None:
     assert state is not None
     assert set(state.published["iceberg"]["snapshots"]) == {str(s) for s in lineage}
 
-    # past the grace period a run deletes them, and nothing else
-    run_analyze(with_grace(config, 0), opened, PySketcher())
+    # past the grace period, compaction (the daemon's schedule) deletes them, and nothing else
+    compact(opened, with_grace(config, 0))
     table = wh.table("t")
     assert files_on_disk(table) == referenced(table)
     assert registered(table) == (lineage, lineage)
@@ -110,6 +111,20 @@ def test_a_run_killed_mid_batch_strands_nothing(tmp_path: Path) -> None:
     run_analyze(fresh_config, fresh, PySketcher())
     strip = lambda doc: {k: v for k, v in doc.items() if k not in VOLATILE}  # noqa: E731
     assert strip(read_stats(opened)) == strip(read_stats(fresh))
+
+
+def test_the_next_run_past_the_grace_period_sweeps_the_strays(tmp_path: Path) -> None:
+    wh = IcebergWarehouse(tmp_path / "wh")
+    commit_many(wh, 4)
+    config, opened = catalog_config(wh, "t", tmp_path / "state")
+    with pytest.raises(Killed):
+        run_analyze(config, opened, PySketcher(), on_commit=kill_after(3))
+    assert files_on_disk(wh.table("t")) - referenced(wh.table("t"))  # strays
+    run_analyze(with_grace(config, 0), opened, PySketcher())
+    table = wh.table("t")
+    assert files_on_disk(table) == referenced(table)
+    lineage = set(wh.lineage("t"))
+    assert registered(table) == (lineage, lineage)
 
 
 def test_restaged_theta_sketches_describe_their_own_snapshot(tmp_path: Path) -> None:
