@@ -264,14 +264,16 @@ class _CommitPath:
             if snapshot_id not in missing:
                 continue
             missing.discard(snapshot_id)
-            self.publisher.stage(self.stats_of(version, snapshot_id), state.published)
+            stats = self.stats_of(snapshot_id, state.stats[snapshot_id], version)
+            self.publisher.stage(stats, state.published)
             found += 1
             if not missing or found >= _MAX_RESTAGED:
                 return
         for snapshot_id in sorted(missing)[: _MAX_RESTAGED - found]:
             # its state version is gone (log retention): what the table metadata alone
             # gives (partition statistics from the snapshot's files), no NDV sketches
-            self.publisher.stage(self.stats_of(None, snapshot_id, state), state.published)
+            stats = self.stats_of(snapshot_id, state.stats[snapshot_id], None)
+            self.publisher.stage(stats, state.published)
 
     def _versions_newest_first(self, state: StateVersion) -> Iterator[StateVersion]:
         yield state
@@ -284,17 +286,16 @@ class _CommitPath:
                 continue  # deleted by cleanup meanwhile, or unreadable: skip it
 
     def stats_of(
-        self, version: StateVersion | None, snapshot_id: int, state: StateVersion | None = None
+        self, snapshot_id: int, stats_path: str, version: StateVersion | None
     ) -> SnapshotStats:
-        """A processed snapshot's merged stats again, from the state version that committed
-        it (its merged aggregate, else its segments' aggregates); empty when gone."""
+        """A processed snapshot's merged stats again: its schema from its stats document,
+        its partitions from the state ``version`` that committed it (that version's merged
+        aggregate, else its segments' aggregates); no partitions when that is gone."""
         partitions: tuple[PartitionAggregate, ...] = ()
         schema = self.opened.table.schema()
-        stats_path = (version or state or self.initial_state()).stats.get(snapshot_id)
         try:
-            if stats_path is not None:
-                schema_id = self.store.read_stats(stats_path).get("schema_id")
-                schema = self.opened.table.schema(schema_id if isinstance(schema_id, int) else None)
+            schema_id = self.store.read_stats(stats_path).get("schema_id")
+            schema = self.opened.table.schema(schema_id if isinstance(schema_id, int) else None)
             if version is not None:
                 partitions = self.store.merged(version, self.settings)
         except (LakestatsError, OSError) as exc:
