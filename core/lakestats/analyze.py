@@ -15,18 +15,18 @@ from it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import structlog
 
 from lakestats.config import Config
-from lakestats.exceptions import ConcurrentUpdateError, LineageError
+from lakestats.exceptions import ConcurrentUpdateError, LakestatsError, LineageError, StoreError
 from lakestats.maintenance import expire_stats, stale_stats
 from lakestats.merge import merge_partitions, whole_table
-from lakestats.model import Commit, SketchSettings, StateVersion
-from lakestats.plan import CommitPlan, Sketches, plan_batches, plan_commit
+from lakestats.model import Commit, PartitionAggregate, SketchSettings, StateVersion
+from lakestats.plan import BatchSizer, CommitPlan, Sketches, plan_commit
 from lakestats.publish.base import Publisher, SnapshotStats
 from lakestats.publish.native import commit_doc, stats_doc
 from lakestats.publish.registry import publisher_for
@@ -46,9 +46,14 @@ __all__ = [
     "list_commit_docs",
     "make_sketcher",
     "read_stats",
+    "unregistered_stats",
 ]
 
 _CONCURRENT_RETRIES = 3
+# Per publish: snapshots whose stats were committed but never registered, staged again
+# (newest first), and state versions read back to find their merged stats.
+_MAX_RESTAGED = 64
+_MAX_VERSIONS_READ = 512
 _log = structlog.get_logger(__name__)
 
 PendingCallback = Callable[[Sequence[Commit]], None]
@@ -86,10 +91,16 @@ class _CommitPath:
         self.opened = opened
         self.store: StatsStore = opened.store
         self.settings: SketchSettings = config.sketch.settings()
-        self.max_files = config.sketch.max_files_per_job
         self.sketcher = sketcher if (config.sketch.enabled and opened.config.sketches) else None
         self.writer = SegmentWriter(self.store, self.settings)
         self.publisher: Publisher = publisher_for(opened)
+        self.grace_s = config.maintenance.grace_period_s
+        self.swept = False
+        self.batches = BatchSizer(
+            max_files=config.sketch.max_files_per_job,
+            max_bytes=config.sketch.max_bytes_per_job,
+            target_s=config.sketch.batch_target_s,
+        )
 
     def initial_state(self) -> StateVersion:
         current = self.store.current()
@@ -215,25 +226,20 @@ class _CommitPath:
         """Register the staged stats in the table (one commit of the table), then record
         where they went in a new state version.
 
-        A failure is logged and retried by the next run (the newest snapshot is staged
-        again if it was never registered); the stats in the store stay valid either way.
+        Every processed snapshot whose stats were never registered — a run killed between
+        its state commit and the batch's registration, or a failed publish — is staged
+        again first, so a crash never strands a snapshot. Files of ours the table does not
+        reference are swept once per run, after the grace period. A failure is logged and
+        retried by the next run; the stats in the store stay valid either way.
         """
-        snapshot_id = state.last_snapshot_id
-        if snapshot_id is None:
+        if state.last_snapshot_id is None:
             return state
         try:
-            if not self.publisher.is_published(snapshot_id, state.published):
-                schema_id = self.store.read_stats(state.stats[snapshot_id])["schema_id"]
-                partitions = self.store.merged(state, self.settings)
-                retry = SnapshotStats(
-                    snapshot_id=snapshot_id,
-                    schema=self.opened.table.schema(schema_id),
-                    partitions=partitions,
-                    table=whole_table(partitions, self.settings),
-                    settings=self.settings,
-                )
-                self.publisher.stage(retry, state.published)
+            self.restage_unregistered(state)
             published = self.publisher.flush(state.published)
+            if not self.swept:
+                self.swept = True
+                self.publisher.sweep(self.grace_s)
         except self.publisher.errors as exc:
             _log.warning("publish_failed", table=self.opened.name, error=str(exc))
             return state
@@ -242,6 +248,79 @@ class _CommitPath:
         return self.store.commit(
             replace(state, version=state.version + 1, published=published, created_at_ms=0)
         )
+
+    def restage_unregistered(self, state: StateVersion) -> None:
+        live = self.opened.table.snapshot_ids()
+        missing = {
+            s
+            for s in state.stats
+            if s in live and not self.publisher.is_published(s, state.published)
+        }
+        if not missing:
+            return
+        found = 0
+        for version in self._versions_newest_first(state):
+            snapshot_id = version.last_snapshot_id
+            if snapshot_id not in missing:
+                continue
+            missing.discard(snapshot_id)
+            stats = self.stats_of(snapshot_id, state.stats[snapshot_id], version)
+            self.publisher.stage(stats, state.published)
+            found += 1
+            if not missing or found >= _MAX_RESTAGED:
+                return
+        for snapshot_id in sorted(missing)[: _MAX_RESTAGED - found]:
+            # its state version is gone (log retention): what the table metadata alone
+            # gives (partition statistics from the snapshot's files), no NDV sketches
+            stats = self.stats_of(snapshot_id, state.stats[snapshot_id], None)
+            self.publisher.stage(stats, state.published)
+
+    def _versions_newest_first(self, state: StateVersion) -> Iterator[StateVersion]:
+        yield state
+        for number in sorted(self.store.versions(), reverse=True)[:_MAX_VERSIONS_READ]:
+            if number >= state.version:
+                continue
+            try:
+                yield self.store.read_version(number)
+            except (StoreError, OSError, ValueError):
+                continue  # deleted by cleanup meanwhile, or unreadable: skip it
+
+    def stats_of(
+        self, snapshot_id: int, stats_path: str, version: StateVersion | None
+    ) -> SnapshotStats:
+        """A processed snapshot's merged stats again: its schema from its stats document,
+        its partitions from the state ``version`` that committed it (that version's merged
+        aggregate, else its segments' aggregates); no partitions when that is gone."""
+        partitions: tuple[PartitionAggregate, ...] = ()
+        schema = self.opened.table.schema()
+        try:
+            schema_id = self.store.read_stats(stats_path).get("schema_id")
+            schema = self.opened.table.schema(schema_id if isinstance(schema_id, int) else None)
+            if version is not None:
+                partitions = self.store.merged(version, self.settings)
+        except (LakestatsError, OSError) as exc:
+            _log.warning("republish_without_sketches", table=self.opened.name, error=str(exc))
+            partitions = ()
+        return SnapshotStats(
+            snapshot_id=snapshot_id,
+            schema=schema,
+            partitions=partitions,
+            table=whole_table(partitions, self.settings),
+            settings=self.settings,
+        )
+
+
+def unregistered_stats(opened: OpenedTable) -> bool:
+    """Whether a processed snapshot still waits for its stats to be registered in the
+    table (a run was killed before its batch's catalog commit). Cheap: the state and the
+    metadata the table already loaded. The daemon runs the table when this says so, even
+    without a new commit."""
+    state = opened.store.current()
+    if state is None or not state.stats:
+        return False
+    publisher = publisher_for(opened)
+    live = opened.table.snapshot_ids()
+    return any(s in live and not publisher.is_published(s, state.published) for s in state.stats)
 
 
 class _Auto:
@@ -320,10 +399,14 @@ def _analyze_once(
         return should_stop is not None and should_stop()
 
     current_schema = opened.table.schema()
-    for batch in plan_batches(commits, path.max_files):
+    start = 0
+    while start < len(commits):
+        batch = path.batches.next(commits, start)
+        start += len(batch.commits)
         if stopped():
             state = path.publish(state)
             return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports), True)
+        began = time.monotonic()
         sketches, sketch_seconds = sketch_batch(path.sketcher, batch, current_schema)
         for i, commit in enumerate(batch.commits):
             if i and stopped():
@@ -335,6 +418,7 @@ def _analyze_once(
             if on_commit is not None:
                 on_commit(report)
         state = path.publish(state)  # one commit of the table per batch, not per snapshot
+        path.batches.observe(batch, time.monotonic() - began)
     if not commits:
         state = path.publish(state)  # drops entries of snapshots expired meanwhile, if any
     if stale_stats(opened):

@@ -316,6 +316,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             raise
         print(f"lakestats: error: {exc}", file=stderr)
         return EXIT_ERROR
+    except OSError as exc:  # a full disk, a read-only or unreadable directory: not a bug
+        if args.debug:
+            raise
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"lakestats: error: {exc.strerror or exc}{where}", file=stderr)
+        return EXIT_ERROR
     except KeyboardInterrupt:
         print("lakestats: interrupted; the stats store keeps its last version", file=stderr)
         return EXIT_INTERRUPTED

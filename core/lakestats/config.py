@@ -51,6 +51,9 @@ DEFAULT_STATE_DIR = ".lakestats"
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _DURATION_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# Every duration is at most ten years: beyond that a timer or a sleep overflows
+# (threading.TIMEOUT_MAX is ~292 years, but float arithmetic on top of it is not safe).
+MAX_DURATION_S = 10 * 365 * 86400.0
 
 
 class ConfigSection(BaseModel):
@@ -64,11 +67,31 @@ def parse_duration(value: object) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
         if not math.isfinite(value) or value < 0:
             raise ValueError("must be a finite number of seconds, not negative")
-        return float(value)
-    match = _DURATION.match(str(value))
+        seconds = float(value)
+    else:
+        match = _DURATION.match(str(value))
+        if not match:
+            raise ValueError(f"not a duration: {value!r} (use e.g. 45s, 30m, 12h, 7d)")
+        seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    if not seconds <= MAX_DURATION_S:
+        raise ValueError(f"must be at most ten years ({MAX_DURATION_S:.0f} seconds)")
+    return seconds
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+def parse_size(value: object) -> int:
+    """``"512MiB"``, ``"10GB"``, ``"4k"`` or a number of bytes → bytes (binary units)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float):
+        raise ValueError("must be a whole number of bytes or a size such as 512MiB")
+    match = _SIZE.match(str(value))
     if not match:
-        raise ValueError(f"not a duration: {value!r} (use e.g. 45s, 30m, 12h, 7d)")
-    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        raise ValueError(f"not a size: {value!r} (use e.g. 512MiB, 10GiB, or bytes)")
+    return int(match.group(1)) * _SIZE_UNITS[match.group(2)[:1].lower()]
 
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
@@ -81,6 +104,8 @@ class HttpConfig(ConfigSection):
     token: str | None = None
     max_body_bytes: Annotated[int, Field(ge=0, le=64 * 1024 * 1024)] = 64 * 1024
     wait_timeout_s: Annotated[Seconds, Field(gt=0, le=3600)] = 60.0
+    # a request (line, headers, body) must arrive within this, else 408 and close
+    request_timeout_s: Annotated[Seconds, Field(gt=0, le=300)] = 10.0
     # where clients (`lakestats notify`) reach the daemon; default: http://<listen>
     url: str | None = None
 
@@ -91,6 +116,16 @@ class HttpConfig(ConfigSection):
             parsed = urlparse(value)
             if parsed.scheme not in ("http", "https") or not parsed.netloc:
                 raise ValueError("must be an http:// or https:// URL, e.g. http://lakestatsd:8765")
+        return value
+
+    @field_validator("token")
+    @classmethod
+    def _real_token(cls, value: str | None) -> str | None:
+        # a blank token would silently switch authentication off: leave it out instead
+        if value is not None and not value:
+            raise ValueError("is blank: set a real token, or remove the key to disable auth")
+        if value is not None and any(c.isspace() for c in value):
+            raise ValueError("must not contain whitespace (it is sent as 'Bearer <token>')")
         return value
 
     @field_validator("listen")
@@ -132,7 +167,13 @@ class SketchConfig(ConfigSection):
     theta_lg_k: Annotated[int, Field(ge=5, le=26)] = 12  # Python datasketches merges need ≥ 5
     histogram_buckets: Annotated[int, Field(ge=1, le=10000)] = 100
     quantiles: tuple[float, ...] = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
-    max_files_per_job: Annotated[int, Field(ge=1)] = 2000
+    max_files_per_job: Annotated[int, Field(ge=1, le=1_000_000)] = 2000
+    # a batch's new data files weigh at most this much (a single bigger commit is one batch)
+    max_bytes_per_job: Annotated[int, BeforeValidator(parse_size), Field(ge=1, le=1 << 50)] = (
+        64 * 1024**3
+    )
+    # batches grow from one commit while they finish within half this; slower ones shrink
+    batch_target_s: Annotated[Seconds, Field(gt=0, le=86400)] = 60.0
 
     @field_validator("quantiles", mode="before")
     @classmethod
@@ -169,7 +210,7 @@ class ExpireConfig(ConfigSection):
     expiry, then the stats of the expired snapshots."""
 
     older_than_s: Seconds | None = Field(default=None, alias="older_than")
-    retain_last: Annotated[int, Field(ge=1)] | None = None
+    retain_last: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
 
     @model_validator(mode="after")
     def _has_policy(self) -> Self:
@@ -190,7 +231,7 @@ class MaintenanceConfig(ConfigSection):
     log_retention_s: Seconds = Field(default=3600.0, alias="log_retention")
     min_log_versions: Annotated[int, Field(ge=1, le=100000)] = 10
     max_segments: Annotated[int, Field(ge=1, le=100000)] = 64
-    segment_target_files: Annotated[int, Field(ge=1)] = 1000
+    segment_target_files: Annotated[int, Field(ge=1, le=10_000_000)] = 1000
 
     @model_validator(mode="before")
     @classmethod
@@ -260,6 +301,22 @@ class Config(ConfigSection):
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     catalog: dict[str, dict[str, str]] = Field(default_factory=dict)
     table: tuple[TableConfig, ...] = ()
+
+    @field_validator("state_dir")
+    @classmethod
+    def _state_dir_not_a_file(cls, value: str) -> str:
+        # one stat per ancestor, so a typo pointing at a file is a config error naming the
+        # key rather than a traceback at the first write
+        local = local_path(value)
+        if local is None:
+            return value
+        for path in (local, *local.parents):
+            try:
+                if path.exists() and not path.is_dir():
+                    raise ValueError(f"{path} is a file, not a directory")
+            except OSError:
+                return value  # unreadable: the first write reports it with the path
+        return value
 
     @field_validator("catalog", mode="before")
     @classmethod

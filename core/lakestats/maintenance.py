@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+import structlog
+
 from lakestats.config import Config, MaintenanceConfig
 from lakestats.exceptions import ConcurrentUpdateError, ExpiryError
 from lakestats.expiry import (
@@ -43,8 +45,11 @@ from lakestats.model import (
     SketchSettings,
     StateVersion,
 )
+from lakestats.publish.registry import publisher_for
 from lakestats.store import StatsStore, referenced_files
 from lakestats.tables import OpenedTable
+
+_log = structlog.get_logger(__name__)
 
 _CONCURRENT_RETRIES = 5
 
@@ -280,7 +285,19 @@ def compact(
         )
         break
     cleaned = cleanup(store, settings, dry_run=dry_run, now_ms=now_ms)
+    if not dry_run:
+        _sweep_table(opened, config.maintenance.grace_period_s)
     return replace(report, cleanup=cleaned)
+
+
+def _sweep_table(opened: OpenedTable, grace_s: float) -> None:
+    """Files a killed run wrote into the table and never registered: deleted after the
+    grace period here too, so they go even if no new commit comes to trigger a run."""
+    publisher = publisher_for(opened)
+    try:
+        publisher.sweep(grace_s)
+    except publisher.errors as exc:
+        _log.warning("stray_sweep_failed", table=opened.name, error=str(exc))
 
 
 # -- cleanup ------------------------------------------------------------------------------------
@@ -341,8 +358,14 @@ def expired_meanwhile(opened: OpenedTable, state: StateVersion, snapshot_id: int
     drops them at its next run). The current stats are never "expired" (see
     ``plan_stats_expiry``). Refreshes the metadata before saying yes: a handle loaded before
     the snapshot was committed must not call a new snapshot expired."""
-    if snapshot_id == state.last_snapshot_id or snapshot_id in opened.table.snapshot_ids():
+    known = opened.table.snapshot_ids()
+    if snapshot_id == state.last_snapshot_id or snapshot_id in known:
         return False
+    if state.last_snapshot_id in known:
+        # the metadata is at least as new as the state's newest snapshot, and every other
+        # snapshot with stats is older: it is gone because it was expired (no refresh, so
+        # a client asking again and again costs no metadata read)
+        return True
     opened.table.refresh()
     return snapshot_id not in opened.table.snapshot_ids()
 

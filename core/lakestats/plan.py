@@ -85,6 +85,67 @@ def plan_batches(commits: Sequence[Commit], max_files: int) -> tuple[BatchPlan, 
     return tuple(_batch(group) for group in batches)
 
 
+def next_batch(
+    commits: Sequence[Commit],
+    start: int,
+    *,
+    max_commits: int,
+    max_files: int,
+    max_bytes: int,
+) -> BatchPlan:
+    """The batch that starts at ``commits[start]``: consecutive commits, at most
+    ``max_commits`` of them, whose added data files number at most ``max_files`` and
+    weigh at most ``max_bytes`` (always ≥ 1 commit, however big)."""
+    taken: list[Commit] = []
+    files = size = 0
+    for commit in commits[start:]:
+        n = len(commit.added_files)
+        b = sum(f.file_size_bytes for f in commit.added_files)
+        if taken and (len(taken) >= max_commits or files + n > max_files or size + b > max_bytes):
+            break
+        taken.append(commit)
+        files += n
+        size += b
+    return _batch(taken)
+
+
+@dataclass
+class BatchSizer:
+    """Sizes one run's batches so that each one commits soon, whatever the backlog.
+
+    Nothing of a batch is registered before its Spark job ends, so a process killed more
+    often than one batch takes would never advance. The first batch of a run is therefore
+    a single commit; while batches finish within half of ``target_s`` the next one holds
+    twice as many commits, and a batch slower than ``target_s`` shrinks the next in
+    proportion — always within ``max_files`` data files and ``max_bytes``.
+    """
+
+    max_files: int
+    max_bytes: int
+    target_s: float
+    max_commits: int = 1
+
+    def next(self, commits: Sequence[Commit], start: int) -> BatchPlan:
+        return next_batch(
+            commits,
+            start,
+            max_commits=self.max_commits,
+            max_files=self.max_files,
+            max_bytes=self.max_bytes,
+        )
+
+    def observe(self, batch: BatchPlan, seconds: float) -> None:
+        """Adapt the next batch to how long ``batch`` took (its job, store and publish)."""
+        size = max(1, len(batch.commits))
+        if seconds > self.target_s:
+            self.max_commits = max(1, int(size * self.target_s / seconds))
+        elif seconds <= self.target_s / 2 and size >= self.max_commits:
+            self.max_commits = min(_MAX_BATCH_COMMITS, self.max_commits * 2)
+
+
+_MAX_BATCH_COMMITS = 1 << 20
+
+
 def _batch(commits: Sequence[Commit]) -> BatchPlan:
     files = [f for c in commits for f in c.added_files]
     return BatchPlan(

@@ -6,11 +6,15 @@ when the snapshot was processed (``publish/native.py``). Nothing here writes.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from lakestats.exceptions import SnapshotNotFoundError
+from lakestats.config import Config, TableConfig
+from lakestats.exceptions import LakestatsError, SnapshotNotFoundError
+from lakestats.locations import local_path
 from lakestats.maintenance import expired_meanwhile, missing_snapshot_message
 from lakestats.publish.registry import publisher_for
+from lakestats.store import StatsStore
 from lakestats.tables import ConfigLike, TableLike, open_table
 
 
@@ -47,3 +51,38 @@ def list_commit_docs(table: TableLike, *, config: ConfigLike = None) -> list[dic
         return []
     docs = [opened.store.read_stats(p)["commit"] for p in state.stats.values()]
     return sorted(docs, key=lambda d: (d["sequence_number"], d["timestamp_ms"]))
+
+
+def read_last_stats(
+    table: TableConfig, config: Config, *, table_id: str | None = None
+) -> tuple[dict[str, Any], str]:
+    """The newest stats document of a table that cannot be opened right now (its metadata
+    is unreadable or corrupt): ``(document, table id)``, read from the store alone.
+
+    The store is named by the table's id, which lives in the metadata that cannot be read,
+    so it is ``table_id`` when the caller knows it, else the folder under ``state_dir``
+    whose newest document names this table. ``SnapshotNotFoundError`` when there is none.
+    """
+    root = local_path(config.state_dir)
+    candidates = [table_id] if table_id else _table_dirs(root)
+    best: tuple[int, dict[str, Any], str] | None = None
+    for candidate in candidates:
+        try:
+            store = StatsStore(config.state_dir, candidate)
+            state = store.current()
+            if state is None or state.last_snapshot_id is None:
+                continue
+            doc = store.read_stats(state.stats[state.last_snapshot_id])
+        except (LakestatsError, OSError, ValueError, KeyError):
+            continue
+        if doc.get("table") == table.name and (best is None or state.created_at_ms > best[0]):
+            best = (state.created_at_ms, doc, candidate)
+    if best is None:
+        raise SnapshotNotFoundError(f"no stats stored for table {table.name}")
+    return best[1], best[2]
+
+
+def _table_dirs(root: Path | None) -> list[str]:
+    if root is None or not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))

@@ -25,7 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -45,6 +45,7 @@ class Backend(Protocol):
 
     @property
     def config(self) -> Config: ...
+    def liveness(self) -> tuple[bool, dict[str, Any]]: ...
     def readiness(self) -> tuple[bool, dict[str, Any]]: ...
     def tables(self) -> list[dict[str, Any]]: ...
     def read_stats(self, name: str, snapshot_id: int | None) -> dict[str, Any]: ...
@@ -156,10 +157,15 @@ async def _drain_body(request: Request, limit: int) -> int:
         if int(declared) > limit:
             raise BadRequestError(413, "body_too_large", f"request body exceeds {limit} bytes")
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BadRequestError(413, "body_too_large", f"request body exceeds {limit} bytes")
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise BadRequestError(413, "body_too_large", f"request body exceeds {limit} bytes")
+    except ClientDisconnect:
+        # gone before its body arrived (or cut off by http.request_timeout_s): nothing
+        # was queued, and the answer goes nowhere
+        raise BadRequestError(400, "incomplete_request", "the request body never arrived") from None
     return size
 
 
@@ -168,7 +174,8 @@ def create_app(backend: Backend) -> Starlette:
 
     async def healthz(request: Request) -> Response:
         _query(request, frozenset())
-        return JSONResponse({"status": "ok"})
+        alive, detail = backend.liveness()  # in memory, no I/O: stays on the event loop
+        return JSONResponse(detail, status_code=200 if alive else 503)
 
     async def readyz(request: Request) -> Response:
         _query(request, frozenset())
@@ -181,6 +188,7 @@ def create_app(backend: Backend) -> Starlette:
         return Response(payload, media_type=CONTENT_TYPE_LATEST)
 
     async def openapi(request: Request) -> Response:
+        _query(request, frozenset())
         return JSONResponse(openapi_document())
 
     async def list_tables(request: Request) -> Response:
@@ -254,7 +262,7 @@ def create_app(backend: Backend) -> Starlette:
         assert isinstance(exc, HTTPException)
         return _error(exc.status_code, "http_error", str(exc.detail), **(exc.headers or {}))
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
@@ -267,3 +275,7 @@ def create_app(backend: Backend) -> Starlette:
         ],
         exception_handlers={BadRequestError: bad_request, HTTPException: http_error},
     )
+    # "/healthz/" → 307 to an absolute URL built from the Host header would let any
+    # client make us redirect elsewhere; a path is matched exactly or is a 404
+    app.router.redirect_slashes = False
+    return app

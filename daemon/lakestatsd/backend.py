@@ -6,14 +6,12 @@ metrics payload — each read from the ``Service`` parts, never changing them (h
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from prometheus_client import generate_latest
 
-from lakestats.locations import local_path
 from lakestatsd.config import ServiceConfig
-from lakestatsd.wiring import Service
+from lakestatsd.wiring import Service, state_dir_writable
 
 
 class ApiBackend:
@@ -84,6 +82,14 @@ class ApiBackend:
         metrics.ready.set(1 if self.readiness()[0] else 0)
         return generate_latest(metrics.registry)
 
+    def liveness(self) -> tuple[bool, dict[str, Any]]:
+        """``/healthz``: False once a thread the daemon cannot work without died of a bug
+        (the dispatcher, a table worker, the poller), so the supervisor restarts it."""
+        problems = [p for p in (self._service.queue.crashed, self._service.poller.crashed) if p]
+        if problems:
+            return False, {"status": "dead", "errors": problems}
+        return True, {"status": "ok"}
+
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         status = self._service.status
         spark_ok = status.spark in ("up", "disabled")
@@ -91,24 +97,14 @@ class ApiBackend:
         checks: dict[str, Any] = {
             "spark": {"ok": spark_ok, "state": status.spark, "error": status.spark_error},
             "state_dir": {"ok": state_ok, "path": self.config.state_dir, "error": state_error},
-            "scheduler": {"ok": self._service.queue.alive},
+            "scheduler": {"ok": self._service.queue.alive and self._service.queue.crashed is None},
             "shutting_down": {"ok": not status.stopping},
         }
-        ready = all(c["ok"] for c in checks.values())
+        # a state dir that cannot be written (full, read-only) is reported, and each table
+        # that fails on it says so (kind "storage"), but it does not make the daemon
+        # unready: the stats already written are still served
+        ready = all(c["ok"] for k, c in checks.items() if k != "state_dir")
         # a broken table is reported here but does not make the daemon unready: the
         # healthy tables and the API must stay in service (alert on lakestats_table_healthy)
         tables = {t.name: self.table_status(t.name) for t in self.config.table}
         return ready, {"ready": ready, "checks": checks, "tables": tables}
-
-
-def state_dir_writable(state_dir: str) -> tuple[bool, str | None]:
-    directory = local_path(state_dir)
-    if directory is None:
-        return True, None  # remote stores are checked by the first commit that writes
-    probe = directory / f".lakestatsd-ready-{os.getpid()}"
-    try:
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        return False, f"{type(exc).__name__}: {exc.strerror or exc}"
-    return True, None

@@ -53,8 +53,8 @@ class WatchConfig(ConfigSection):
     poll_interval_s: Annotated[Seconds, Field(gt=0, le=86400)] = 30.0
     debounce_s: Annotated[Seconds, Field(ge=0, le=600)] = 0.5
     max_concurrent_tables: Annotated[int, Field(ge=1, le=256)] = 2
-    backoff_initial_s: Annotated[Seconds, Field(gt=0)] = 1.0
-    backoff_max_s: Annotated[Seconds, Field(gt=0)] = 300.0
+    backoff_initial_s: Annotated[Seconds, Field(gt=0, le=3600)] = 1.0
+    backoff_max_s: Annotated[Seconds, Field(gt=0, le=86400)] = 300.0
 
 
 class DaemonSection(ConfigSection):

@@ -30,6 +30,7 @@ import uvicorn
 from lakestats.locations import local_path
 from lakestatsd import __version__
 from lakestatsd.api import Backend, create_app
+from lakestatsd.httpproto import timed_h11_protocol
 from lakestatsd.systemd import Notifier
 from lakestatsd.wiring import Service
 
@@ -92,6 +93,7 @@ class Lifecycle:
         server = _Server(
             uvicorn.Config(
                 create_app(self._backend),
+                http=timed_h11_protocol(service.config.http.request_timeout_s),
                 log_config=None,
                 access_log=False,
                 lifespan="off",
@@ -136,7 +138,7 @@ class Lifecycle:
         while True:
             # pinged from the event loop and only while the dispatcher lives: a hung loop
             # or a dead scheduler lets systemd restart us
-            if self._service.queue.alive:
+            if self._service.queue.alive and self._backend.liveness()[0]:
                 self._notifier.send("WATCHDOG=1")
             await asyncio.sleep(interval)
 

@@ -36,13 +36,16 @@ def openapi_document() -> dict[str, Any]:
         "paths": {
             "/healthz": {
                 "get": {
-                    "summary": "Liveness: the process serves HTTP",
-                    "responses": {"200": _json({"type": "object"}, "alive")},
+                    "summary": "Liveness: the process serves HTTP and its threads live",
+                    "responses": {
+                        "200": _json({"type": "object"}, "alive"),
+                        "503": _json({"type": "object"}, "a thread the daemon needs died"),
+                    },
                 }
             },
             "/readyz": {
                 "get": {
-                    "summary": "Readiness: Spark up (when sketches are on), state dir writable",
+                    "summary": "Readiness: Spark up (when sketches are on), scheduler alive",
                     "description": "Per-table status is included; a broken table is reported "
                     "with its last error but does not make the daemon unready.",
                     "responses": {

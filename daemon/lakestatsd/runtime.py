@@ -21,8 +21,14 @@ import structlog
 
 from lakestats.analyze import AnalyzeResult, CommitReport, PendingCallback
 from lakestats.config import Config, TableConfig
-from lakestats.exceptions import TableNotFoundError
+from lakestats.exceptions import (
+    ConcurrentUpdateError,
+    LakestatsError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+)
 from lakestats.model import Commit
+from lakestats.read import read_last_stats
 from lakestats.tables import OpenedTable
 from lakestatsd.maintenance import MaintenanceRunner
 from lakestatsd.metrics import FreshnessTracker, Metrics
@@ -60,8 +66,10 @@ class TableRuntime:
         metrics: Metrics,
         freshness: FreshnessTracker,
         maintenance: MaintenanceRunner | None = None,
+        unregistered: Callable[[OpenedTable], bool] | None = None,
     ) -> None:
         self._config = config
+        self._unregistered = unregistered
         self._maintenance = maintenance
         self._analyze = analyze
         self._read_stats = read_stats
@@ -72,6 +80,7 @@ class TableRuntime:
         self._readers: dict[str, OpenedTable] = {}
         self._reader_locks = {t.name: threading.Lock() for t in config.table}
         self._handles_lock = threading.Lock()
+        self._table_ids: dict[str, str] = {}  # name → store folder, for stale reads
 
     def _table_config(self, name: str) -> TableConfig:
         table = self._config.find_table(name)
@@ -104,6 +113,8 @@ class TableRuntime:
     def process(self, name: str, should_stop: StopCheck) -> bool:
         try:
             return self._process(name, should_stop)
+        except ConcurrentUpdateError:
+            raise  # another process committed first: contention, the table is healthy
         except BaseException:
             with self._handles_lock:
                 self._workers.pop(name, None)
@@ -121,6 +132,8 @@ class TableRuntime:
         return done
 
     def _stale(self, opened: OpenedTable) -> bool:
+        if self._unregistered is not None and self._unregistered(opened):
+            return True  # stats of a run killed before registering them: publish them now
         return self._maintenance is not None and self._maintenance.stale(opened)
 
     def _process_commits(self, name: str, should_stop: StopCheck) -> bool:
@@ -205,14 +218,44 @@ class TableRuntime:
     # -- HTTP reads --------------------------------------------------------------------------
 
     def read_stats(self, name: str, snapshot_id: int | None) -> dict[str, Any]:
-        """The ``lakestats show --json`` document, read through the reader handle."""
+        """The ``lakestats show --json`` document, read through the reader handle.
+
+        When the table cannot be opened (its metadata is unreadable or corrupt) the newest
+        stats in the store are served anyway, flagged ``"stale": true`` with the reason.
+        """
+        try:
+            return self._read_through_handle(name, snapshot_id)
+        except SnapshotNotFoundError:
+            raise
+        except LakestatsError as exc:
+            if snapshot_id is not None:
+                raise
+            try:
+                doc, table_id = read_last_stats(
+                    self._table_config(name), self._config, table_id=self._table_ids.get(name)
+                )
+            except LakestatsError:
+                raise exc from None
+            self._table_ids[name] = table_id
+            return {
+                **doc,
+                "published": ["unknown: the table's metadata cannot be read right now"],
+                "stale": True,
+                "stale_reason": f"{type(exc).__name__}: {exc}",
+            }
+
+    def _read_through_handle(self, name: str, snapshot_id: int | None) -> dict[str, Any]:
         with self._reader_locks[name]:
             handle = self._readers.get(name)
             try:
                 if handle is None:
                     handle = self._opener(self._table_config(name), self._config)
                     self._readers[name] = handle
+                    self._table_ids[name] = handle.store.table_id
                 return self._read_stats(handle, snapshot_id)
+            except SnapshotNotFoundError:
+                raise  # the client asked for a snapshot without stats: the handle is fine
             except BaseException:
+                # reopened by the next request: a moved table or a late location heals
                 self._readers.pop(name, None)
                 raise

@@ -27,6 +27,7 @@ makes abandoning a commit safe).
 from __future__ import annotations
 
 import enum
+import errno
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from lakestats.exceptions import LakestatsError
+from lakestats.exceptions import ConcurrentUpdateError, LakestatsError
 
 log = structlog.get_logger("lakestatsd.scheduler")
 
@@ -116,11 +117,37 @@ class RunReport:
     duration_s: float
     error: BaseException | None
     sources: frozenset[str]
+    # another process (a second daemon, a CLI run) committed first: expected contention,
+    # not a failure (``error`` is None, the table stays healthy, it runs again shortly)
+    contended: bool = False
+
+
+_MAX_DOUBLINGS = 60
+_MAX_WAIT_S = 3600.0  # the dispatcher re-checks at least hourly
+
+
+def is_contention(exc: BaseException) -> bool:
+    """Another writer of the same stats store won the race: retry, do not alarm."""
+    return isinstance(exc, ConcurrentUpdateError)
+
+
+# errnos of a storage problem the operator fixes (space, permissions, a read-only mount)
+_STORAGE_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.ENOTDIR}
+)
+STORAGE = "storage"
 
 
 def error_kind(exc: BaseException) -> str:
-    """A bounded label for metrics: our named errors by class, anything else 'unexpected'."""
-    return type(exc).__name__ if isinstance(exc, LakestatsError) else "unexpected"
+    """A bounded label for metrics: our named errors by class, a full, read-only or
+    unreadable disk as 'storage', anything else 'unexpected' (a bug)."""
+    if isinstance(exc, LakestatsError):
+        return type(exc).__name__
+    if isinstance(exc, OSError) and (
+        exc.errno in _STORAGE_ERRNOS or isinstance(exc, PermissionError)
+    ):
+        return STORAGE
+    return "unexpected"
 
 
 class TableQueue:
@@ -151,6 +178,7 @@ class TableQueue:
         self._stopping = threading.Event()
         self._dispatcher: threading.Thread | None = None
         self._workers: set[threading.Thread] = set()
+        self._crashed: str | None = None  # a thread of ours died of a bug: liveness fails
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -189,6 +217,18 @@ class TableQueue:
         """The dispatcher runs (for the systemd watchdog: a dead loop must not be pinged)."""
         return self._dispatcher is not None and self._dispatcher.is_alive()
 
+    @property
+    def crashed(self) -> str | None:
+        """Why the queue cannot work any more (a dispatcher or worker thread died of a
+        bug), else None. Liveness (``/healthz``) fails on it, so the process is restarted
+        instead of answering 200 while nothing is processed."""
+        if self._crashed is not None:
+            return self._crashed
+        dispatcher = self._dispatcher
+        if dispatcher is not None and not dispatcher.is_alive() and not self._stopping.is_set():
+            return "the dispatcher thread ended"
+        return None
+
     # -- hints -----------------------------------------------------------------------------
 
     def __contains__(self, name: object) -> bool:
@@ -224,6 +264,23 @@ class TableQueue:
                 table.due_at = max(table.due_at, soon)
             self._cond.notify_all()
             return table.hint_seq
+
+    def retry_now(self, kind: str) -> int:
+        """Cut the backoff of tables whose last run failed with ``kind`` (the cause went
+        away, e.g. disk space was freed); returns how many."""
+        with self._cond:
+            now = self._clock()
+            due = [
+                t
+                for t in self._tables.values()
+                if t.failures and t.last_error_kind == kind and not t.running and t.due_at > now
+            ]
+            for table in due:
+                table.due_at = now
+                table.pending = True
+            if due:
+                self._cond.notify_all()
+            return len(due)
 
     def hint_all(self, source: str) -> None:
         for name in self._tables:
@@ -298,6 +355,13 @@ class TableQueue:
     # -- dispatch --------------------------------------------------------------------------
 
     def _dispatch_loop(self) -> None:
+        try:
+            self._dispatch()
+        except BaseException as exc:
+            self._crashed = f"dispatcher thread died: {type(exc).__name__}: {exc}"
+            log.critical("dispatcher_died", error=self._crashed, exc_info=True)
+
+    def _dispatch(self) -> None:
         with self._cond:
             while not self._stopping.is_set():
                 now = self._clock()
@@ -313,7 +377,8 @@ class TableQueue:
                         break
                     self._start_run(table)
                 timeout = None if next_due is None else max(0.0, next_due - self._clock())
-                self._cond.wait(timeout)
+                # bounded: a wait longer than threading.TIMEOUT_MAX raises OverflowError
+                self._cond.wait(None if timeout is None else min(timeout, _MAX_WAIT_S))
 
     def _start_run(self, table: _Table) -> None:
         # called with the lock held
@@ -332,6 +397,13 @@ class TableQueue:
         worker.start()
 
     def _run(self, table: _Table, started_seq: int, sources: frozenset[str]) -> None:
+        try:
+            self._run_once(table, started_seq, sources)
+        except BaseException as exc:  # a bug in the bookkeeping below: fail liveness
+            self._crashed = f"worker of table {table.name} died: {type(exc).__name__}: {exc}"
+            log.critical("worker_died", table=table.name, error=self._crashed, exc_info=True)
+
+    def _run_once(self, table: _Table, started_seq: int, sources: frozenset[str]) -> None:
         started = self._clock()
         error: BaseException | None = None
         completed = False
@@ -340,17 +412,22 @@ class TableQueue:
         except Exception as exc:  # one broken table must never stop the others
             error = exc
         duration = self._clock() - started
+        contended = error is not None and is_contention(error)
         with self._cond:
             table.running = False
             table.runs += 1
             table.last_run_s = duration
-            if error is not None:
+            if contended:
+                # the other process's work is as good as ours: look again soon, no backoff
+                table.pending = True
+                table.due_at = self._clock() + self._backoff_initial_s
+            elif error is not None:
                 table.failures += 1
                 table.last_error = f"{type(error).__name__}: {error}"
                 table.last_error_kind = error_kind(error)
-                delay = min(
-                    self._backoff_max_s, self._backoff_initial_s * 2 ** (table.failures - 1)
-                )
+                # the exponent is capped: 2 ** 1100 does not fit a float
+                doublings = min(table.failures - 1, _MAX_DOUBLINGS)
+                delay = min(self._backoff_max_s, self._backoff_initial_s * 2.0**doublings)
                 table.pending = True  # retry even without a new hint
                 table.due_at = self._clock() + delay
             elif completed:
@@ -365,13 +442,16 @@ class TableQueue:
             retry_in = max(0.0, table.due_at - self._clock())
         report = RunReport(
             table=table.name,
-            ok=error is None,
+            ok=error is None or contended,
             completed=completed,
             duration_s=duration,
-            error=error,
+            error=None if contended else error,
             sources=sources,
+            contended=contended,
         )
-        if error is not None:
+        if contended:
+            log.info("table_run_contended", table=table.name, error=str(error))
+        elif error is not None:
             log.warning(
                 "table_run_failed",
                 table=table.name,
@@ -379,7 +459,7 @@ class TableQueue:
                 kind=error_kind(error),
                 consecutive_failures=failures,
                 retry_in_s=round(retry_in, 3),
-                exc_info=not isinstance(error, LakestatsError),
+                exc_info=error_kind(error) == "unexpected",
             )
         if self._on_run is not None:
             try:

@@ -195,6 +195,14 @@ class Poller:
         )
         self._scheduler.start()
 
+    @property
+    def crashed(self) -> str | None:
+        """Why polling stopped although nobody stopped it, else None (liveness)."""
+        thread = getattr(self._scheduler, "_thread", None)
+        if self._scheduler.running and thread is not None and not thread.is_alive():
+            return "the poller thread ended"
+        return None
+
     def _safe_tick(self) -> None:
         try:
             self._tick()

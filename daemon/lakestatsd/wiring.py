@@ -9,17 +9,19 @@ maintenance job) enters the queue. It starts nothing: ``lakestatsd.lifecycle`` d
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from lakestats.analyze import AnalyzeResult, CommitReport, PendingCallback
+from lakestats.locations import local_path
 from lakestats.tables import OpenedTable
 from lakestatsd.config import ServiceConfig
 from lakestatsd.maintenance import MaintenanceFns, MaintenanceRunner, MaintenanceScheduler
 from lakestatsd.metrics import FreshnessTracker, Metrics
 from lakestatsd.runtime import AnalyzeFn, Opener, StatsReader, TableRuntime
-from lakestatsd.scheduler import RunReport, StopCheck, TableQueue, error_kind
+from lakestatsd.scheduler import STORAGE, RunReport, StopCheck, TableQueue, error_kind
 from lakestatsd.watch import MetadataWatcher, Poller
 
 SparkState = Literal["disabled", "starting", "up", "failed"]
@@ -35,12 +37,14 @@ class CoreFns:
     warm_spark: Callable[[], None] | None  # None: sketches off, no Spark at all
     stop_spark: Callable[[], None] | None
     maintenance: MaintenanceFns | None = None
+    # a processed snapshot's stats wait for their registration in the table: run it
+    unregistered: Callable[[OpenedTable], bool] | None = None
 
 
 def core_fns(config: ServiceConfig) -> CoreFns:
     """The real core, bound to ``config`` (imported here so tests can build a service
     without importing Spark)."""
-    from lakestats.analyze import analyze_table, make_sketcher  # noqa: PLC0415
+    from lakestats.analyze import analyze_table, make_sketcher, unregistered_stats  # noqa: PLC0415
     from lakestats.analyze import read_stats as core_read_stats  # noqa: PLC0415
     from lakestats.maintenance import compact, expire, stale_stats  # noqa: PLC0415
     from lakestats.tables import open_configured  # noqa: PLC0415
@@ -80,6 +84,7 @@ def core_fns(config: ServiceConfig) -> CoreFns:
             compact=lambda opened: compact(opened, config),
             stale=stale_stats,
         ),
+        unregistered=unregistered_stats,
     )
 
 
@@ -114,6 +119,7 @@ class Service:
             metrics=self.metrics,
             freshness=self.freshness,
             maintenance=self.maintenance,
+            unregistered=core.unregistered,
         )
         w = config.watch
         self.queue = TableQueue(
@@ -146,6 +152,9 @@ class Service:
         return self.queue.hint(name, source)
 
     def poll_tick(self) -> None:
+        if state_dir_writable(self.config.state_dir)[0]:
+            # space freed, permissions fixed: retry now rather than after a long backoff
+            self.queue.retry_now(STORAGE)
         if self.watcher is not None:
             self.watcher.ensure_watches()  # tables that could not be watched before
         for name in self.queue.names:
@@ -158,8 +167,21 @@ class Service:
         self.hint(name, "maintenance")
 
     def _on_run(self, report: RunReport) -> None:
-        outcome = "ok" if report.ok else "error"
+        outcome = "contended" if report.contended else "ok" if report.ok else "error"
         self.metrics.run_seconds.labels(report.table, outcome).observe(report.duration_s)
         if report.error is not None:
             self.metrics.errors.labels(report.table, error_kind(report.error)).inc()
             self.metrics.table_healthy.labels(report.table).set(0)
+
+
+def state_dir_writable(state_dir: str) -> tuple[bool, str | None]:
+    directory = local_path(state_dir)
+    if directory is None:
+        return True, None  # remote stores are checked by the first commit that writes
+    probe = directory / f".lakestatsd-ready-{os.getpid()}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        return False, f"{type(exc).__name__}: {exc.strerror or exc}"
+    return True, None

@@ -25,7 +25,7 @@ from lakestats.model import (
     StateVersion,
     TableSchema,
 )
-from lakestats.plan import bounds_needed, plan_batches, plan_commit
+from lakestats.plan import BatchSizer, bounds_needed, next_batch, plan_batches, plan_commit
 from lakestats.store import StatsStore, merge_key
 from lakestats.store.writer import SegmentWriter
 
@@ -95,6 +95,49 @@ def test_batches_keep_order_and_respect_the_file_limit(sizes: list[int], max_fil
     for first, second in itertools.pairwise(batches):
         # greedy: the next batch's first commit would not have fitted
         assert first.file_count + len(second.commits[0].added_files) > max_files
+
+
+@given(
+    st.lists(st.integers(min_value=0, max_value=7), min_size=1, max_size=30),
+    st.integers(1, 10),
+    st.integers(1, 5000),
+    st.integers(1, 8),
+)
+@settings(max_examples=100, deadline=None)
+def test_next_batch_respects_every_limit(
+    sizes: list[int], max_files: int, max_bytes: int, max_commits: int
+) -> None:
+    commits = [
+        commit(i + 1, tuple(data_file(f"{i}-{j}") for j in range(n))) for i, n in enumerate(sizes)
+    ]
+    start = 0
+    seen: list[Commit] = []
+    while start < len(commits):
+        batch = next_batch(
+            commits, start, max_commits=max_commits, max_files=max_files, max_bytes=max_bytes
+        )
+        assert batch.commits  # always progress
+        weight = sum(f.file_size_bytes for c in batch.commits for f in c.added_files)
+        if len(batch.commits) > 1:
+            assert len(batch.commits) <= max_commits
+            assert batch.file_count <= max_files and weight <= max_bytes
+        seen += batch.commits
+        start += len(batch.commits)
+    assert seen == commits
+
+
+def test_batches_start_at_one_commit_grow_when_fast_and_shrink_when_slow() -> None:
+    commits = [commit(i + 1, (data_file(f"{i}"),)) for i in range(100)]
+    sizer = BatchSizer(max_files=10, max_bytes=10**9, target_s=10.0)
+    sizes = []
+    start = 0
+    for seconds in (1.0, 1.0, 1.0, 1.0, 1.0, 40.0, 1.0):
+        batch = sizer.next(commits, start)
+        sizes.append(len(batch.commits))
+        start += len(batch.commits)
+        sizer.observe(batch, seconds)
+    # 1, 2, 4, 8, then the file limit (10); a batch 4x too slow cuts the next to a quarter
+    assert sizes == [1, 2, 4, 8, 10, 10, 2]
 
 
 def test_bounds_are_scanned_only_where_metadata_lacks_them_or_may_be_truncated() -> None:

@@ -28,6 +28,10 @@ class FakeBackend:
         self.done = True
         self.accepting = True
         self.ready = True
+        self.alive = True
+
+    def liveness(self) -> tuple[bool, dict[str, Any]]:
+        return self.alive, {"status": "ok" if self.alive else "dead"}
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         return self.ready, {"ready": self.ready}
@@ -228,3 +232,10 @@ def test_openapi_describes_exactly_the_routes() -> None:
     }
     described = {(p, m) for p, ops in doc["paths"].items() for m in ops}
     assert routes == described
+
+
+def test_healthz_fails_once_a_thread_the_daemon_needs_is_dead() -> None:
+    backend = FakeBackend(make_config())
+    backend.alive = False
+    status, _, body = call(backend, "GET", "/healthz")
+    assert status == 503 and body["status"] == "dead"

@@ -245,3 +245,41 @@ def test_unknown_table_is_a_key_error(make_queue: Callable[..., TableQueue]) -> 
     queue = make_queue(Recorder(), ("a",))
     with pytest.raises(KeyError):
         queue.hint("../../etc")
+
+
+def test_another_process_committing_first_is_contention_not_failure(
+    make_queue: Callable[..., TableQueue],
+) -> None:
+    """Two daemons (or a daemon and `lakestats analyze`) on one store race for the next
+    state version; the loser's run is expected contention: no failure, no backoff, no
+    error report, and the table runs again soon."""
+    from lakestats.exceptions import ConcurrentUpdateError
+    from lakestatsd.scheduler import RunReport
+
+    reports: list[RunReport] = []
+    calls = itertools.count()
+
+    def loses_once(table: str, should_stop: StopCheck) -> bool:
+        if next(calls) == 0:
+            raise ConcurrentUpdateError("log/00000000000000000007.json: another writer first")
+        return True
+
+    queue = TableQueue(
+        ("a",),
+        loses_once,
+        debounce_s=0,
+        max_concurrent=1,
+        backoff_initial_s=0.05,
+        backoff_max_s=10,
+        on_run=reports.append,
+    )
+    queue.start()
+    try:
+        ticket = queue.hint("a", "poll")
+        wait_for(lambda: len(reports) >= 2)
+        status = queue.status()["a"]
+        assert status.healthy and status.failures == 0 and status.last_error is None
+        assert reports[0].contended and reports[0].error is None and reports[0].ok
+        assert queue.is_done("a", ticket)  # the retry completed the hint
+    finally:
+        assert queue.stop(5)

@@ -86,6 +86,11 @@ class FormatRegistry:
             raise TableNotFoundError(f"{path} does not exist")
         if info.type != pafs.FileType.Directory:
             raise TableNotFoundError(f"{path} is not a table: it is a file, not a table directory")
+        try:
+            location.filesystem.get_file_info(pafs.FileSelector(location.root))
+        except OSError as exc:
+            # e.g. chmod 000: say so, rather than "not a table" after finding nothing
+            raise TableNotFoundError(f"{path}: cannot read this location ({exc})") from exc
         for entry in self.entries:
             if not entry.detect(location):
                 continue
@@ -166,7 +171,11 @@ def _has_file_ending(location: TableLocation, directory: str, suffix: str) -> bo
     selector = pafs.FileSelector(location.fs_path(directory), allow_not_found=True)
     try:
         infos = location.filesystem.get_file_info(selector)
-    except OSError:
+    except OSError as exc:
+        if isinstance(exc, PermissionError) or "permission denied" in str(exc).lower():
+            raise TableNotFoundError(
+                f"{location.fs_path(directory)}: cannot read this location ({exc})"
+            ) from exc
         return False
     return any(
         info.type == pafs.FileType.File and info.base_name.endswith(suffix) for info in infos

@@ -60,6 +60,12 @@ class Publisher(Protocol):
         """Register what was staged; returns the whole new ``published`` mapping."""
         ...
 
+    def sweep(self, older_than_s: float) -> int:
+        """Delete files this publisher wrote into the table that nothing references and
+        that are older than ``older_than_s`` (left by a run killed between writing and
+        registering them); returns how many. Called once per run."""
+        ...
+
     def describe(self, snapshot_id: int, published: Mapping[str, Any]) -> list[str]:
         """Where this snapshot's stats went, one line each, for ``show``."""
         ...

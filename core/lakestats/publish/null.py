@@ -44,6 +44,9 @@ class NullPublisher:
         self._warn_once()
         return dict(published)
 
+    def sweep(self, older_than_s: float) -> int:
+        return 0  # writes nothing
+
     def describe(self, snapshot_id: int, published: Mapping[str, Any]) -> list[str]:
         return [f"not in table metadata: {self.reason}"]
 

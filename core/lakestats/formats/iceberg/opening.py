@@ -35,12 +35,31 @@ def open_iceberg_location(path: str, *, cache_size: int = 256) -> IcebergTable:
     ``version-hint.text`` names); ``refresh()`` looks again.
     """
     location = resolve_location(path)
+    loaded: dict[str, tuple[int | None, int | None]] = {}  # metadata file → (size, mtime)
+
+    def signature(metadata_file: str) -> tuple[int | None, int | None]:
+        try:
+            where = location.fs_path(*_metadata_parts(metadata_file))
+            info = location.filesystem.get_file_info(where)
+        except OSError:
+            return (None, None)
+        return (info.size, info.mtime_ns)
 
     def load(previous: Table | None) -> Table:
         metadata_file = current_metadata_file(location)
-        if previous is not None and previous.metadata_location == metadata_file:
+        seen = signature(metadata_file)
+        if (
+            previous is not None
+            and previous.metadata_location == metadata_file
+            and loaded.get(metadata_file) == seen
+        ):
             return previous
-        return _load_static(metadata_file)
+        # new, or rewritten in place (metadata files are immutable: that is corruption,
+        # and it must surface as an error now, not at the next commit)
+        table = _load_static(metadata_file)
+        loaded.clear()
+        loaded[metadata_file] = seen
+        return table
 
     return IcebergTable(load, location.uri, cache_size)
 
@@ -83,6 +102,11 @@ def open_iceberg_catalog(
         return table
 
     return IcebergTable(load, description, cache_size)
+
+
+def _metadata_parts(metadata_file: str) -> tuple[str, str]:
+    """``metadata/<name>`` of a metadata file, relative to the table location."""
+    return "metadata", metadata_file.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _load_static(metadata_file: str) -> Table:

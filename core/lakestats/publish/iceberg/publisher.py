@@ -15,11 +15,14 @@ metadata. Registrations of a batch of commits go into one catalog commit that re
 only the table's uuid: the catalog applies them to its newest metadata, so a writer's
 concurrent commit is never lost (a conflict is retried with backoff). A snapshot that no
 longer exists gets nothing, and an entry that a concurrent expiry left dangling is removed
-in a follow-up commit (``registration.py``). See docs/publishing.md.
+in a follow-up commit (``registration.py``). Files of ours that the table metadata does
+not reference (a run killed between writing and registering them) are deleted by ``sweep``
+once older than the grace period. See docs/publishing.md.
 """
 
 from __future__ import annotations
 
+import posixpath
 import random
 import time
 import uuid
@@ -27,8 +30,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import structlog
 from pyiceberg.exceptions import CommitFailedException, NoSuchTableError, RESTError
+from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table import StaticTable, Table
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.statistics import BlobMetadata, PartitionStatisticsFile, StatisticsFile
@@ -87,6 +92,7 @@ class IcebergPublisher:
         self._sleep = sleep
         self._pending: list[Staged] = []
         self._last_rows: tuple[int, Rows] | None = None  # the newest staged partition stats
+        self._registered: tuple[TableMetadata, set[int]] | None = None  # per metadata object
 
     @property
     def errors(self) -> tuple[type[BaseException], ...]:
@@ -107,7 +113,13 @@ class IcebergPublisher:
     def is_published(self, snapshot_id: int, published: Mapping[str, Any]) -> bool:
         if any(s.snapshot_id == snapshot_id for s in self._pending):
             return True
-        return str(snapshot_id) in reg.records(published)
+        if str(snapshot_id) in reg.records(published):
+            return True
+        # registered by a run killed before it recorded that: the next flush adopts it
+        metadata = self._pyiceberg.metadata
+        if self._registered is None or self._registered[0] is not metadata:
+            self._registered = (metadata, reg.registered_snapshots(metadata))
+        return snapshot_id in self._registered[1]
 
     def describe(self, snapshot_id: int, published: Mapping[str, Any]) -> list[str]:
         entry = reg.records(published).get(str(snapshot_id))
@@ -231,6 +243,8 @@ class IcebergPublisher:
             pending = [s for s in pending if s.snapshot_id in live]
             updates = reg.updates(metadata, pending)
             if not updates:
+                registered += pending  # nothing to register for them (no sketch, unpartitioned)
+                pending = []
                 break
             try:
                 response = fresh.catalog.commit_table(
@@ -262,6 +276,44 @@ class IcebergPublisher:
         referenced = reg.referenced(metadata)
         self._delete(p for p in obsolete if is_ours(p) and p not in referenced)
         return {**published, PUBLISHED_KEY: {"snapshots": records}}
+
+    def sweep(self, older_than_s: float) -> int:
+        """Delete our files in the table's metadata folder that the table metadata does not
+        reference and that are older than ``older_than_s`` (a concurrent run may be between
+        writing and registering its files). Returns how many were deleted.
+
+        Such strays are left by a run killed after staging and before its catalog commit.
+        Only ``lakestats-*`` files are considered, never another writer's.
+        """
+        table = self._pyiceberg
+        io = table.io
+        if not isinstance(io, PyArrowFileIO):
+            return 0  # listing needs pyarrow's file systems; the next such run cleans up
+        folder = posixpath.dirname(table.location_provider().new_metadata_location("x"))
+        scheme, netloc, path = PyArrowFileIO.parse_location(folder, io.properties)
+        fs = io.fs_by_scheme(scheme, netloc)
+        fresh = table.catalog.load_table(table.name()).metadata
+        keep = {posixpath.basename(p) for p in reg.referenced(fresh)}
+        keep |= {posixpath.basename(p) for p in reg.staged_paths(self._pending)}
+        cutoff_ns = time.time_ns() - int(older_than_s * 1e9)
+        deleted = 0
+        for info in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
+            name = info.base_name
+            if info.type != pafs.FileType.File or not name.startswith(FILE_PREFIX):
+                continue
+            if name in keep or info.mtime_ns is None or info.mtime_ns > cutoff_ns:
+                continue
+            try:
+                fs.delete_file(info.path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                _log.warning("stats_file_not_deleted", path=info.path, error=str(exc))
+                continue
+            deleted += 1
+        if deleted:
+            _log.info("stray_stats_files_deleted", table=table.name(), files=deleted)
+        return deleted
 
     def _delete(self, paths: Iterable[str]) -> None:
         for path in sorted(paths):

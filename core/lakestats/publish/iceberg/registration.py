@@ -109,6 +109,14 @@ def superseded(before: TableMetadata, registered: Sequence[Staged]) -> set[str]:
     return old - staged_paths(registered)
 
 
+def registered_snapshots(metadata: TableMetadata) -> set[int]:
+    """Snapshots that have an entry of ours (statistics or partition statistics)."""
+    out = {s.snapshot_id for s in metadata.statistics if is_ours(s.statistics_path)}
+    return out | {
+        p.snapshot_id for p in metadata.partition_statistics if is_ours(p.statistics_path)
+    }
+
+
 def referenced(metadata: TableMetadata) -> set[str]:
     """Every statistics path the table metadata names."""
     out = {s.statistics_path for s in metadata.statistics}

@@ -1,0 +1,194 @@
+"""The crash suite: a real daemon SIGKILLed over and over while a writer commits.
+
+A writer thread commits to a partitioned catalog table (SQLite catalog, publishing on)
+the whole time; a ``lakestatsd`` process is started, killed with SIGKILL at a random
+moment — before, during or after a run, mid-batch, between a state commit and its catalog
+commit — and started again, ≥ 50 times. Sketches are off so a restart takes a second
+(no JVM); the commit path, the store and the publisher are the real ones.
+
+It ends with: the stats advanced while being killed; every snapshot of the table has its
+stats registered in the table metadata; no ``lakestats-*`` file that the metadata does not
+reference is left (after the grace period); the stats equal those of a from-scratch run.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from lakestatsd_harness import DaemonProcess
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table import Table
+from pyiceberg.transforms import IdentityTransform
+
+from lakestats.analyze import analyze_table, read_stats
+from lakestats.config import load_config
+from lakestats.publish.iceberg import FILE_PREFIX
+from lakestats.store import StatsStore
+from lakestats.tables import open_configured
+from lakestats.testing import IcebergWarehouse
+
+KILLS = 50
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("cat", pa.string())])
+VOLATILE = {"computed_at_ms", "published"}
+
+
+def config_text(wh: IcebergWarehouse, state_dir: Path) -> str:
+    props = "".join(f'{k} = "{v}"\n' for k, v in wh.catalog_properties.items())
+    return f"""
+state_dir = "{state_dir}"
+[http]
+listen = "127.0.0.1:0"
+[sketch]
+enabled = false
+[watch]
+poll_interval_s = 0.5
+debounce_s = 0.05
+backoff_initial_s = 0.1
+backoff_max_s = 0.5
+[maintenance]
+enabled = false
+grace_period = "1s"
+[daemon]
+shutdown_timeout_s = 5
+[catalog.{wh.catalog_name}]
+{props}
+[[table]]
+name = "t"
+catalog = "{wh.catalog_name}"
+identifier = "{wh.identifier("t")}"
+"""
+
+
+class Writer(threading.Thread):
+    """Commits small appends until stopped; retries what a concurrent catalog commit of
+    the daemon (a registration) makes fail, as a real writer would."""
+
+    def __init__(self, wh: IcebergWarehouse) -> None:
+        super().__init__(name="crash-suite-writer", daemon=True)
+        self.wh = wh
+        self.stop = threading.Event()
+        self.commits = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        rng = random.Random(7)
+        try:
+            while not self.stop.is_set():
+                i = self.commits
+                data = {"id": [i * 10 + k for k in range(10)], "cat": [f"c{i % 4}"] * 10}
+                for _ in range(50):
+                    try:
+                        self.wh.append("t", data)
+                        break
+                    except CommitFailedException:
+                        time.sleep(0.02)
+                else:
+                    raise AssertionError("the writer could not commit 50 times in a row")
+                self.commits += 1
+                self.stop.wait(rng.uniform(0.1, 0.6))
+        except BaseException as exc:
+            self.error = exc
+
+
+def stats_files(table: Table) -> tuple[set[str], set[str]]:
+    """(lakestats-* files in the metadata folder, file names the metadata references)."""
+    folder = Path(table.metadata.location.removeprefix("file://")) / "metadata"
+    on_disk = {p.name for p in folder.iterdir() if p.name.startswith(FILE_PREFIX)}
+    paths = [s.statistics_path for s in table.metadata.statistics]
+    paths += [p.statistics_path for p in table.metadata.partition_statistics]
+    return on_disk, {Path(p).name for p in paths}
+
+
+def processed(state_dir: Path) -> int:
+    tables = [p for p in state_dir.iterdir() if p.is_dir()] if state_dir.exists() else []
+    if not tables:
+        return 0
+    state = StatsStore(state_dir, tables[0].name).current()
+    return 0 if state is None else len(state.stats)
+
+
+@pytest.mark.slow
+def test_sigkill_while_a_writer_commits_strands_nothing(
+    tmp_path: Path, run_daemon: Callable[..., DaemonProcess]
+) -> None:
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", SCHEMA, partition_by=[("cat", IdentityTransform())])
+    wh.append("t", {"id": [0], "cat": ["c0"]})
+    state_dir = tmp_path / "state"
+    text = config_text(wh, state_dir)
+    writer = Writer(wh)
+    writer.start()
+    rng = random.Random(1)
+    progress: list[int] = []
+    try:
+        for kill in range(KILLS):
+            daemon = run_daemon(text, wait_ready=False)
+            daemon.wait_event("http_listening", timeout_s=30)
+            if kill % 3 == 0:
+                # right after a commit's state version: mid-batch, before its registration
+                daemon.wait_event("commit_processed", timeout_s=30)
+                time.sleep(rng.uniform(0, 0.2))
+            else:
+                time.sleep(rng.uniform(0.05, 1.5))  # anywhere: starting, mid-run, idle
+            daemon.proc.kill()
+            daemon.proc.wait(10)
+            progress.append(processed(state_dir))
+    finally:
+        writer.stop.set()
+        writer.join(30)
+    assert writer.error is None, writer.error
+    assert writer.commits >= KILLS
+    # it kept advancing while being killed: every third life committed at least one
+    # commit before its kill, and nothing committed was ever lost
+    assert progress == sorted(progress), progress
+    assert progress[-1] >= (KILLS + 2) // 3, progress
+
+    # one undisturbed start catches up and registers everything
+    daemon = run_daemon(text)
+    current = wh.table("t").metadata.current_snapshot_id
+
+    def settled() -> bool:
+        table = wh.table("t")
+        lineage = {s.snapshot_id for s in table.metadata.snapshots}
+        registered = {p.snapshot_id for p in table.metadata.partition_statistics}
+        resp = daemon.request("GET", "/v1/tables/t/stats")
+        served = resp.json().get("snapshot_id") if resp.status == 200 else None
+        return served == current and registered == lineage
+
+    deadline = time.monotonic() + 60
+    while not settled():
+        assert time.monotonic() < deadline, daemon.tail()
+        time.sleep(0.2)
+    assert daemon.terminate() == 0
+    failures = [e for e in daemon.events() if e.get("event") == "table_run_failed"]
+    assert not failures, daemon.tail()  # recovering from the kills is not an error
+
+    # past the grace period, the next run deletes the files killed runs left behind
+    time.sleep(1.2)
+    config = load_config(tmp_path / "lakestatsd.toml")
+    opened = open_configured(config.table[0], config)
+    analyze_table(opened, config=config, sketcher=None)
+    table = wh.table("t")
+    lineage = {s.snapshot_id for s in table.metadata.snapshots}
+    assert {p.snapshot_id for p in table.metadata.partition_statistics} == lineage
+    on_disk, referenced = stats_files(table)
+    assert on_disk == referenced, sorted(on_disk - referenced)
+    state = opened.store.current()
+    assert state is not None and set(state.stats) == lineage
+
+    # and the stats are exactly those of a from-scratch run
+    fresh_config = config.model_copy(update={"state_dir": str(tmp_path / "fresh")})
+    fresh = open_configured(config.table[0].model_copy(update={"publish": False}), fresh_config)
+    analyze_table(fresh, config=fresh_config, sketcher=None)
+    assert strip(read_stats(opened)) == strip(read_stats(fresh))
+
+
+def strip(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k not in VOLATILE}

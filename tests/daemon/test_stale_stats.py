@@ -1,0 +1,91 @@
+"""Table metadata corrupted in place (same file name): noticed by the next run, and the
+last good stats are still served — flagged stale — after a restart."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from lakestatsd_harness import DaemonProcess
+
+from lakestats.exceptions import MetadataError
+from lakestats.testing import IcebergWarehouse
+from lakestatsd.config import ServiceConfig
+from lakestatsd.wiring import Service, core_fns
+
+
+def corrupt_in_place(location: str) -> None:
+    metadata = sorted((Path(location) / "metadata").glob("*.metadata.json"))[-1]
+    text = metadata.read_text()
+    metadata.write_text(text[: len(text) // 2])  # same name, truncated
+
+
+def make_table(tmp_path: Path) -> IcebergWarehouse:
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", pa.schema([("id", pa.int64())]))
+    wh.append("t", {"id": [1, 2]})
+    wh.append("t", {"id": [3]})
+    return wh
+
+
+def test_corruption_in_place_is_noticed_by_the_next_run(tmp_path: Path) -> None:
+    wh = make_table(tmp_path)
+    config = ServiceConfig.model_validate(
+        {
+            "state_dir": str(tmp_path / "state"),
+            "sketch": {"enabled": False},
+            "table": [{"name": "t", "location": wh.location("t")}],
+        }
+    )
+    service = Service(config, core_fns(config))
+    assert service.runtime.process("t", lambda: False)
+    assert service.runtime.process("t", lambda: False)  # nothing new: the cheap path
+    corrupt_in_place(wh.location("t"))
+    with pytest.raises(MetadataError, match="metadata"):
+        service.runtime.process("t", lambda: False)
+
+
+def test_after_a_restart_the_last_good_stats_are_served_flagged_stale(
+    tmp_path: Path, run_daemon: Callable[..., DaemonProcess]
+) -> None:
+    wh = make_table(tmp_path)
+    text = f"""
+state_dir = "{tmp_path / "state"}"
+[http]
+listen = "127.0.0.1:0"
+[sketch]
+enabled = false
+[watch]
+poll_interval_s = 30
+[[table]]
+name = "t"
+location = "{wh.location("t")}"
+"""
+    daemon = run_daemon(text)
+    current = wh.table("t").metadata.current_snapshot_id
+    deadline = time.monotonic() + 30
+    while True:  # until the daemon has processed both commits
+        resp = daemon.request("GET", "/v1/tables/t/stats")
+        if resp.status == 200 and resp.json()["snapshot_id"] == current:
+            break
+        assert time.monotonic() < deadline, daemon.tail()
+        time.sleep(0.1)
+    good = resp.json()
+    assert "stale" not in good
+    assert daemon.terminate() == 0
+    corrupt_in_place(wh.location("t"))
+
+    restarted = run_daemon(text)
+    resp = restarted.request("GET", "/v1/tables/t/stats")
+    assert resp.status == 200, resp.body
+    doc = resp.json()
+    assert doc["stale"] is True and "MetadataError" in doc["stale_reason"]
+    assert doc["snapshot_id"] == good["snapshot_id"]
+    assert doc["record_count"] == good["record_count"] == 3
+    assert doc["columns"] == good["columns"]
+    # a specific snapshot still needs the metadata: 503, as before
+    other = restarted.request("GET", f"/v1/tables/t/stats?snapshot={good['snapshot_id']}")
+    assert other.status == 503
