@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,7 +20,6 @@ import pytest
 
 from lakestats.cli import main as lakestats_main
 from lakestats.exceptions import ConfigError, TableNotFoundError
-from lakestats.formats.registry import detect_format
 from lakestats.testing import IcebergWarehouse
 from lakestatsd.backend import ApiBackend
 from lakestatsd.cli import main as lakestatsd_main
@@ -119,15 +120,23 @@ def test_an_unwritable_state_dir_does_not_make_the_daemon_unready(tmp_path: Path
         assert service.queue.stop(5)
 
 
-@pytest.mark.skipif(ROOT, reason="root reads a chmod 000 directory anyway")
 def test_an_unreadable_table_says_permission_denied(tmp_path: Path) -> None:
+    """Checked through the CLI in a child process. As root (CI), the child runs without the
+    capabilities that let root ignore permission bits (``setpriv`` from util-linux), so a
+    ``chmod 000`` table is as unreadable to it as to any service account."""
     wh = IcebergWarehouse(tmp_path / "wh")
     wh.create_table("t", pa.schema([("id", pa.int64())]))
     wh.append("t", {"id": [1]})
     location = Path(wh.location("t"))
+    drop = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] if ROOT else []
+    command = [*drop, sys.executable, "-m", "lakestats.cli", "analyze", str(location)]
+    command += ["--no-sketches", "--state-dir", str(tmp_path / "state")]
     location.chmod(0)
     try:
-        with pytest.raises(TableNotFoundError, match=r"(?i)permission denied"):
-            detect_format(str(location))
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     finally:
         location.chmod(0o755)
+    assert done.returncode == 1, done.stderr
+    (line,) = done.stderr.strip().splitlines()  # one line, no traceback
+    assert "permission denied" in line.lower(), line
+    assert "not a table" not in line
