@@ -38,7 +38,11 @@ def configure_logging(level: str) -> None:
         foreign_pre_chain=shared,
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-            structlog.processors.dict_tracebacks,
+            # tracebacks as JSON, but never with local variables: a frame's locals can hold
+            # the whole config, the HTTP token included
+            structlog.processors.ExceptionRenderer(
+                structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+            ),
             structlog.processors.JSONRenderer(),
         ],
     )
