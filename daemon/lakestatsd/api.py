@@ -45,6 +45,7 @@ class Backend(Protocol):
     @property
     def config(self) -> Config: ...
     def readiness(self) -> tuple[bool, dict[str, Any]]: ...
+    def liveness(self) -> tuple[bool, dict[str, Any]]: ...
     def tables(self) -> list[dict[str, Any]]: ...
     def read_stats(self, name: str, snapshot_id: int | None) -> dict[str, Any]: ...
     def hint(self, name: str, source: str) -> int | None:
@@ -164,7 +165,8 @@ def create_app(backend: Backend) -> Starlette:
 
     async def healthz(request: Request) -> Response:
         _query(request, frozenset())
-        return JSONResponse({"status": "ok"})
+        alive, detail = backend.liveness()  # cheap, no I/O: stays on the event loop
+        return JSONResponse(detail, status_code=200 if alive else 503)
 
     async def readyz(request: Request) -> Response:
         _query(request, frozenset())

@@ -72,12 +72,30 @@ class ApiBackend:
         metrics.ready.set(1 if self.readiness()[0] else 0)
         return generate_latest(metrics.registry)
 
+    def liveness(self) -> tuple[bool, dict[str, Any]]:
+        """Should the supervisor restart us? Only for what a restart can fix: the work
+        loop died, or Spark stayed unusable past ``daemon.spark_unavailable_timeout_s``."""
+        service = self._service
+        watch = service.spark_watch
+        spark_alive, spark_error = watch.alive() if watch is not None else (True, None)
+        scheduler_alive = service.queue.alive or not service.queue.accepting
+        alive = spark_alive and scheduler_alive
+        detail: dict[str, Any] = {"status": "ok" if alive else "failing"}
+        if not spark_alive:
+            detail["spark"] = spark_error
+        if not scheduler_alive:
+            detail["scheduler"] = "the work queue's dispatcher thread is not running"
+        return alive, detail
+
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         status = self._service.status
-        spark_ok = status.spark in ("up", "disabled")
+        spark_state = self._service.spark_state
+        watch = self._service.spark_watch
+        spark_error = watch.status.error if watch is not None else None
+        spark_ok = spark_state in ("up", "disabled")
         state_ok, state_error = state_dir_writable(self.config.state_dir)
         checks: dict[str, Any] = {
-            "spark": {"ok": spark_ok, "state": status.spark, "error": status.spark_error},
+            "spark": {"ok": spark_ok, "state": spark_state, "error": spark_error},
             "state_dir": {"ok": state_ok, "path": self.config.state_dir, "error": state_error},
             "scheduler": {"ok": self._service.queue.alive},
             "shutting_down": {"ok": not status.stopping},

@@ -216,13 +216,13 @@ def test_spark_conf_from_a_shell_safe_variable_name(tmp_path: Path) -> None:
     underscore spelling must reach Spark as the dotted key, camelCase intact."""
     env = {
         "LAKESTATS_SPARK__CONF__spark_driver_memory": "4g",
-        "LAKESTATS_SPARK__CONF__spark_driver_bindAddress": "0.0.0.0",
+        "LAKESTATS_SPARK__CONF__spark_driver_bindAddress": "127.0.0.1",
         "LAKESTATS_SPARK__CONF__spark.executor.memory": "2g",  # the dotted form still works
     }
     conf = load_config(None, env=env).spark.conf
     assert conf == {
         "spark.driver.memory": "4g",
-        "spark.driver.bindAddress": "0.0.0.0",
+        "spark.driver.bindAddress": "127.0.0.1",
         "spark.executor.memory": "2g",
     }
     shell = subprocess.run(

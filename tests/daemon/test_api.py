@@ -32,6 +32,9 @@ class FakeBackend:
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         return self.ready, {"ready": self.ready}
 
+    def liveness(self) -> tuple[bool, dict[str, Any]]:
+        return True, {"status": "ok"}
+
     def tables(self) -> list[dict[str, Any]]:
         return [{"name": t.name} for t in self.config.table]
 
