@@ -222,11 +222,14 @@ def _run(  # noqa: PLR0917 - private, called once
         )
         with _JobMonitor(sc, limits, on_progress) as monitor:
             try:
-                return list(aggregated.collect())
+                rows = list(aggregated.collect())
             except Exception as exc:
                 if monitor.reason is not None:
                     raise SparkUnavailableError(monitor.reason) from exc
                 raise
+        if monitor.reason is not None:  # past the limit even if it finished meanwhile
+            raise SparkUnavailableError(monitor.reason)
+        return rows
     except SparkUnavailableError:
         raise
     except Exception as exc:
@@ -316,10 +319,15 @@ class _JobMonitor:
     def _cancel(self, reason: str) -> None:
         self.reason = reason
         _log.warning("sketch_job_cancelled", reason=reason)
-        try:
-            self._sc.cancelJobGroup(JOB_GROUP)
-        except Exception as exc:  # nothing left to cancel
-            _log.debug("cancel_failed", error=str(exc).splitlines()[0][:200])
+        # the job may not be submitted yet (planning): cancel until the call returns
+        while True:
+            try:
+                self._sc.cancelJobGroup(JOB_GROUP)
+            except Exception as exc:  # nothing left to cancel
+                _log.debug("cancel_failed", error=str(exc).splitlines()[0][:200])
+                return
+            if self._done.wait(self._limits.poll_s):
+                return
 
 
 def _plan_sql(
