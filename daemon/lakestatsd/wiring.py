@@ -13,7 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lakestats.analyze import AnalyzeResult, CommitReport, PendingCallback
+import structlog
+
+from lakestats.analyze import AnalyzeResult, BatchProgress, CommitReport, PendingCallback
 from lakestats.locations import local_path
 from lakestats.tables import OpenedTable
 from lakestatsd.config import ServiceConfig
@@ -23,6 +25,8 @@ from lakestatsd.runtime import AnalyzeFn, Opener, StatsReader, TableRuntime
 from lakestatsd.scheduler import RunReport, StopCheck, TableQueue, error_kind
 from lakestatsd.spark_watch import SparkControl, SparkState, SparkWatch
 from lakestatsd.watch import MetadataWatcher, Poller
+
+_log = structlog.get_logger("lakestatsd.runtime")
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,7 @@ def core_fns(config: ServiceConfig) -> CoreFns:
             should_stop=should_stop,
             on_commit=on_commit,
             on_pending=on_pending,
+            on_progress=log_progress,
         )
 
     def stop_spark() -> None:
@@ -93,6 +98,27 @@ def core_fns(config: ServiceConfig) -> CoreFns:
             stale=stale_stats,
         ),
         spark_health=spark_health if sketcher is not None else None,
+    )
+
+
+def log_progress(event: BatchProgress) -> None:
+    """Long work is never silent: one event before and after each batch's Spark job."""
+    if not event.files:
+        return  # a metadata-only batch takes milliseconds
+    _log.info(
+        "analyze_progress",
+        table=event.table,
+        batch=event.batch,
+        batches=event.batches,
+        phase="sketched" if event.sketched else "sketching",
+        files=event.files,
+        rows=event.rows,
+        files_done=event.files_done,
+        files_total=event.files_total,
+        rows_done=event.rows_done,
+        rows_total=event.rows_total,
+        sketch_s=round(event.sketch_s, 3),
+        spark_start_s=round(event.spark_start_s, 3),
     )
 
 
