@@ -36,8 +36,12 @@ def openapi_document() -> dict[str, Any]:
         "paths": {
             "/healthz": {
                 "get": {
-                    "summary": "Liveness: the process serves HTTP",
-                    "responses": {"200": _json({"type": "object"}, "alive")},
+                    "summary": "Liveness: 503 when a restart would help (the work queue "
+                    "died, or Spark stayed unusable past daemon.spark_unavailable_timeout_s)",
+                    "responses": {
+                        "200": _json({"type": "object"}, "alive"),
+                        "503": _json({"type": "object"}, "restart me: says why"),
+                    },
                 }
             },
             "/readyz": {

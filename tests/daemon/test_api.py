@@ -28,12 +28,13 @@ class FakeBackend:
         self.done = True
         self.accepting = True
         self.ready = True
+        self.alive = True
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         return self.ready, {"ready": self.ready}
 
     def liveness(self) -> tuple[bool, dict[str, Any]]:
-        return True, {"status": "ok"}
+        return self.alive, {"status": "ok" if self.alive else "failing"}
 
     def tables(self) -> list[dict[str, Any]]:
         return [{"name": t.name} for t in self.config.table]
@@ -122,6 +123,9 @@ def test_health_ready_metrics() -> None:
     assert call(backend, "GET", "/readyz")[0] == 503
     status, headers, body = call(backend, "GET", "/metrics")
     assert status == 200 and body == b"lakestats_ready 1.0\n"
+    backend.alive = False  # e.g. Spark unusable past daemon.spark_unavailable_timeout_s
+    status, _, body = call(backend, "GET", "/healthz")
+    assert status == 503 and body == {"status": "failing"}
     assert headers["content-type"].startswith("text/plain")
 
 

@@ -176,7 +176,7 @@ def stop_spark() -> None:
     with _lock:
         session, _session, _session_settings = _session, None, None
     if session is not None:
-        session.stop()
+        _discard(session)  # a dead context or gateway has nothing left to stop
 
 
 def _is_stopped(session: Any) -> bool:
