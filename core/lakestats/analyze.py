@@ -26,7 +26,7 @@ from lakestats.exceptions import ConcurrentUpdateError, LakestatsError, LineageE
 from lakestats.maintenance import expire_stats, stale_stats
 from lakestats.merge import merge_partitions, whole_table
 from lakestats.model import Commit, PartitionAggregate, SketchSettings, StateVersion
-from lakestats.plan import BatchSizer, CommitPlan, Sketches, plan_commit
+from lakestats.plan import BatchPlan, BatchSizer, CommitPlan, Sketches, plan_commit
 from lakestats.publish.base import Publisher, SnapshotStats
 from lakestats.publish.native import commit_doc, stats_doc
 from lakestats.publish.registry import publisher_for
@@ -39,6 +39,7 @@ from lakestats.tables import ConfigLike, OpenedTable, TableLike, as_config, open
 __all__ = [
     "AUTO",
     "AnalyzeResult",
+    "BatchProgress",
     "CommitReport",
     "Sketcher",
     "SparkSketcher",
@@ -72,8 +73,31 @@ class CommitReport:
     removed_files: int
     added_records: int
     sketched_files: int
-    # seconds per phase; "sketch" is this commit's share of its batch's Spark job
+    # seconds per phase; "sketch" is this commit's share of its batch's Spark job (by added
+    # files), never including Spark's start-up
     timings: Mapping[str, float] = field(default_factory=dict)
+    batch_commits: int = 1  # commits sketched by the same Spark job
+    batch_sketch_s: float = 0.0  # that whole job
+    spark_start_s: float = 0.0  # starting Spark before the job (first commit of a batch only)
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """Where a run is: ``on_progress`` hears one before and one after each batch's job."""
+
+    table: str
+    batch: int  # 1-based
+    batches: int  # in the run: an estimate, batch sizes adapt as it goes (``BatchSizer``)
+    commits: int  # in this batch
+    files: int  # data files this batch sketches
+    rows: int  # rows in those files
+    files_total: int  # over the whole run
+    rows_total: int
+    files_done: int  # sketched by earlier batches (and this one once ``sketched``)
+    rows_done: int
+    sketched: bool  # False: the job is about to run; True: it finished
+    sketch_s: float = 0.0  # the job, once sketched
+    spark_start_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -191,8 +215,14 @@ class _CommitPath:
             _log.warning("publish_failed", table=self.opened.name, error=str(exc))
 
     def apply(
-        self, state: StateVersion, commit: Commit, sketches: Sketches, sketch_seconds: float
+        self,
+        state: StateVersion,
+        commit: Commit,
+        sketches: Sketches,
+        sketch_seconds: float,
+        batch: tuple[int, float, float] = (1, 0.0, 0.0),
     ) -> tuple[StateVersion, CommitReport]:
+        """``batch``: (commits in the batch, its job's seconds, Spark start-up to report)."""
         times = [time.perf_counter()]
         plan = self.plan(state, commit, sketches)
         stored = self.writer.write(state, plan)
@@ -217,6 +247,9 @@ class _CommitPath:
                 "sketch": sketch_seconds,
                 **{p: times[i + 1] - times[i] for i, p in enumerate(phases)},
             },
+            batch_commits=batch[0],
+            batch_sketch_s=batch[1],
+            spark_start_s=batch[2],
         )
         return committed, report
 
@@ -323,6 +356,63 @@ def unregistered_stats(opened: OpenedTable) -> bool:
     return any(s in live and not publisher.is_published(s, state.published) for s in state.stats)
 
 
+class _Progress:
+    """Turns the batch loop into ``BatchProgress`` events (nothing when nobody listens)."""
+
+    def __init__(
+        self,
+        table: str,
+        commits: Sequence[Commit],
+        listener: Callable[[BatchProgress], None] | None,
+        *,
+        sketching: bool,
+    ) -> None:
+        self._table = table
+        self._listener = listener
+        self._sketching = sketching
+        files = [f for c in commits for f in c.added_files] if sketching else []
+        self._files_total = len(files)
+        self._rows_total = sum(f.record_count for f in files)
+        self._files_done = 0
+        self._rows_done = 0
+
+    def _rows(self, batch: BatchPlan) -> int:
+        if not self._sketching:
+            return 0
+        wanted = set(batch.paths)
+        return sum(f.record_count for c in batch.commits for f in c.added_files if f.path in wanted)
+
+    def _event(self, number: int, batches: int, batch: BatchPlan, **extra: Any) -> None:
+        if self._listener is None:
+            return
+        self._listener(
+            BatchProgress(
+                table=self._table,
+                batch=number,
+                batches=batches,
+                commits=len(batch.commits),
+                files=batch.file_count if self._sketching else 0,
+                rows=self._rows(batch),
+                files_total=self._files_total,
+                rows_total=self._rows_total,
+                files_done=self._files_done,
+                rows_done=self._rows_done,
+                **extra,
+            )
+        )
+
+    def started(self, number: int, batches: int, batch: BatchPlan) -> None:
+        self._event(number, batches, batch, sketched=False)
+
+    def sketched(
+        self, number: int, batches: int, batch: BatchPlan, seconds: float, startup: float
+    ) -> None:
+        if self._sketching:
+            self._files_done += batch.file_count
+            self._rows_done += self._rows(batch)
+        self._event(number, batches, batch, sketched=True, sketch_s=seconds, spark_start_s=startup)
+
+
 class _Auto:
     def __repr__(self) -> str:
         return "AUTO"
@@ -341,6 +431,7 @@ def analyze_table(
     on_commit: Callable[[CommitReport], None] | None = None,
     on_pending: PendingCallback | None = None,
     rebuild: bool = False,
+    on_progress: Callable[[BatchProgress], None] | None = None,
 ) -> AnalyzeResult:
     """Process every commit not yet reflected in the table's stats, oldest first.
 
@@ -353,7 +444,7 @@ def analyze_table(
     so far stays committed. ``on_pending`` receives the commits the run is about to process
     (the daemon's freshness comes from this one lineage walk). ``rebuild`` recomputes from
     the table's history, ignoring the stored segments (stats of earlier snapshots stay
-    readable).
+    readable). ``on_progress`` hears each batch before and after its Spark job.
     """
     resolved = as_config(config)
     opened = open_table(table, resolved)
@@ -367,6 +458,7 @@ def analyze_table(
                 on_commit=on_commit,
                 on_pending=on_pending,
                 rebuild=rebuild,
+                on_progress=on_progress,
             )
         except ConcurrentUpdateError:
             # Another process advanced the log first; its work is as good as ours, so
@@ -384,6 +476,7 @@ def _analyze_once(
     on_commit: Callable[[CommitReport], None] | None,
     on_pending: PendingCallback | None,
     rebuild: bool,
+    on_progress: Callable[[BatchProgress], None] | None = None,
 ) -> AnalyzeResult:
     opened = path.opened
     opened.table.refresh()
@@ -399,21 +492,28 @@ def _analyze_once(
         return should_stop is not None and should_stop()
 
     current_schema = opened.table.schema()
-    start = 0
+    progress = _Progress(opened.name, commits, on_progress, sketching=path.sketcher is not None)
+    start = number = 0
     while start < len(commits):
         batch = path.batches.next(commits, start)
         start += len(batch.commits)
+        number += 1
         if stopped():
             state = path.publish(state)
             return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports), True)
         began = time.monotonic()
-        sketches, sketch_seconds = sketch_batch(path.sketcher, batch, current_schema)
+        # batch sizes adapt as the run goes, so the number of batches is an estimate
+        batches = number + path.batches.batches_for(len(commits) - start)
+        progress.started(number, batches, batch)
+        sketches, sketch_seconds, startup = sketch_batch(path.sketcher, batch, current_schema)
+        progress.sketched(number, batches, batch, sketch_seconds, startup)
         for i, commit in enumerate(batch.commits):
             if i and stopped():
                 state = path.publish(state)
                 return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports), True)
             share = sketch_seconds * len(commit.added_files) / (batch.file_count or 1)
-            state, report = path.apply(state, commit, sketches, share)
+            facts = (len(batch.commits), sketch_seconds, startup if i == 0 else 0.0)
+            state, report = path.apply(state, commit, sketches, share, facts)
             reports.append(report)
             if on_commit is not None:
                 on_commit(report)

@@ -17,12 +17,13 @@ from typing import Any, TextIO
 from lakestats import __version__
 from lakestats.config import Config, load_config
 from lakestats.exceptions import ConfigError, LakestatsError
-from lakestats.render import render_commits, render_stats
+from lakestats.render import render_commits, render_stats, render_table
 
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what `cat` and `git` exit with under `| head`
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,7 +51,14 @@ def _parser() -> argparse.ArgumentParser:
     analyze = sub.add_parser(
         "analyze", parents=[common], help="process every unprocessed commit, then exit"
     )
-    analyze.add_argument("table", metavar="TABLE", help="configured table name or table path")
+    analyze.add_argument(
+        "table", metavar="TABLE", nargs="?", help="configured table name or table path"
+    )
+    analyze.add_argument(
+        "--all",
+        action="store_true",
+        help="every configured table; one failing table does not stop the others",
+    )
     analyze.add_argument(
         "--no-sketches",
         action="store_true",
@@ -68,6 +76,13 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("table", metavar="TABLE")
     show.add_argument("--snapshot", metavar="ID", type=int, help="a snapshot id (default: current)")
     show.add_argument("--json", action="store_true", help="machine-readable JSON")
+
+    status = sub.add_parser(
+        "status",
+        parents=[common],
+        help="every configured table: last processed snapshot, commits behind, errors",
+    )
+    status.add_argument("--json", action="store_true", help="machine-readable JSON")
 
     commits = sub.add_parser("commits", parents=[common], help="list per-commit aggregates")
     commits.add_argument("table", metavar="TABLE")
@@ -137,51 +152,133 @@ def _load(args: argparse.Namespace) -> Config:
 
 
 def _cmd_analyze(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
-    from lakestats.analyze import CommitReport, analyze_table, make_sketcher  # noqa: PLC0415
+    from lakestats.analyze import analyze_table, make_sketcher  # noqa: PLC0415
+    from lakestats.progress import AnalyzeProgress  # noqa: PLC0415
     from lakestats.tables import open_configured, resolve_table  # noqa: PLC0415
 
-    opened = open_configured(resolve_table(args.table, config), config)
-
-    def progress(report: CommitReport) -> None:
-        if args.quiet:
-            return
-        seconds = sum(report.timings.values())
-        print(
-            f"  snapshot {report.snapshot_id} ({report.operation}): "
-            f"+{report.added_files} / -{report.removed_files} files, "
-            f"{report.added_records} rows added, {report.sketched_files} sketched "
-            f"[{seconds:.2f}s]",
-            file=err,
-            flush=True,
-        )
-
+    every = bool(getattr(args, "all", False))
+    if every == bool(args.table):
+        raise ConfigError("analyze: give one TABLE or --all (every configured table)")
+    if every and not config.table:
+        raise ConfigError("analyze --all: no tables configured (add [[table]] sections)")
+    targets = list(config.table) if every else [resolve_table(args.table, config)]
     sketcher = make_sketcher(config) if config.sketch.enabled else None
-    result = analyze_table(
-        opened, config=config, sketcher=sketcher, on_commit=progress, rebuild=args.rebuild
-    )
-    if result.commits:
+    failed: list[str] = []
+    with AnalyzeProgress(err, quiet=args.quiet) as progress:
+        if sketcher is not None:
+            sketcher.on_progress = progress.job
+        for table in targets:
+            try:
+                opened = open_configured(table, config)
+                result = analyze_table(
+                    opened,
+                    config=config,
+                    sketcher=sketcher,
+                    on_commit=progress.commit,
+                    on_progress=progress.batch,
+                    rebuild=args.rebuild,
+                )
+            except LakestatsError as exc:
+                if not every:
+                    raise
+                # one failing table must not stop the others
+                failed.append(table.name)
+                print(f"lakestats: error: {table.name}: {exc}", file=err, flush=True)
+                continue
+            if result.commits:
+                print(
+                    f"{opened.name}: analyzed {len(result.commits)} commit(s); stats are at "
+                    f"snapshot {result.last_snapshot_id}",
+                    file=out,
+                    flush=True,
+                )
+            else:
+                print(f"{opened.name}: up to date (snapshot {result.last_snapshot_id})", file=out)
+    if every:
         print(
-            f"{opened.name}: analyzed {len(result.commits)} commit(s); stats are at snapshot "
-            f"{result.last_snapshot_id}",
+            f"analyzed {len(targets) - len(failed)} of {len(targets)} table(s)"
+            + (f"; failed: {', '.join(failed)}" if failed else ""),
             file=out,
         )
-    else:
-        print(f"{opened.name}: up to date (snapshot {result.last_snapshot_id})", file=out)
-    return EXIT_OK
+    return EXIT_ERROR if failed else EXIT_OK
 
 
-def _cmd_show(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+def _cmd_show(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
     from lakestats.analyze import read_stats  # noqa: PLC0415
+    from lakestats.freshness import freshness  # noqa: PLC0415
     from lakestats.tables import open_configured, resolve_table  # noqa: PLC0415
 
     opened = open_configured(resolve_table(args.table, config), config)
     doc = read_stats(opened, args.snapshot)
+    behind = None
+    if args.snapshot is None:
+        try:
+            fresh = freshness(opened)
+        except LakestatsError:  # the stats are still worth showing
+            fresh = None
+        if fresh is not None and fresh.commits_behind:
+            behind = behind_note(fresh)
     if args.json:
         json.dump(doc, out, indent=2, allow_nan=False)
         out.write("\n")
+        if behind:  # stdout stays the show --json contract
+            print(f"lakestats: warning: {behind}", file=err)
     else:
-        out.write(render_stats(doc))
+        out.write(render_stats(doc, behind=behind))
     return EXIT_OK
+
+
+def behind_note(fresh: Any) -> str:
+    from lakestats.freshness import describe_age  # noqa: PLC0415
+
+    return (
+        f"stats are {fresh.commits_behind} commit(s) behind the table (stats at snapshot "
+        f"{fresh.last_snapshot_id}, table at {fresh.current_snapshot_id}; oldest missing "
+        f"commit {describe_age(fresh.oldest_unprocessed_age_s)} old): run "
+        f"`lakestats analyze {fresh.name}`"
+    )
+
+
+def _cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    from lakestats.freshness import daemon_errors, describe_age, table_status  # noqa: PLC0415
+    from lakestats.notify import daemon_url  # noqa: PLC0415
+
+    statuses = [table_status(t, config) for t in config.table]
+    from_daemon = daemon_errors(daemon_url(config)) if config.table else None
+    docs = []
+    for fresh in statuses:
+        doc = fresh.as_json()
+        if fresh.last_error is None and from_daemon is not None:
+            doc["last_error"] = from_daemon.get(fresh.name)
+            doc["up_to_date"] = doc["up_to_date"] and doc["last_error"] is None
+        docs.append(doc)
+    if args.json:
+        json.dump(
+            {"tables": docs, "daemon_reachable": from_daemon is not None},
+            out,
+            indent=2,
+            allow_nan=False,
+        )
+        out.write("\n")
+    elif not docs:
+        print("no tables configured (add [[table]] sections to the config)", file=out)
+    else:
+        rows = [
+            [
+                d["name"],
+                d["format"],
+                d["last_snapshot_id"],
+                d["current_snapshot_id"],
+                d["commits_behind"],
+                describe_age(d["newest_unprocessed_age_s"]),
+                describe_age(d["oldest_unprocessed_age_s"]),
+                d["last_error"] or "",
+            ]
+            for d in docs
+        ]
+        headers = ["table", "format", "stats at", "table at", "behind", "newest", "oldest"]
+        out.write(render_table([*headers, "last error"], rows, wide_last=True))
+    return EXIT_ERROR if any(d["last_error"] for d in docs) else EXIT_OK
 
 
 def _cmd_commits(args: argparse.Namespace, config: Config, out: TextIO) -> int:
@@ -298,7 +395,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         if args.command == "analyze":
             return _cmd_analyze(args, config, stdout, stderr)
         if args.command == "show":
-            return _cmd_show(args, config, stdout)
+            return _cmd_show(args, config, stdout, stderr)
+        if args.command == "status":
+            return _cmd_status(args, config, stdout)
         if args.command == "commits":
             return _cmd_commits(args, config, stdout)
         if args.command == "expire":
@@ -325,6 +424,19 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except KeyboardInterrupt:
         print("lakestats: interrupted; the stats store keeps its last version", file=stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (`show --json | head`): stop quietly, as `cat` does
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout already closed or not a real file
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,7 +13,7 @@ Environment overrides use ``LAKESTATS_`` plus the key path joined with ``__``::
 
     LAKESTATS_STATE_DIR=/var/lib/lakestats
     LAKESTATS_HTTP__LISTEN=0.0.0.0:8765
-    LAKESTATS_SPARK__CONF__spark.driver.memory=4g
+    LAKESTATS_SPARK__CONF__spark_driver_memory=4g    (spark.driver.memory; "_" for ".")
     LAKESTATS_CATALOG__MAIN__URI=sqlite:////data/catalog.db
     LAKESTATS_TABLE__SALES__LOCATION=/data/warehouse/db/sales
 
@@ -148,6 +148,10 @@ class HttpConfig(ConfigSection):
 class SparkConfig(ConfigSection):
     master: str = "local[*]"
     conf: dict[str, str] = Field(default_factory=dict)
+    # every sketch job is cancelled after this long (a hung job never blocks a table)
+    job_timeout_s: Annotated[Seconds, Field(gt=0)] = 3600.0
+    # a cluster session (or a job) without any executor for this long is unusable
+    executor_wait_s: Annotated[Seconds, Field(gt=0)] = 60.0
 
     @field_validator("conf", mode="before")
     @classmethod
@@ -374,7 +378,8 @@ def _apply_override(data: dict[str, Any], parts: list[str], value: str, var: str
         wanted = parts[1].lower()
         match = next((t for t in tables if str(t.get("name", "")).lower() == wanted), None)
         if match is None:
-            match = {"name": parts[1]}
+            # the environment spells names in capitals by convention: the table is "sales"
+            match = {"name": parts[1].lower()}
             tables.append(match)
         match[parts[2].lower()] = value
         data["table"] = tables
@@ -396,6 +401,9 @@ def _apply_override(data: dict[str, Any], parts: list[str], value: str, var: str
         node = child
     # Spark conf keys are case-sensitive; catalog properties are lower-case by convention.
     last = parts[-1] if spark_conf else parts[-1].lower()
+    if spark_conf and "." not in last:
+        # a shell variable name cannot hold a dot: spark_driver_memory is spark.driver.memory
+        last = last.replace("_", ".")
     node[last] = value
 
 

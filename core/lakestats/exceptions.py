@@ -50,6 +50,11 @@ class SketchError(LakestatsError):
     """The sketch pipeline failed (Spark unavailable, unsupported input)."""
 
 
+class SparkUnavailableError(SketchError):
+    """Spark cannot run a job: master unreachable, no executors, a stopped context, or a
+    job past its time limit. The message names the cause in Spark's words."""
+
+
 class ExpiryError(LakestatsError):
     """Managed snapshot expiry cannot run on this table (e.g. opened read-only by location)."""
 

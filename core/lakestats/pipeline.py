@@ -36,15 +36,16 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 import structlog
 
-from lakestats.exceptions import DataFileError, SketchError
+from lakestats.exceptions import DataFileError, SketchError, SparkUnavailableError
 from lakestats.locations import is_local, local_path
 from lakestats.model import Column, ColumnSketch, SketchSettings, TableSchema
 from lakestats.sketches.hashing import theta_input_sql
@@ -76,6 +77,29 @@ _job_sessions: dict[int, tuple[Any, Any]] = {}
 
 
 @dataclass(frozen=True)
+class JobLimits:
+    """When a running sketch job is cancelled: after ``timeout_s``, or after
+    ``executor_wait_s`` without any executor (cluster mode; Spark itself would wait for
+    resources forever)."""
+
+    timeout_s: float = 3600.0
+    executor_wait_s: float = 60.0
+    poll_s: float = 0.5
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """Tasks of the running sketch job, for progress displays."""
+
+    tasks_done: int
+    tasks_total: int
+    seconds: float
+
+
+ProgressFn = Callable[[JobProgress], None]
+
+
+@dataclass(frozen=True)
 class _Planned:
     index: int
     column: Column
@@ -96,6 +120,8 @@ def sketch_files(
     *,
     match_by: Literal["field_id", "name"] = "field_id",
     bounds_for: Collection[int] | None = None,
+    limits: JobLimits | None = None,
+    on_progress: ProgressFn | None = None,
 ) -> dict[str, dict[int, ColumnSketch]]:
     """Sketch every supported column of every Parquet file in ``paths`` in one Spark job.
 
@@ -105,7 +131,9 @@ def sketch_files(
     limits the scan's min/max to those field ids (``None``: all).
 
     Raises ``DataFileError`` naming the file when a data file is missing or unreadable,
+    ``SparkUnavailableError`` when the job was cancelled by ``limits`` or Spark stopped,
     ``SketchError`` for any other failure of the job, ``ConfigError`` for bad settings.
+    ``on_progress`` hears the job's finished tasks about every ``limits.poll_s``.
     """
     settings = validate_sketch_settings(settings)
     if not paths:
@@ -123,7 +151,15 @@ def sketch_files(
     ]
     with _lock:
         session = _job_session(spark)
-        rows = _run(session, list(unique.values()), planned, settings, match_by)
+        rows = _run(
+            session,
+            list(unique.values()),
+            planned,
+            settings,
+            match_by,
+            limits or JobLimits(),
+            on_progress,
+        )
 
     by_key: dict[str, dict[int, ColumnSketch]] = {}
     for row in rows:
@@ -156,12 +192,14 @@ def _job_session(spark: Any) -> Any:
     return child
 
 
-def _run(
+def _run(  # noqa: PLR0917 - private, called once
     session: Any,
     paths: list[str],
     planned: list[_Planned],
     settings: SketchSettings,
     match_by: str,
+    limits: JobLimits,
+    on_progress: ProgressFn | None,
 ) -> list[Any]:
     sc = session.sparkContext
     partitions = max(1, min(len(paths), sc.defaultParallelism))
@@ -182,13 +220,114 @@ def _run(
         aggregated = session.sql(
             f"SELECT {aggregated_columns} FROM (SELECT {projected} FROM {view}) GROUP BY __path"  # noqa: S608 - our own expressions; column names are quoted
         )
-        return list(aggregated.collect())
+        with _JobMonitor(sc, limits, on_progress) as monitor:
+            try:
+                rows = list(aggregated.collect())
+            except Exception as exc:
+                if monitor.reason is not None:
+                    raise SparkUnavailableError(monitor.reason) from exc
+                raise
+        if monitor.reason is not None:  # past the limit even if it finished meanwhile
+            raise SparkUnavailableError(monitor.reason)
+        return rows
+    except SparkUnavailableError:
+        raise
     except Exception as exc:
         raise _convert_error(exc, paths) from exc
     finally:
-        session.catalog.dropTempView(view)
+        try:
+            session.catalog.dropTempView(view)
+        except Exception as exc:  # a stopped context: the view went with it
+            _log.debug("temp_view_not_dropped", error=str(exc).splitlines()[0][:200])
         sc.setLocalProperty("spark.jobGroup.id", None)
         sc.setLocalProperty("spark.job.description", None)
+
+
+class _JobMonitor:
+    """Watches the running sketch job from a thread: cancels its job group past the time
+    limit or when no executor is left (the reason is kept for the error), and reports the
+    finished tasks."""
+
+    def __init__(self, sc: Any, limits: JobLimits, on_progress: ProgressFn | None) -> None:
+        self._sc = sc
+        self._limits = limits
+        self._on_progress = on_progress
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="lakestats-job-monitor")
+        self._thread.daemon = True
+        self.reason: str | None = None
+
+    def __enter__(self) -> _JobMonitor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        started = time.monotonic()
+        local = str(self._sc.master).startswith("local")
+        without_executors_since: float | None = None
+        while not self._done.wait(self._limits.poll_s):
+            now = time.monotonic()
+            try:
+                jsc = self._sc._jsc.sc()
+                if jsc.isStopped():
+                    self.reason = "the SparkContext was stopped while the sketch job ran"
+                    return
+                executors = None if local else len(jsc.statusTracker().getExecutorInfos()) - 1
+                self._report(now - started)
+            except Exception as exc:  # the gateway went away: the job fails by itself
+                _log.debug("job_monitor_error", error=str(exc).splitlines()[0][:200])
+                return
+            if executors is not None and executors <= 0:
+                without_executors_since = without_executors_since or now
+                waited = now - without_executors_since
+                if waited >= self._limits.executor_wait_s:
+                    self._cancel(
+                        f"no Spark executor for {waited:.0f}s while the sketch job ran (Spark: "
+                        "Initial job has not accepted any resources; workers lost or the "
+                        f"master gone; limit spark.executor_wait_s = "
+                        f"{self._limits.executor_wait_s:g}s)"
+                    )
+                    return
+            else:
+                without_executors_since = None
+            if now - started >= self._limits.timeout_s:
+                self._cancel(
+                    f"the sketch job did not finish within {self._limits.timeout_s:g}s "
+                    "(spark.job_timeout_s); it was cancelled"
+                )
+                return
+
+    def _report(self, seconds: float) -> None:
+        if self._on_progress is None:
+            return
+        tracker = self._sc.statusTracker()
+        done = total = 0
+        for job_id in tracker.getJobIdsForGroup(JOB_GROUP) or []:
+            job = tracker.getJobInfo(job_id)
+            for stage_id in job.stageIds if job is not None else []:
+                stage = tracker.getStageInfo(stage_id)
+                if stage is not None:
+                    done += stage.numCompletedTasks
+                    total += stage.numTasks
+        if total:
+            self._on_progress(JobProgress(done, total, seconds))
+
+    def _cancel(self, reason: str) -> None:
+        self.reason = reason
+        _log.warning("sketch_job_cancelled", reason=reason)
+        # the job may not be submitted yet (planning): cancel until the call returns
+        while True:
+            try:
+                self._sc.cancelJobGroup(JOB_GROUP)
+            except Exception as exc:  # nothing left to cancel
+                _log.debug("cancel_failed", error=str(exc).splitlines()[0][:200])
+                return
+            if self._done.wait(self._limits.poll_s):
+                return
 
 
 def _plan_sql(
@@ -431,6 +570,8 @@ def _convert_error(exc: Exception, paths: list[str]) -> Exception:
         ]
         files = gone or named or paths
         return DataFileError(f"data file not found: {', '.join(files)}")
+    if any(m in message for m in ("SparkContext was shut down", "stopped SparkContext")):
+        return SparkUnavailableError(f"Spark stopped while the sketch job ran: {first}")
     if "FAILED_READ_FILE" in message or "CANNOT_READ_FILE_FOOTER" in message:
         files = named or paths
         return DataFileError(f"cannot read data file {', '.join(files)}: {first}")

@@ -134,6 +134,11 @@ class BatchSizer:
             max_bytes=self.max_bytes,
         )
 
+    def batches_for(self, commits: int) -> int:
+        """How many more batches ``commits`` commits take at the current size (an estimate:
+        the size adapts, and the file and byte limits may cut batches shorter)."""
+        return -(-commits // self.max_commits)
+
     def observe(self, batch: BatchPlan, seconds: float) -> None:
         """Adapt the next batch to how long ``batch`` took (its job, store and publish)."""
         size = max(1, len(batch.commits))

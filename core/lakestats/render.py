@@ -3,6 +3,7 @@ people reading a terminal)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -11,15 +12,53 @@ _SPARK_BARS = " ▁▂▃▄▅▆▇█"
 _MAX_CELL = 24
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, *, exact: bool = False) -> str:
+    """A table cell. Estimates print 4 significant digits; an ``exact`` float prints in
+    full (its shortest round-trip form: a max of 1026.46 is 1026.46, not 1026)."""
     if value is None:
         return "-"
-    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    text = f"{value:.4g}" if isinstance(value, float) and not exact else str(value)
     return text if len(text) <= _MAX_CELL else text[: _MAX_CELL - 1] + "…"
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[_cell(v) for v in row] for row in rows]
+def _position(value: Any) -> float | None:
+    """Where a histogram bound lies on a number line: numbers as they are, decimals (JSON
+    strings) as floats, dates as day numbers, timestamps as epoch seconds."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if not isinstance(value, str):
+        return None
+    try:
+        return float(value)  # decimals; "NaN"/"Infinity" come back non-finite
+    except ValueError:
+        pass
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if "T" not in value and " " not in value:
+        return float(moment.date().toordinal())
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.timestamp()
+
+
+def render_table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], *, wide_last: bool = False
+) -> str:
+    """A plain text table; ``wide_last`` leaves the last column uncut (error messages)."""
+    return _table(headers, rows, wide_last=wide_last)
+
+
+def _table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], *, wide_last: bool = False
+) -> str:
+    cells = [
+        [str(v) if wide_last and i == len(row) - 1 else _cell(v) for i, v in enumerate(row)]
+        for row in rows
+    ]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
@@ -30,19 +69,23 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def sparkline(histogram: Sequence[dict[str, Any]], width: int = 24) -> str | None:
-    """Density over the value range from equi-depth buckets (numeric bounds only)."""
-    bounds = [(b["lower"], b["upper"], b["count"]) for b in histogram]
-    if not bounds or not all(
-        isinstance(lo, int | float) and isinstance(hi, int | float) for lo, hi, _ in bounds
-    ):
+    """Density over the value range from equi-depth buckets (numbers, decimals, dates and
+    timestamps; None for bounds with no order on a number line, such as strings)."""
+    bounds: list[tuple[float, float, float]] = []
+    for bucket in histogram:
+        start, end = _position(bucket["lower"]), _position(bucket["upper"])
+        if start is None or end is None:
+            return None
+        bounds.append((start, end, float(bucket["count"])))
+    if not bounds:
         return None
-    low, high = float(bounds[0][0]), float(bounds[-1][1])
+    low, high = bounds[0][0], bounds[-1][1]
     if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
         return None
     bins = [0.0] * width
     step = (high - low) / width
     for lo, hi, count in bounds:
-        lo_f, hi_f = float(lo), float(hi)
+        lo_f, hi_f = lo, hi
         span = max(hi_f - lo_f, 0.0)
         for i in range(width):
             b_lo, b_hi = low + i * step, low + (i + 1) * step
@@ -57,10 +100,12 @@ def sparkline(histogram: Sequence[dict[str, Any]], width: int = 24) -> str | Non
     return "".join(_SPARK_BARS[round(v / peak * (len(_SPARK_BARS) - 1))] for v in bins)
 
 
-def render_stats(doc: dict[str, Any]) -> str:
+def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
+    """``behind``: a note that the table has commits these stats do not reflect."""
     out = [
         f"table     {doc['table']} ({doc['format']})",
         f"snapshot  {doc['snapshot_id']}  schema {doc['schema_id']}",
+        *([f"BEHIND    {behind}"] if behind else []),
         f"rows      {doc['record_count']}"
         + (
             f" ({doc['merged_record_count']} after deletes)"
@@ -79,8 +124,8 @@ def render_stats(doc: dict[str, Any]) -> str:
                 col["type"],
                 col["null_count"],
                 col["nan_count"],
-                f"{bound_note}{_cell(col['min'])}" if col["min"] is not None else None,
-                f"{bound_note}{_cell(col['max'])}" if col["max"] is not None else None,
+                f"{bound_note}{_cell(col['min'], exact=True)}" if col["min"] is not None else None,
+                f"{bound_note}{_cell(col['max'], exact=True)}" if col["max"] is not None else None,
                 col.get("ndv"),
                 col.get("avg_len"),
                 col.get("true_count"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
+from typing import Any
 
 from lakestatsd.backend import ApiBackend
 from lakestatsd.config import ServiceConfig
@@ -33,6 +34,7 @@ class Daemon(Service):
         stop_spark: Callable[[], None] | None,
         notifier: Notifier | None = None,
         maintenance: MaintenanceFns | None = None,
+        spark_health: Callable[[], Any] | None = None,
     ) -> None:
         super().__init__(
             config,
@@ -43,6 +45,7 @@ class Daemon(Service):
                 warm_spark=warm_spark,
                 stop_spark=stop_spark,
                 maintenance=maintenance,
+                spark_health=spark_health,
             ),
         )
         self.backend = ApiBackend(self)
@@ -60,6 +63,7 @@ class Daemon(Service):
             warm_spark=core.warm_spark,
             stop_spark=core.stop_spark,
             maintenance=core.maintenance,
+            spark_health=core.spark_health,
         )
 
     def run(self, sock: socket.socket) -> int:

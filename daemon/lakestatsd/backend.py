@@ -83,19 +83,30 @@ class ApiBackend:
         return generate_latest(metrics.registry)
 
     def liveness(self) -> tuple[bool, dict[str, Any]]:
-        """``/healthz``: False once a thread the daemon cannot work without died of a bug
-        (the dispatcher, a table worker, the poller), so the supervisor restarts it."""
-        problems = [p for p in (self._service.queue.crashed, self._service.poller.crashed) if p]
-        if problems:
-            return False, {"status": "dead", "errors": problems}
-        return True, {"status": "ok"}
+        """Should the supervisor restart us? Only for what a restart can fix: a thread the
+        daemon cannot work without died of a bug (the dispatcher, a table worker, the
+        poller), or Spark stayed unusable past ``daemon.spark_unavailable_timeout_s``."""
+        service = self._service
+        dead = [p for p in (service.queue.crashed, service.poller.crashed) if p]
+        watch = service.spark_watch
+        spark_alive, spark_error = watch.alive() if watch is not None else (True, None)
+        if dead:
+            detail: dict[str, Any] = {"status": "dead", "errors": dead}
+        else:
+            detail = {"status": "ok" if spark_alive else "failing"}
+        if not spark_alive:
+            detail["spark"] = spark_error
+        return not dead and spark_alive, detail
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         status = self._service.status
-        spark_ok = status.spark in ("up", "disabled")
+        spark_state = self._service.spark_state
+        watch = self._service.spark_watch
+        spark_error = watch.status.error if watch is not None else None
+        spark_ok = spark_state in ("up", "disabled")
         state_ok, state_error = state_dir_writable(self.config.state_dir)
         checks: dict[str, Any] = {
-            "spark": {"ok": spark_ok, "state": status.spark, "error": status.spark_error},
+            "spark": {"ok": spark_ok, "state": spark_state, "error": spark_error},
             "state_dir": {"ok": state_ok, "path": self.config.state_dir, "error": state_error},
             "scheduler": {"ok": self._service.queue.alive and self._service.queue.crashed is None},
             "shutting_down": {"ok": not status.stopping},

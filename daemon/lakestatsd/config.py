@@ -62,6 +62,16 @@ class DaemonSection(ConfigSection):
 
     shutdown_timeout_s: Annotated[Seconds, Field(gt=0, le=3600)] = 30.0
     log_level: str = "info"
+    # Spark supervision (lakestatsd.spark_watch): how often the session is checked, the
+    # longest pause between attempts to recreate it, and how long Spark may stay unusable
+    # before /healthz fails so that systemd or Kubernetes restarts the process
+    spark_check_interval_s: Annotated[Seconds, Field(gt=0, le=3600)] = 5.0
+    spark_retry_max_s: Annotated[Seconds, Field(gt=0, le=3600)] = 60.0
+    spark_unavailable_timeout_s: Annotated[Seconds, Field(gt=0)] = 600.0
+    # the JVM's own log (log4j, Java stacks): None = <state_dir>/lakestatsd-spark.log for a
+    # local state dir, "" = leave it on stderr
+    spark_log: str | None = None
+    spark_log_level: str = "warn"
 
     @field_validator("log_level")
     @classmethod
@@ -69,6 +79,13 @@ class DaemonSection(ConfigSection):
         if value.lower() not in {"debug", "info", "warning", "error"}:
             raise ValueError("must be one of debug, info, warning, error")
         return value.lower()
+
+    @field_validator("spark_log_level")
+    @classmethod
+    def _spark_level(cls, value: str) -> str:
+        if value.upper() not in {"ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF"}:
+            raise ValueError("must be one of debug, info, warn, error, fatal, off")
+        return value.upper()
 
 
 class ScheduledExpireConfig(ExpireConfig):

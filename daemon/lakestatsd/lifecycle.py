@@ -62,21 +62,6 @@ class Lifecycle:
     def run(self, sock: socket.socket) -> int:
         return asyncio.run(self._main(sock))
 
-    def _warm(self) -> None:
-        warm_spark = self._service.core.warm_spark
-        status = self._service.status
-        assert warm_spark is not None
-        started = time.monotonic()
-        try:
-            warm_spark()
-        except Exception as exc:  # reported by /readyz, runs retry Spark lazily
-            status.spark = "failed"
-            status.spark_error = f"{type(exc).__name__}: {exc}"
-            log.error("spark_start_failed", error=status.spark_error)
-            return
-        status.spark = "up"
-        log.info("spark_ready", seconds=round(time.monotonic() - started, 3))
-
     async def _main(self, sock: socket.socket) -> int:
         service = self._service
         loop = asyncio.get_running_loop()
@@ -116,10 +101,11 @@ class Lifecycle:
         service.poller.start()
         if service.maintenance_jobs is not None:
             service.maintenance_jobs.start()
-        if service.core.warm_spark is not None:
-            warm = threading.Thread(target=self._warm, name="lakestatsd-spark-warm", daemon=True)
-            warm.start()
-            while warm.is_alive() and not stop.is_set():
+        watch = service.spark_watch
+        if watch is not None:
+            # warm Spark (the first commit is then fast), then keep checking it
+            watch.start()
+            while not watch.first_attempt_done.is_set() and not stop.is_set():
                 await asyncio.sleep(0.05)
         if not stop.is_set():
             ready, _ = await asyncio.to_thread(self._backend.readiness)
@@ -168,6 +154,8 @@ class Lifecycle:
             await asyncio.wait_for(serving, timeout=max(0.1, remaining() / 2))
         except TimeoutError:
             server.force_exit = True
+        if service.spark_watch is not None:
+            await asyncio.to_thread(service.spark_watch.stop, min(2.0, remaining()))
         stop_spark = service.core.stop_spark
         if stop_spark is not None and finished:
             # a job still running means Spark is busy: leave it, the JVM exits with us

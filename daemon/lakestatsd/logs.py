@@ -1,5 +1,6 @@
-"""structlog JSON lines on stdout, with the stdlib loggers (uvicorn, apscheduler, py4j)
-routed through the same renderer so journald and log shippers see one format."""
+"""structlog JSON lines on stdout, with the stdlib loggers (uvicorn, apscheduler, py4j) and
+Python warnings routed through the same renderer so journald and log shippers see one
+format. Spark's JVM writes to a file of its own (``daemon.spark_log``)."""
 
 from __future__ import annotations
 
@@ -51,5 +52,8 @@ def configure_logging(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # Python warnings (pyspark's among them) become log records, not plain stderr text;
+    # the JVM's own output goes to its own file (daemon.spark_log, lakestats.sketches.spark)
+    logging.captureWarnings(True)
     for name, quiet in _QUIET.items():
         logging.getLogger(name).setLevel(max(quiet, root.level))

@@ -172,6 +172,16 @@ class Metrics:
             registry=r,
         )
         self.ready = Gauge("lakestats_ready", "1 when /readyz answers 200", registry=r)
+        self.spark_up = Gauge(
+            "lakestats_spark_up",
+            "1 when the SparkSession is usable (or sketches are off), 0 while Spark is down",
+            registry=r,
+        )
+        self.spark_restarts = Gauge(
+            "lakestats_spark_restarts",
+            "SparkSessions recreated after Spark became unusable, since the daemon started",
+            registry=r,
+        )
         r.register(_LagCollector(tables, tracker))
         for table in tables:
             self.table_healthy.labels(table).set(1)

@@ -36,10 +36,14 @@ def openapi_document() -> dict[str, Any]:
         "paths": {
             "/healthz": {
                 "get": {
-                    "summary": "Liveness: the process serves HTTP and its threads live",
+                    "summary": "Liveness: 503 when a restart would help (a thread the daemon needs "
+                    "died, or Spark stayed unusable past daemon.spark_unavailable_timeout_s)",
                     "responses": {
                         "200": _json({"type": "object"}, "alive"),
-                        "503": _json({"type": "object"}, "a thread the daemon needs died"),
+                        "503": _json(
+                            {"type": "object"},
+                            "restart me: says why",
+                        ),
                     },
                 }
             },

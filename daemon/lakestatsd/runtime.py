@@ -213,6 +213,10 @@ class TableRuntime:
             timings={k: round(v, 4) for k, v in report.timings.items()},
             seconds=round(total, 4),
             commit_to_stats_s=round(latency, 3),
+            # timings["sketch"] is this commit's share of one Spark job over the batch
+            batch_commits=report.batch_commits,
+            batch_sketch_s=round(report.batch_sketch_s, 4),
+            spark_start_s=round(report.spark_start_s, 4),
         )
 
     # -- HTTP reads --------------------------------------------------------------------------

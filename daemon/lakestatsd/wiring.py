@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any
 
-from lakestats.analyze import AnalyzeResult, CommitReport, PendingCallback
+import structlog
+
+from lakestats.analyze import AnalyzeResult, BatchProgress, CommitReport, PendingCallback
 from lakestats.locations import local_path
 from lakestats.tables import OpenedTable
 from lakestatsd.config import ServiceConfig
@@ -22,9 +24,10 @@ from lakestatsd.maintenance import MaintenanceFns, MaintenanceRunner, Maintenanc
 from lakestatsd.metrics import FreshnessTracker, Metrics
 from lakestatsd.runtime import AnalyzeFn, Opener, StatsReader, TableRuntime
 from lakestatsd.scheduler import STORAGE, RunReport, StopCheck, TableQueue, error_kind
+from lakestatsd.spark_watch import SparkControl, SparkState, SparkWatch
 from lakestatsd.watch import MetadataWatcher, Poller
 
-SparkState = Literal["disabled", "starting", "up", "failed"]
+_log = structlog.get_logger("lakestatsd.runtime")
 
 
 @dataclass(frozen=True)
@@ -39,18 +42,30 @@ class CoreFns:
     maintenance: MaintenanceFns | None = None
     # a processed snapshot's stats wait for their registration in the table: run it
     unregistered: Callable[[OpenedTable], bool] | None = None
+    spark_health: Callable[[], Any] | None = None  # None: Spark is not supervised (tests)
 
 
 def core_fns(config: ServiceConfig) -> CoreFns:
     """The real core, bound to ``config`` (imported here so tests can build a service
     without importing Spark)."""
-    from lakestats.analyze import analyze_table, make_sketcher, unregistered_stats  # noqa: PLC0415
+    from lakestats.analyze import analyze_table, unregistered_stats  # noqa: PLC0415
     from lakestats.analyze import read_stats as core_read_stats  # noqa: PLC0415
     from lakestats.maintenance import compact, expire, stale_stats  # noqa: PLC0415
+    from lakestats.sketches.spark import spark_health  # noqa: PLC0415
+    from lakestats.sketching import SparkSketcher  # noqa: PLC0415
     from lakestats.tables import open_configured  # noqa: PLC0415
 
-    # one sketcher, so one warm SparkSession, for the life of the process
-    sketcher = make_sketcher(config) if config.sketch.enabled else None
+    # one sketcher, so one warm SparkSession, for the life of the process; the JVM's own
+    # output goes to a file of its own, never into the JSON log stream on stdout
+    sketcher = (
+        SparkSketcher(
+            config,
+            jvm_log_path=spark_log_path(config),
+            log_level=config.daemon.spark_log_level,
+        )
+        if config.sketch.enabled
+        else None
+    )
 
     def analyze(
         opened: OpenedTable,
@@ -66,6 +81,7 @@ def core_fns(config: ServiceConfig) -> CoreFns:
             should_stop=should_stop,
             on_commit=on_commit,
             on_pending=on_pending,
+            on_progress=log_progress,
         )
 
     def stop_spark() -> None:
@@ -85,15 +101,46 @@ def core_fns(config: ServiceConfig) -> CoreFns:
             stale=stale_stats,
         ),
         unregistered=unregistered_stats,
+        spark_health=spark_health if sketcher is not None else None,
     )
+
+
+def log_progress(event: BatchProgress) -> None:
+    """Long work is never silent: one event before and after each batch's Spark job."""
+    if not event.files:
+        return  # a metadata-only batch takes milliseconds
+    _log.info(
+        "analyze_progress",
+        table=event.table,
+        batch=event.batch,
+        batches=event.batches,
+        phase="sketched" if event.sketched else "sketching",
+        files=event.files,
+        rows=event.rows,
+        files_done=event.files_done,
+        files_total=event.files_total,
+        rows_done=event.rows_done,
+        rows_total=event.rows_total,
+        sketch_s=round(event.sketch_s, 3),
+        spark_start_s=round(event.spark_start_s, 3),
+    )
+
+
+def spark_log_path(config: ServiceConfig) -> str | None:
+    """Where the JVM's output goes: ``daemon.spark_log``, else a file in a local state
+    dir; None (stderr) when set to "" or when the state dir is remote."""
+    configured = config.daemon.spark_log
+    if configured is not None:
+        return configured or None
+    directory = local_path(config.state_dir)
+    return None if directory is None else str(directory / "lakestatsd-spark.log")
 
 
 @dataclass
 class ProcessStatus:
-    """What the lifecycle changes and readiness reports: Spark's warm-up, shutting down."""
+    """What the lifecycle changes and readiness reports: shutting down (Spark's state
+    lives in ``Service.spark_watch``)."""
 
-    spark: SparkState
-    spark_error: str | None = None
     stopping: bool = False
 
 
@@ -142,7 +189,32 @@ class Service:
             if self.maintenance is not None
             else None
         )
-        self.status = ProcessStatus(spark="disabled" if core.warm_spark is None else "starting")
+        self.status = ProcessStatus()
+        self.spark_watch = (
+            SparkWatch(
+                SparkControl(
+                    start=core.warm_spark,
+                    stop=core.stop_spark or (lambda: None),
+                    health=core.spark_health or _no_health,
+                ),
+                check_interval_s=config.daemon.spark_check_interval_s,
+                retry_max_s=config.daemon.spark_retry_max_s,
+                unavailable_timeout_s=config.daemon.spark_unavailable_timeout_s,
+                executor_wait_s=config.spark.executor_wait_s,
+            )
+            if core.warm_spark is not None
+            else None
+        )
+        self.metrics.spark_up.set_function(
+            lambda: 1.0 if self.spark_state in ("up", "disabled") else 0.0
+        )
+        self.metrics.spark_restarts.set_function(
+            lambda: float(self.spark_watch.status.restarts) if self.spark_watch else 0.0
+        )
+
+    @property
+    def spark_state(self) -> SparkState:
+        return "disabled" if self.spark_watch is None else self.spark_watch.status.state
 
     def hint(self, name: str, source: str) -> int | None:
         """Look at ``name`` again; a ticket for ``queue.is_done``, None when shutting down."""
@@ -185,3 +257,9 @@ def state_dir_writable(state_dir: str) -> tuple[bool, str | None]:
     except OSError as exc:
         return False, f"{type(exc).__name__}: {exc.strerror or exc}"
     return True, None
+
+
+def _no_health() -> Any:
+    from lakestats.sketches.spark import SparkHealth  # noqa: PLC0415
+
+    return SparkHealth(exists=True, stopped=False, master=None, executors=None)

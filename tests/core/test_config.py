@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,32 @@ def test_uris_and_absolute_paths_are_not_rebased(tmp_path: Path) -> None:
         "/abs/b",
         str(tmp_path / "rel/c"),
     ]
+
+
+def test_spark_conf_from_a_shell_safe_variable_name(tmp_path: Path) -> None:
+    """``export LAKESTATS_SPARK__CONF__spark.driver.memory=4g`` is not valid shell: the
+    underscore spelling must reach Spark as the dotted key, camelCase intact."""
+    env = {
+        "LAKESTATS_SPARK__CONF__spark_driver_memory": "4g",
+        "LAKESTATS_SPARK__CONF__spark_driver_bindAddress": "127.0.0.1",
+        "LAKESTATS_SPARK__CONF__spark.executor.memory": "2g",  # the dotted form still works
+    }
+    conf = load_config(None, env=env).spark.conf
+    assert conf == {
+        "spark.driver.memory": "4g",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.executor.memory": "2g",
+    }
+    shell = subprocess.run(
+        ["sh", "-c", "export LAKESTATS_SPARK__CONF__spark_driver_memory=4g && echo ok"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert shell.stdout.strip() == "ok"
+
+
+def test_table_added_from_the_environment_gets_a_lower_case_name() -> None:
+    config = load_config(None, env={"LAKESTATS_TABLE__SALES__LOCATION": "/data/sales"})
+    assert [t.name for t in config.table] == ["sales"]
+    assert config.find_table("sales") is not None

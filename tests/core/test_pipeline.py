@@ -14,9 +14,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from lakestats.exceptions import ConfigError, DataFileError
+from lakestats.exceptions import ConfigError, DataFileError, SparkUnavailableError
 from lakestats.model import Column, ColumnSketch, SketchSettings, TableSchema
-from lakestats.pipeline import JOB_GROUP, sketch_files
+from lakestats.pipeline import JOB_GROUP, JobLimits, JobProgress, sketch_files
 from lakestats.sketches.merge import (
     kll_count,
     kll_normalized_rank_error,
@@ -366,3 +366,25 @@ def test_invalid_settings_fail_before_spark(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"sketch\.kll_k"):
         sketch_files(None, ["x"], SCHEMA, SketchSettings(kll_k=4))
     assert sketch_files(None, [], SCHEMA, SETTINGS) == {}
+
+
+def test_a_job_past_its_time_limit_is_cancelled_with_the_cause(
+    spark: Any, data: dict[str, Any]
+) -> None:
+    paths = list(data["paths"].values())
+    progress: list[JobProgress] = []
+    with pytest.raises(SparkUnavailableError, match=r"did not finish within 0\.05s"):
+        sketch_files(
+            spark,
+            paths,
+            SCHEMA,
+            SETTINGS,
+            limits=JobLimits(timeout_s=0.05, poll_s=0.01),
+            on_progress=progress.append,
+        )
+    # the session survives a cancelled job, and the next job reports its tasks
+    again = sketch_files(
+        spark, paths, SCHEMA, SETTINGS, limits=JobLimits(poll_s=0.01), on_progress=progress.append
+    )
+    assert again.keys() == data["result"].keys()
+    assert all(0 <= p.tasks_done <= p.tasks_total for p in progress)

@@ -29,12 +29,13 @@ class FakeBackend:
         self.accepting = True
         self.ready = True
         self.alive = True
-
-    def liveness(self) -> tuple[bool, dict[str, Any]]:
-        return self.alive, {"status": "ok" if self.alive else "dead"}
+        self.dead_status = "failing"  # what the daemon's liveness answers when not alive
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         return self.ready, {"ready": self.ready}
+
+    def liveness(self) -> tuple[bool, dict[str, Any]]:
+        return self.alive, {"status": "ok" if self.alive else self.dead_status}
 
     def tables(self) -> list[dict[str, Any]]:
         return [{"name": t.name} for t in self.config.table]
@@ -123,6 +124,9 @@ def test_health_ready_metrics() -> None:
     assert call(backend, "GET", "/readyz")[0] == 503
     status, headers, body = call(backend, "GET", "/metrics")
     assert status == 200 and body == b"lakestats_ready 1.0\n"
+    backend.alive = False  # e.g. Spark unusable past daemon.spark_unavailable_timeout_s
+    status, _, body = call(backend, "GET", "/healthz")
+    assert status == 503 and body == {"status": "failing"}
     assert headers["content-type"].startswith("text/plain")
 
 
@@ -236,6 +240,6 @@ def test_openapi_describes_exactly_the_routes() -> None:
 
 def test_healthz_fails_once_a_thread_the_daemon_needs_is_dead() -> None:
     backend = FakeBackend(make_config())
-    backend.alive = False
+    backend.alive, backend.dead_status = False, "dead"
     status, _, body = call(backend, "GET", "/healthz")
     assert status == 503 and body["status"] == "dead"

@@ -46,6 +46,29 @@ def test_systemd_unit_verifies(tmp_path: Path) -> None:
     assert not remarks, remarks
 
 
+@pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed here"
+)
+def test_systemd_unit_verifies_as_shipped(tmp_path: Path) -> None:
+    """Issue 13: the unit must verify before the package is installed (no stand-in)."""
+    unit = tmp_path / "lakestatsd.service"
+    unit.write_text(UNIT.read_text())
+    result = subprocess.run(
+        ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert not [line for line in result.stderr.splitlines() if "lakestatsd.service" in line]
+    s = unit_settings()
+    assert s["ExecStart"] == ["/usr/bin/env /opt/lakestats/bin/lakestatsd"]
+
+
+def test_operations_install_steps_create_the_config_dir() -> None:
+    """Issue 13: `install … /etc/lakestats/lakestatsd.toml` needs the directory first."""
+    text = (REPO / "docs" / "operations.md").read_text()
+    steps = text[text.index("useradd --system") :]
+    assert steps.index("mkdir -p /etc/lakestats") < steps.index("/etc/lakestats/lakestatsd.toml")
+
+
 def test_systemd_unit_is_hardened() -> None:
     s = unit_settings()
     assert s["Type"] == ["notify"]
@@ -120,3 +143,36 @@ def test_example_configs_are_valid(name: str) -> None:
     tomllib.loads(path.read_text())
     config = load_config(path, env={})
     assert config.table
+
+
+def test_kubernetes_cluster_overlay(tmp_path: Path) -> None:
+    """The cluster variant: a valid config pointing at a spark:// master, the driver
+    advertising the pod IP on fixed ports that a headless Service exposes."""
+    folder = DEPLOY / "kubernetes" / "cluster"
+    with (folder / "kustomization.yaml").open() as handle:
+        kustomization = yaml.safe_load(handle)
+    for resource in kustomization["resources"]:
+        assert (folder / resource).exists()
+    for patch in kustomization["patches"]:
+        assert (folder / patch["path"]).is_file()
+    with (folder / "configmap.yaml").open() as handle:
+        configmap = yaml.safe_load(handle)
+    toml_path = tmp_path / "lakestatsd.toml"
+    toml_path.write_text(configmap["data"]["lakestatsd.toml"])
+    env = {"LAKESTATS_SPARK__CONF__spark_driver_host": "10.1.2.3"}
+    config = load_config(toml_path, env=env)
+    assert config.spark.master.startswith("spark://")
+    assert config.spark.conf["spark.driver.host"] == "10.1.2.3"
+    assert config.spark.conf["spark.driver.bindAddress"] == "0.0.0.0"  # noqa: S104 - in a pod
+    with (folder / "deployment.yaml").open() as handle:
+        deployment = yaml.safe_load(handle)
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports["spark-driver"] == int(config.spark.conf["spark.driver.port"])
+    assert ports["spark-blockmgr"] == int(config.spark.conf["spark.blockManager.port"])
+    env_names = {e["name"]: e for e in container["env"]}
+    assert env_names["LAKESTATS_SPARK__CONF__spark_driver_host"]["value"] == "$(POD_IP)"
+    with (folder / "driver-service.yaml").open() as handle:
+        service = yaml.safe_load(handle)
+    assert service["spec"]["clusterIP"] == "None"
+    assert {p["targetPort"] for p in service["spec"]["ports"]} == {"spark-driver", "spark-blockmgr"}

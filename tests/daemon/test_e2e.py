@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import time
@@ -243,6 +244,11 @@ def test_sketches_kill_mid_commit_and_restart_converges(tmp_path: Path, run_daem
     text = config_text(tmp_path / "state", {"t": location}, sketches=True, poll_s=1)
     daemon = run_daemon(text)
     assert daemon.events("spark_ready")
+    # Spark's own output (log4j, JVM warnings) goes to its own file: stdout is JSON only
+    spark_log = tmp_path / "state" / "lakestatsd-spark.log"
+    assert spark_log.is_file() and "log4j" in spark_log.read_text()
+    lines = [line for line in daemon.log_path.read_text().splitlines() if line.strip()]
+    assert all(isinstance(json.loads(line), dict) for line in lines), lines
     for i in range(6):
         wh.append("t", rows(i, n=50))
     # kill -9 while the backlog is being processed

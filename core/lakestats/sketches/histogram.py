@@ -72,7 +72,10 @@ def equi_depth_histogram(
         return [HistogramBucket(bounds[0], bounds[0], n, ndv)]
 
     cdf = sketch.get_cdf(bounds[1:], True)  # cdf[j] = fraction of rows <= bounds[j + 1]
-    counts = [n * (cdf[j] - (cdf[j - 1] if j else 0.0)) for j in range(len(bounds) - 1)]
+    # KLL's CDF is a cumulative weight divided by n: scaled back and rounded it is the exact
+    # integer weight, so counts print as 640.0 and not 639.9999999999999
+    cumulative = [float(round(n * c)) for c in cdf]
+    counts = [cumulative[j] - (cumulative[j - 1] if j else 0.0) for j in range(len(bounds) - 1)]
     ndvs: list[float | None] = [None] * len(counts)
     if total_ndv is not None:
         caps = []

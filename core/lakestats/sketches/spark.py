@@ -13,7 +13,10 @@ same JVM is not possible either.
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -21,7 +24,7 @@ from typing import Any
 
 import structlog
 
-from lakestats.exceptions import SketchError
+from lakestats.exceptions import SketchError, SparkUnavailableError
 
 _log = structlog.get_logger(__name__)
 
@@ -53,6 +56,10 @@ class SparkSettings:
     conf: Mapping[str, str] = field(default_factory=dict)
     app_name: str = "lakestats"
     log_level: str = "ERROR"
+    # a cluster session gets this long for its first executor (else it is unusable)
+    executor_wait_s: float = 60.0
+    # where the JVM's own output (log4j, Java stack traces) goes; None: this process's stderr
+    jvm_log_path: str | None = None
 
     def __post_init__(self) -> None:
         # Frozen means frozen: a caller mutating its dict later must not change the settings
@@ -73,6 +80,12 @@ class SparkSettings:
 _lock = threading.Lock()
 _session: Any = None
 _session_settings: SparkSettings | None = None
+_created_at = 0.0  # time.perf_counter() when the current session was created
+
+
+def spark_started_since(moment: float) -> bool:
+    """Was the process-wide session created after ``moment`` (``time.perf_counter()``)?"""
+    return _session is not None and _created_at >= moment
 
 
 def get_spark(settings: SparkSettings | None = None) -> Any:
@@ -81,10 +94,14 @@ def get_spark(settings: SparkSettings | None = None) -> Any:
     Later calls return the same session; settings that differ from those it was created with
     are ignored with a logged warning (see the module docstring).
     """
-    global _session, _session_settings  # noqa: PLW0603 - the process-wide singleton
+    global _session, _session_settings, _created_at  # noqa: PLW0603 - the process-wide singleton
     wanted = settings or SparkSettings()
     with _lock:
-        if _session is not None and not _is_stopped(_session):
+        if _session is not None and _is_stopped(_session):
+            _log.warning("spark_context_stopped", note="creating a new SparkSession")
+            _discard(_session)
+            _session, _session_settings = None, None
+        if _session is not None:
             if _session_settings is not None and wanted._key() != _session_settings._key():
                 _log.warning(
                     "spark_settings_ignored",
@@ -95,7 +112,62 @@ def get_spark(settings: SparkSettings | None = None) -> Any:
             return _session
         _session = _create(wanted)
         _session_settings = wanted
+        _created_at = time.perf_counter()
         return _session
+
+
+@dataclass(frozen=True)
+class SparkHealth:
+    """What the process-wide session looks like now (``spark_health``)."""
+
+    exists: bool
+    stopped: bool
+    master: str | None
+    executors: int | None  # live executors; None in local mode (the driver runs tasks)
+
+
+def spark_health() -> SparkHealth:
+    """The process-wide session's state, without creating one."""
+    with _lock:
+        session, settings = _session, _session_settings
+    if session is None:
+        return SparkHealth(False, False, None, None)
+    master = settings.master if settings is not None else None
+    try:
+        stopped = _is_stopped(session)
+        executors = None if stopped else executor_count(session)
+    except Exception:  # a dead gateway: as unusable as a stopped context
+        return SparkHealth(True, True, master, None)
+    return SparkHealth(True, stopped, master, executors)
+
+
+def is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
+def executor_count(session: Any) -> int | None:
+    """Executors registered with the driver; None in local mode."""
+    sc = session.sparkContext
+    if is_local(str(sc.master)):
+        return None
+    infos = sc._jsc.sc().statusTracker().getExecutorInfos()
+    return max(0, len(infos) - 1)  # the driver is listed too
+
+
+def probe_master(master: str, timeout_s: float = 3.0) -> None:
+    """Fail fast, in one line, when no standalone master of ``spark://h:p[,h2:p2]`` accepts
+    a connection (Spark itself retries for a minute, then stops the context)."""
+    if not master.startswith("spark://"):
+        return
+    errors = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout_s):
+                return
+        except (OSError, ValueError) as exc:
+            errors.append(f"{address}: {getattr(exc, 'strerror', None) or exc}")
+    raise SparkUnavailableError(f"Spark master {master} is unreachable ({'; '.join(errors)})")
 
 
 def stop_spark() -> None:
@@ -104,17 +176,39 @@ def stop_spark() -> None:
     with _lock:
         session, _session, _session_settings = _session, None, None
     if session is not None:
-        session.stop()
+        _discard(session)  # a dead context or gateway has nothing left to stop
 
 
 def _is_stopped(session: Any) -> bool:
     context = session.sparkContext
-    return context is None or getattr(context, "_jsc", None) is None
+    if context is None or getattr(context, "_jsc", None) is None:
+        return True
+    # Spark stops the context itself (e.g. "All masters are unresponsive! Giving up."):
+    # the Python side never hears of it, so ask the JVM
+    return bool(context._jsc.sc().isStopped())
+
+
+def _discard(session: Any) -> None:
+    try:
+        session.stop()
+    except Exception as exc:  # already dead: nothing left to stop
+        _log.info("spark_stop_failed", error=first_line(exc))
+
+
+def first_line(exc: BaseException) -> str:
+    """The message of a Spark/Py4J error without its Java stack."""
+    text = str(exc).strip()
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line and not line.startswith(("at ", "An error occurred while calling")):
+            return line
+    return type(exc).__name__
 
 
 def _create(settings: SparkSettings) -> Any:
     from pyspark.sql import SparkSession
 
+    probe_master(settings.master)
     conf = settings.effective_conf()
     if settings.conf.get(FIELD_ID_READ_KEY, "true").lower() != "true":
         _log.warning("spark_conf_overridden", key=FIELD_ID_READ_KEY, value="true")
@@ -122,10 +216,14 @@ def _create(settings: SparkSettings) -> Any:
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
-        session = builder.getOrCreate()
+        with _jvm_output_to(settings.jvm_log_path):
+            session = builder.getOrCreate()
     except Exception as exc:  # Java missing, bad master URL, port clash …
-        raise SketchError(f"cannot start Spark (master {settings.master!r}): {exc}") from exc
+        raise SketchError(
+            f"cannot start Spark (master {settings.master!r}): {first_line(exc)}"
+        ) from exc
     session.sparkContext.setLogLevel(settings.log_level)
+    _wait_for_executors(session, settings)
     _log.info(
         "spark_started",
         master=settings.master,
@@ -133,3 +231,54 @@ def _create(settings: SparkSettings) -> Any:
         default_parallelism=session.sparkContext.defaultParallelism,
     )
     return session
+
+
+def _wait_for_executors(session: Any, settings: SparkSettings) -> None:
+    """A cluster session is usable once an executor registered; without one in
+    ``executor_wait_s`` it is stopped and the cause raised (Spark would only log "Initial
+    job has not accepted any resources" and wait forever)."""
+    if is_local(settings.master):
+        return
+    deadline = time.monotonic() + settings.executor_wait_s
+    while time.monotonic() < deadline:
+        if _is_stopped(session):
+            break
+        if (executor_count(session) or 0) > 0:
+            return
+        time.sleep(0.2)
+    stopped = _is_stopped(session)
+    _discard(session)
+    cause = (
+        "the master stopped the application"
+        if stopped
+        else f"no executor registered within {settings.executor_wait_s:g}s"
+    )
+    raise SparkUnavailableError(
+        f"Spark at {settings.master} is unusable: {cause} (are workers running, with free "
+        "cores and the memory spark.executor.memory asks for, and can they reach the "
+        "driver at spark.driver.host?)"
+    )
+
+
+class _jvm_output_to:  # noqa: N801 - used as a context manager, reads like one
+    """Point this process's stderr (fd 2) at ``path`` while the JVM is launched, so the
+    JVM inherits it: Spark's log4j console output and Java stack traces land in that file,
+    never interleaved with a JSON log stream. Python's own stderr is restored at once."""
+
+    def __init__(self, path: str | None) -> None:
+        self._path = path
+        self._saved: int | None = None
+
+    def __enter__(self) -> None:
+        if self._path is None:
+            return
+        target = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+        self._saved = os.dup(2)
+        os.dup2(target, 2)
+        os.close(target)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._saved is not None:
+            os.dup2(self._saved, 2)
+            os.close(self._saved)
+            self._saved = None

@@ -290,6 +290,31 @@ def test_registered_but_unrecorded_stats_are_adopted(tmp_path: Path) -> None:
     )
 
 
+def test_a_second_state_dir_keeps_the_files_the_first_one_registered(tmp_path: Path) -> None:
+    """Two state dirs analysing one catalog table: the second neither replaces nor deletes
+    what the first registered (issue 13: it silently replaced the partition stats file)."""
+    wh = IcebergWarehouse(tmp_path / "wh")
+    make_table(wh)
+    config, opened = catalog_config(wh, "t", tmp_path / "state-a")
+    run_analyze(config, opened, PySketcher())
+    table = wh.table("t")
+    first = {p.snapshot_id: p.statistics_path for p in table.metadata.partition_statistics}
+    first_puffin = {s.snapshot_id: s.statistics_path for s in table.metadata.statistics}
+    assert first and first_puffin
+    files = lakestats_files(table)
+
+    config_b, opened_b = catalog_config(wh, "t", tmp_path / "state-b")
+    run_analyze(config_b, opened_b, PySketcher())
+    table = wh.table("t")
+    assert {p.snapshot_id: p.statistics_path for p in table.metadata.partition_statistics} == (
+        first
+    )
+    assert {s.snapshot_id: s.statistics_path for s in table.metadata.statistics} == first_puffin
+    assert lakestats_files(table) == files  # the second run's own copies were deleted
+    for path in first.values():
+        assert Path(local(path)).is_file()
+
+
 def test_stats_of_a_snapshot_expired_before_registration_are_never_registered(
     tmp_path: Path,
 ) -> None:

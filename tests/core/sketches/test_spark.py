@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,3 +38,37 @@ def test_importing_the_sketch_modules_does_not_import_pyspark() -> None:
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     assert subprocess.run([sys.executable, "-c", code], env=env, check=False).returncode == 0
+
+
+STOPPED_CONTEXT = """
+import sys
+from lakestats.sketches.spark import SparkSettings, get_spark, spark_health
+settings = SparkSettings(master="local[1]", conf={"spark.ui.enabled": "false"})
+first = get_spark(settings)
+first.sparkContext._jsc.sc().stop()  # what Spark does after "All masters are unresponsive"
+health = spark_health()
+assert health.exists and health.stopped, health
+second = get_spark(settings)  # recreated, not the dead one forever
+assert second.range(5).count() == 5
+assert not spark_health().stopped
+print("recovered")
+"""
+
+
+def test_a_context_spark_stopped_itself_is_recreated(tmp_path: Path) -> None:
+    """Issue 13: after Spark stopped its own context, every call failed with "Cannot call
+    methods on a stopped SparkContext" forever. A subprocess: stopping this process's
+    session would break the other tests."""
+    repo = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": str(repo / "core")}
+    done = subprocess.run(
+        [sys.executable, "-c", STOPPED_CONTEXT],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "recovered" in done.stdout

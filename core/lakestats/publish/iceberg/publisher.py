@@ -241,6 +241,16 @@ class IcebergPublisher:
             live = reg.live_snapshots(metadata)
             obsolete.update(reg.staged_paths(s for s in pending if s.snapshot_id not in live))
             pending = [s for s in pending if s.snapshot_id in live]
+            pending, foreign = reg.without_foreign(metadata, pending, reg.records(published))
+            for snapshot_id, kept, ours in foreign:
+                _log.warning(
+                    "publish_skipped_foreign_entry",
+                    snapshot_id=snapshot_id,
+                    kept=kept,
+                    reason="the table metadata already names a statistics file for this "
+                    "snapshot that this state dir did not register (another state dir?)",
+                )
+                obsolete.add(ours)
             updates = reg.updates(metadata, pending)
             if not updates:
                 registered += pending  # nothing to register for them (no sketch, unpartitioned)

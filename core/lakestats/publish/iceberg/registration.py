@@ -84,6 +84,37 @@ def updates(metadata: TableMetadata, pending: Sequence[Staged]) -> list[TableUpd
     return out
 
 
+def without_foreign(
+    metadata: TableMetadata, pending: Sequence[Staged], recorded: Records
+) -> tuple[list[Staged], list[tuple[int, str, str]]]:
+    """``pending`` minus the files that would replace an entry someone else registered.
+
+    An entry for the snapshot that our bookkeeping does not name was written by another
+    publisher (a second state dir analysing the same catalog table, another tool): it
+    describes the same snapshot, so it is kept rather than silently replaced. Returns the
+    staged entries to register and ``(snapshot, kept path, our unregistered path)`` for
+    each file left out (the caller deletes ours and says so).
+    """
+    ours = {int(k): set(v.values()) for k, v in recorded.items()}
+    stats = {s.snapshot_id: s.statistics_path for s in metadata.statistics}
+    partition = {p.snapshot_id: p.statistics_path for p in metadata.partition_statistics}
+    kept: list[Staged] = []
+    skipped: list[tuple[int, str, str]] = []
+    for s in pending:
+        known = ours.get(s.snapshot_id, set())
+        statistics, partition_statistics = s.statistics, s.partition_statistics
+        theirs = stats.get(s.snapshot_id)
+        if statistics is not None and theirs is not None and theirs not in known:
+            skipped.append((s.snapshot_id, theirs, statistics.statistics_path))
+            statistics = None
+        theirs = partition.get(s.snapshot_id)
+        if partition_statistics is not None and theirs is not None and theirs not in known:
+            skipped.append((s.snapshot_id, theirs, partition_statistics.statistics_path))
+            partition_statistics = None
+        kept.append(Staged(s.snapshot_id, statistics, partition_statistics))
+    return kept, skipped
+
+
 def dangling(metadata: TableMetadata) -> list[TableUpdate]:
     """Removals of entries naming snapshots that no longer exist (pyiceberg's expiry
     leaves partition statistics behind; a concurrent expiry may orphan ours)."""

@@ -1,0 +1,273 @@
+"""Operating the CLI (issue 13): freshness at a glance (`status`, `show` behind),
+`analyze --all`, progress, human rendering, and `show --json | head`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from lakestats.cli import EXIT_BROKEN_PIPE, main
+from lakestats.progress import AnalyzeProgress
+from lakestats.render import render_stats, sparkline
+from lakestats.testing import IcebergWarehouse
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("price", pa.float64())])
+
+
+def rows(start: int, n: int) -> pa.Table:
+    return pa.table(
+        {"id": list(range(start, start + n)), "price": [1026.46 + i for i in range(n)]},
+        schema=SCHEMA,
+    )
+
+
+def config_file(tmp_path: Path, wh: IcebergWarehouse, names: list[str], extra: str = "") -> Path:
+    text = f'state_dir = "{tmp_path / "state"}"\n'
+    for name in names:
+        text += f'[[table]]\nname = "{name}"\nlocation = "{wh.location(name)}"\n'
+    text += extra
+    path = tmp_path / "lakestats.toml"
+    path.write_text(text)
+    return path
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    old = sys.stderr
+    sys.stderr = err
+    try:
+        code = main(list(args), out=out)
+    finally:
+        sys.stderr = old
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def two_tables(tmp_path: Path) -> tuple[IcebergWarehouse, Path]:
+    wh = IcebergWarehouse(tmp_path / "wh")
+    for name in ("a", "b"):
+        wh.create_table(name, SCHEMA)
+        wh.append(name, rows(0, 10))
+    return wh, config_file(tmp_path, wh, ["a", "b"])
+
+
+def test_status_lists_every_table_with_commits_behind(
+    two_tables: tuple[IcebergWarehouse, Path],
+) -> None:
+    wh, config = two_tables
+    assert run("analyze", "--all", "--config", str(config), "--no-sketches", "-q")[0] == 0
+    wh.append("b", rows(10, 5))
+    wh.append("b", rows(15, 5))
+    code, out, _ = run("status", "--config", str(config), "--json")
+    assert code == 0
+    doc = json.loads(out)
+    by_name = {t["name"]: t for t in doc["tables"]}
+    assert set(by_name) == {"a", "b"}
+    assert by_name["a"]["commits_behind"] == 0 and by_name["a"]["up_to_date"]
+    b = by_name["b"]
+    assert b["format"] == "iceberg"
+    assert b["commits_behind"] == 2 and not b["up_to_date"]
+    assert b["current_snapshot_id"] == wh.lineage("b")[-1]
+    assert b["last_snapshot_id"] == wh.lineage("b")[0]
+    assert b["newest_unprocessed_age_s"] <= b["oldest_unprocessed_age_s"]
+    assert b["last_error"] is None
+    assert doc["daemon_reachable"] is False
+
+    code, out, _ = run("status", "--config", str(config))
+    assert code == 0
+    line_b = next(line for line in out.splitlines() if line.startswith("b "))
+    assert " 2 " in line_b
+
+
+def test_status_reports_a_broken_table_and_exits_1(
+    two_tables: tuple[IcebergWarehouse, Path], tmp_path: Path
+) -> None:
+    wh, _ = two_tables
+    config = config_file(
+        tmp_path, wh, ["a"], f'[[table]]\nname = "gone"\nlocation = "{tmp_path}/nope"\n'
+    )
+    code, out, _ = run("status", "--config", str(config), "--json")
+    assert code == 1
+    gone = next(t for t in json.loads(out)["tables"] if t["name"] == "gone")
+    assert gone["last_error"] and gone["commits_behind"] is None
+
+
+def test_show_says_when_stats_are_behind(two_tables: tuple[IcebergWarehouse, Path]) -> None:
+    wh, config = two_tables
+    assert run("analyze", "a", "--config", str(config), "--no-sketches", "-q")[0] == 0
+    code, out, _ = run("show", "a", "--config", str(config))
+    assert code == 0 and "BEHIND" not in out
+    wh.append("a", rows(10, 5))
+    wh.append("a", rows(15, 5))
+    code, out, _ = run("show", "a", "--config", str(config))
+    assert code == 0
+    assert "BEHIND    stats are 2 commit(s) behind the table" in out
+    code, out, err = run("show", "a", "--config", str(config), "--json")
+    assert code == 0
+    json.loads(out)  # stdout stays the contract
+    assert "2 commit(s) behind" in err
+
+
+def test_analyze_all_keeps_going_past_a_failing_table(
+    two_tables: tuple[IcebergWarehouse, Path], tmp_path: Path
+) -> None:
+    wh, _ = two_tables
+    # the failing table comes first; the good one after it must still be analyzed
+    config = tmp_path / "all.toml"
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\n'
+        f'[[table]]\nname = "gone"\nlocation = "{tmp_path}/nope"\n'
+        f'[[table]]\nname = "a"\nlocation = "{wh.location("a")}"\n'
+    )
+    code, out, err = run("analyze", "--all", "--config", str(config), "--no-sketches", "-q")
+    assert code == 1
+    assert "a: analyzed 1 commit(s)" in out
+    assert "analyzed 1 of 2 table(s); failed: gone" in out
+    assert "lakestats: error: gone:" in err and "Traceback" not in err
+    code, _, err = run("analyze", "--config", str(config))
+    assert code == 2 and "give one TABLE or --all" in err
+
+
+def test_progress_lines_when_not_a_terminal(
+    spark: Any, two_tables: tuple[IcebergWarehouse, Path]
+) -> None:
+    wh, config = two_tables
+    wh.append("a", rows(10, 30))
+    code, _, err = run("analyze", "a", "--config", str(config))
+    assert code == 0
+    events = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    progress = [e for e in events if e["event"] == "analyze_progress"]
+    assert [e["phase"] for e in progress] == ["sketching", "sketched"]
+    done = progress[-1]
+    assert done["batch"] == done["batches"] == 1
+    assert done["files_done"] == done["files_total"] == 2
+    assert done["rows_done"] == done["rows_total"] == 40
+    assert done["eta_s"] == 0.0
+    commits = [e for e in events if e["event"] == "commit_processed"]
+    assert len(commits) == 2
+    assert all(c["sketch_is_share_of_batch"] and c["batch_commits"] == 2 for c in commits)
+
+
+def test_progress_bar_on_a_terminal(spark: Any, two_tables: tuple[IcebergWarehouse, Path]) -> None:
+    from lakestats.analyze import analyze_table, make_sketcher
+    from lakestats.config import load_config
+
+    _wh, config_path = two_tables
+    config = load_config(config_path)
+    err = io.StringIO()
+    sketcher = make_sketcher(config)
+    with AnalyzeProgress(err, rich=True) as progress:
+        sketcher.on_progress = progress.job
+        analyze_table(
+            "a",
+            config=config,
+            sketcher=sketcher,
+            on_commit=progress.commit,
+            on_progress=progress.batch,
+        )
+    text = err.getvalue()
+    assert "a: batch 1/1" in text and "10/10" in text and "files 1/1" in text
+    assert "snapshot " in text
+
+
+def test_show_json_into_head_ends_quietly(two_tables: tuple[IcebergWarehouse, Path]) -> None:
+    _wh, config = two_tables
+    assert run("analyze", "a", "--config", str(config), "--no-sketches", "-q")[0] == 0
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "core"), str(REPO / "daemon")])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lakestats.cli", "show", "a", "--config", str(config), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first byte: like `| head -0`
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == EXIT_BROKEN_PIPE
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+def _doc(columns: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    base = {
+        "null_count": 0,
+        "nan_count": None,
+        "min_max_exact": True,
+        "column_size_bytes": 1,
+        "quantiles": None,
+    }
+    return {
+        "table": "t",
+        "format": "iceberg",
+        "snapshot_id": 1,
+        "schema_id": 0,
+        "record_count": 10,
+        "file_count": 1,
+        "total_size_bytes": 100,
+        "columns": {name: {**base, **col} for name, col in columns.items()},
+    }
+
+
+def test_exact_floats_print_in_full_and_dates_and_decimals_get_a_bar() -> None:
+    dates = [
+        {"lower": str(dt.date(2024, 1, 1 + i)), "upper": str(dt.date(2024, 1, 2 + i)), "count": 5.0}
+        for i in range(3)
+    ]
+    decimals = [
+        {"lower": str(Decimal("1.50") + i), "upper": str(Decimal("2.50") + i), "count": 5.0}
+        for i in range(3)
+    ]
+    stamps = [
+        {"lower": "2024-01-01T00:00:00", "upper": "2024-01-01T01:00:00", "count": 3.0},
+        {"lower": "2024-01-01T01:00:00", "upper": "2024-01-02T00:00:00", "count": 3.0},
+    ]
+    assert sparkline(dates) and sparkline(decimals) and sparkline(stamps)
+    assert sparkline([{"lower": "a", "upper": "b", "count": 1.0}]) is None
+    text = render_stats(
+        _doc(
+            {
+                "price": {"type": "double", "min": 3.25, "max": 1026.46, "histogram": None},
+                "day": {
+                    "type": "date",
+                    "min": "2024-01-01",
+                    "max": "2024-01-04",
+                    "histogram": dates,
+                },
+                "amount": {
+                    "type": "decimal(10, 2)",
+                    "min": "1.50",
+                    "max": "4.50",
+                    "histogram": decimals,
+                },
+            }
+        )
+    )
+    assert "1026.46" in text
+    lines = text.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("distribution")))
+    drawn = {line.split()[0]: line for line in lines[start + 1 :] if line.startswith("  ")}
+    assert set(drawn) == {"day", "amount"}
+    assert all(any(c in line for c in "▁▂▃▄▅▆▇█") for line in drawn.values())
+
+
+def test_histogram_counts_are_whole_numbers() -> None:
+    from datasketches import kll_doubles_sketch
+
+    from lakestats.sketches.histogram import equi_depth_histogram
+
+    sketch = kll_doubles_sketch(200)
+    for i in range(6400):
+        sketch.update(float(i % 997) * 1.1)
+    buckets = equi_depth_histogram(bytes(sketch.serialize()), None, 10)
+    assert all(b.count == int(b.count) for b in buckets)
+    assert sum(b.count for b in buckets) == 6400
