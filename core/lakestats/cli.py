@@ -415,6 +415,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             raise
         print(f"lakestats: error: {exc}", file=stderr)
         return EXIT_ERROR
+    except BrokenPipeError:  # before OSError, of which it is one
+        # the reader went away (`show --json | head`): stop quietly, as `cat` does
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except OSError as exc:  # a full disk, a read-only or unreadable directory: not a bug
         if args.debug:
             raise
@@ -424,10 +428,6 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except KeyboardInterrupt:
         print("lakestats: interrupted; the stats store keeps its last version", file=stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # the reader went away (`show --json | head`): stop quietly, as `cat` does
-        _silence_stdout()
-        return EXIT_BROKEN_PIPE
 
 
 def _silence_stdout() -> None:

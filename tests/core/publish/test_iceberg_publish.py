@@ -25,6 +25,7 @@ from lakestats.analyze import read_stats
 from lakestats.cli import main
 from lakestats.config import Config
 from lakestats.publish.iceberg import FILE_PREFIX, IcebergPublisher
+from lakestats.publish.registry import publisher_for
 from lakestats.sketches.hashing import THETA_SEED
 from lakestats.tables import OpenedTable
 from lakestats.testing import IcebergWarehouse
@@ -265,7 +266,8 @@ def test_registered_but_unrecorded_stats_are_adopted(tmp_path: Path) -> None:
     assert current is not None
     recorded = state.published["iceberg"]["snapshots"][str(current)]
     # another registration for the current snapshot whose returned records are "lost"
-    publisher = IcebergPublisher(opened.table)  # type: ignore[arg-type]
+    # (made by this store's own publisher, as the crashed run's was)
+    publisher = publisher_for(opened)
     publisher.stage(unsketched(opened, current), state.published)
     publisher.flush(state.published)
     table = wh.table("t")

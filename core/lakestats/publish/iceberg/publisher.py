@@ -25,7 +25,6 @@ from __future__ import annotations
 import posixpath
 import random
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -82,11 +81,13 @@ class IcebergPublisher:
         self,
         table: IcebergTable,
         *,
+        owner: str | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         backoff_s: float = DEFAULT_BACKOFF_S,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._table = table
+        self._owner = owner  # tags the files this store writes (registration.owner_tag)
         self._max_attempts = max_attempts
         self._backoff_s = backoff_s
         self._sleep = sleep
@@ -143,7 +144,7 @@ class IcebergPublisher:
         snapshot = metadata.snapshot_by_id(snapshot_id)
         if snapshot is None:
             return  # expired meanwhile: stats of a snapshot that is gone describe nothing
-        tag = f"{FILE_PREFIX}{snapshot_id}-{uuid.uuid4()}"
+        tag = reg.file_tag(snapshot_id, self._owner)
         statistics = self._stage_statistics(stats, snapshot.sequence_number or 0, tag)
         partition_statistics = self._stage_partition_statistics(stats, metadata, published, tag)
         replaced = [s for s in self._pending if s.snapshot_id == snapshot_id]
@@ -241,7 +242,9 @@ class IcebergPublisher:
             live = reg.live_snapshots(metadata)
             obsolete.update(reg.staged_paths(s for s in pending if s.snapshot_id not in live))
             pending = [s for s in pending if s.snapshot_id in live]
-            pending, foreign = reg.without_foreign(metadata, pending, reg.records(published))
+            pending, foreign = reg.without_foreign(
+                metadata, pending, reg.records(published), self._owner
+            )
             for snapshot_id, kept, ours in foreign:
                 _log.warning(
                     "publish_skipped_foreign_entry",
@@ -280,7 +283,7 @@ class IcebergPublisher:
                 f"{self._max_attempts} attempts: the table kept changing"
             )
         assert metadata is not None
-        records = reg.reconcile(reg.records(published), metadata, registered)
+        records = reg.reconcile(reg.records(published), metadata, registered, self._owner)
         obsolete.update(reg.expired_record_paths(published, metadata))
         obsolete.update(reg.staged_paths(registered))  # only those an entry no longer names go
         referenced = reg.referenced(metadata)
@@ -378,4 +381,4 @@ def open_publisher(opened: OpenedTable) -> Publisher | Unpublishable:
             "the table was opened by location, which has no safe commit path; configure "
             "it with catalog + identifier to publish Iceberg statistics"
         )
-    return IcebergPublisher(table)
+    return IcebergPublisher(table, owner=reg.owner_tag(str(opened.store.table_dir.resolve())))

@@ -10,6 +10,8 @@ is this publisher's section of ``StateVersion.published``::
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -29,6 +31,27 @@ PUBLISHED_KEY = "iceberg"  # key of this publisher's bookkeeping in StateVersion
 FILE_PREFIX = "lakestats-"  # every file this publisher writes into a table's metadata folder
 
 Records = dict[str, dict[str, str]]  # snapshot id (str) → kind → path
+
+
+def owner_tag(store_dir: str) -> str:
+    """The tag that marks files one stats store wrote (its state dir's table folder): lets a
+    store adopt its own registrations that a crash left unrecorded, and tell them from
+    another state dir's (``owned_by``)."""
+    return hashlib.sha256(store_dir.encode()).hexdigest()[:12]
+
+
+def file_tag(snapshot_id: int, owner: str | None) -> str:
+    """The start of a new file's name: ``lakestats-<snapshot>-o<owner>-<uuid>``."""
+    middle = f"o{owner}-" if owner else ""
+    return f"{FILE_PREFIX}{snapshot_id}-{middle}{uuid.uuid4()}"
+
+
+def owned_by(path: str, owner: str | None) -> bool:
+    """Whether ``path`` is a file the store tagged ``owner`` wrote. Without an owner (a
+    publisher used on its own) every lakestats file counts, as before tags existed."""
+    if owner is None:
+        return is_ours(path)
+    return f"-o{owner}-" in PurePosixPath(path.rstrip("/")).name and is_ours(path)
 
 
 def is_ours(path: str) -> bool:
@@ -85,7 +108,7 @@ def updates(metadata: TableMetadata, pending: Sequence[Staged]) -> list[TableUpd
 
 
 def without_foreign(
-    metadata: TableMetadata, pending: Sequence[Staged], recorded: Records
+    metadata: TableMetadata, pending: Sequence[Staged], recorded: Records, owner: str | None
 ) -> tuple[list[Staged], list[tuple[int, str, str]]]:
     """``pending`` minus the files that would replace an entry someone else registered.
 
@@ -102,6 +125,8 @@ def without_foreign(
     skipped: list[tuple[int, str, str]] = []
     for s in pending:
         known = ours.get(s.snapshot_id, set())
+        mine = {p for p in (stats.get(s.snapshot_id), partition.get(s.snapshot_id)) if p}
+        known = known | {p for p in mine if owned_by(p, owner)}
         statistics, partition_statistics = s.statistics, s.partition_statistics
         theirs = stats.get(s.snapshot_id)
         if statistics is not None and theirs is not None and theirs not in known:
@@ -155,7 +180,10 @@ def referenced(metadata: TableMetadata) -> set[str]:
 
 
 def reconcile(
-    previous: Mapping[str, dict[str, str]], metadata: TableMetadata, registered: Sequence[Staged]
+    previous: Mapping[str, dict[str, str]],
+    metadata: TableMetadata,
+    registered: Sequence[Staged],
+    owner: str | None = None,
 ) -> Records:
     """Bookkeeping = our entries in the table metadata now, for live snapshots.
 
@@ -167,10 +195,10 @@ def reconcile(
     for s in registered:
         out.setdefault(str(s.snapshot_id), {})
     for st in metadata.statistics:
-        if is_ours(st.statistics_path) and st.snapshot_id in live:
+        if owned_by(st.statistics_path, owner) and st.snapshot_id in live:
             out.setdefault(str(st.snapshot_id), {})["statistics"] = st.statistics_path
     for ps in metadata.partition_statistics:
-        if is_ours(ps.statistics_path) and ps.snapshot_id in live:
+        if owned_by(ps.statistics_path, owner) and ps.snapshot_id in live:
             out.setdefault(str(ps.snapshot_id), {})["partition_statistics"] = ps.statistics_path
     return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
 
