@@ -9,7 +9,7 @@ For every processed snapshot S of a table opened through its catalog:
   parent snapshot's file plus the commit's added and removed files, registered with
   ``set-partition-statistics``.
 
-Files are written next to the table's metadata (``lakestats-<snapshot>-<uuid>.stats`` /
+Files are written next to the table's metadata (``lakestats-<snapshot>-o<owner>-<uuid>.stats`` /
 ``.parquet``) so engines and Iceberg's own orphan-file cleanup treat them as table
 metadata. Registrations of a batch of commits go into one catalog commit that requires
 only the table's uuid: the catalog applies them to its newest metadata, so a writer's
