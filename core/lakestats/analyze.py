@@ -23,6 +23,7 @@ import structlog
 
 from lakestats.config import Config
 from lakestats.exceptions import ConcurrentUpdateError, LineageError
+from lakestats.locations import LocationMap
 from lakestats.maintenance import expire_stats, stale_stats
 from lakestats.merge import merge_partitions, whole_table
 from lakestats.model import Commit, SketchSettings, StateVersion
@@ -31,7 +32,13 @@ from lakestats.publish.base import Publisher, SnapshotStats
 from lakestats.publish.native import commit_doc, stats_doc
 from lakestats.publish.registry import publisher_for
 from lakestats.read import list_commit_docs, read_stats
-from lakestats.sketching import Sketcher, SparkSketcher, make_sketcher, sketch_batch
+from lakestats.sketching import (
+    Sketcher,
+    SparkSketcher,
+    make_sketcher,
+    sketch_batch,
+    with_location_map,
+)
 from lakestats.store import StatsStore, merge_key
 from lakestats.store.writer import SegmentWriter, StoredCommit
 from lakestats.tables import ConfigLike, OpenedTable, TableLike, as_config, open_table
@@ -87,7 +94,10 @@ class _CommitPath:
         self.store: StatsStore = opened.store
         self.settings: SketchSettings = config.sketch.settings()
         self.max_files = config.sketch.max_files_per_job
-        self.sketcher = sketcher if (config.sketch.enabled and opened.config.sketches) else None
+        self.sketcher = with_location_map(
+            sketcher if (config.sketch.enabled and opened.config.sketches) else None,
+            LocationMap.of(opened.config.location_map),
+        )
         self.writer = SegmentWriter(self.store, self.settings)
         self.publisher: Publisher = publisher_for(opened)
 

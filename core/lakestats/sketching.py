@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol
 
 from lakestats.config import Config
+from lakestats.locations import LocationMap
 from lakestats.model import ColumnSketch, TableSchema
 from lakestats.plan import BatchPlan, Sketches
 from lakestats.sketches.spark import SparkSettings, get_spark
@@ -51,6 +52,28 @@ class SparkSketcher:
 
 def make_sketcher(config: Config) -> SparkSketcher:
     return SparkSketcher(config)
+
+
+class MappedSketcher:
+    """Reads each file at its mapped location; results keep the paths of the metadata."""
+
+    def __init__(self, inner: Sketcher, mapping: LocationMap) -> None:
+        self.inner = inner
+        self.mapping = mapping
+
+    def __call__(
+        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int]
+    ) -> Mapping[str, Mapping[int, ColumnSketch]]:
+        mapped = {path: self.mapping.apply(path) for path in paths}
+        sketches = self.inner(list(dict.fromkeys(mapped.values())), schema, bounds_for)
+        return {path: sketches[where] for path, where in mapped.items() if where in sketches}
+
+
+def with_location_map(sketcher: Sketcher | None, mapping: LocationMap) -> Sketcher | None:
+    """``sketcher`` reading files where ``mapping`` says they are (itself if no mapping)."""
+    if sketcher is None or not mapping:
+        return sketcher
+    return MappedSketcher(sketcher, mapping)
 
 
 def sketch_batch(

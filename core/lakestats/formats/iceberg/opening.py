@@ -15,9 +15,10 @@ from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.table import StaticTable, Table
 
 from lakestats.exceptions import ConfigError, MetadataError, TableNotFoundError, first_line
+from lakestats.formats.iceberg.mapped_io import io_properties
 from lakestats.formats.iceberg.metadata_files import current_metadata_file, list_metadata_files
 from lakestats.formats.iceberg.table import IcebergTable
-from lakestats.locations import resolve_location
+from lakestats.locations import LocationMap, resolve_location
 
 
 def is_iceberg_location(path: str) -> bool:
@@ -28,19 +29,23 @@ def is_iceberg_location(path: str) -> bool:
         return False
 
 
-def open_iceberg_location(path: str, *, cache_size: int = 256) -> IcebergTable:
+def open_iceberg_location(
+    path: str, *, cache_size: int = 256, location_map: LocationMap | None = None
+) -> IcebergTable:
     """Open a table from its location (local path, ``file://`` or filesystem URI).
 
     The current metadata file is the newest ``metadata/*.metadata.json`` (or the one
-    ``version-hint.text`` names); ``refresh()`` looks again.
+    ``version-hint.text`` names); ``refresh()`` looks again. ``location_map`` says where the
+    files the metadata names really are (``MappedFileIO``).
     """
     location = resolve_location(path)
+    properties = io_properties(location_map or LocationMap())
 
     def load(previous: Table | None) -> Table:
         metadata_file = current_metadata_file(location)
         if previous is not None and previous.metadata_location == metadata_file:
             return previous
-        return _load_static(metadata_file)
+        return _load_static(metadata_file, properties)
 
     return IcebergTable(load, location.uri, cache_size)
 
@@ -51,10 +56,16 @@ def open_iceberg_catalog(
     identifier: str,
     *,
     cache_size: int = 256,
+    location_map: LocationMap | None = None,
 ) -> IcebergTable:
-    """Open a table through a pyiceberg catalog; ``refresh()`` asks the catalog again."""
+    """Open a table through a pyiceberg catalog; ``refresh()`` asks the catalog again.
+
+    With a ``location_map``, the metadata file the catalog names and every file it lists
+    are read at their mapped locations.
+    """
+    properties = io_properties(location_map or LocationMap(), catalog_properties)
     try:
-        catalog = load_catalog(catalog_name, **catalog_properties)
+        catalog = load_catalog(catalog_name, **properties)
     except Exception as exc:
         # Each catalog backend (SQL, REST, Glue, Hive …) fails with its own client errors;
         # all of them mean the catalog settings do not lead to a working catalog.
@@ -85,10 +96,10 @@ def open_iceberg_catalog(
     return IcebergTable(load, description, cache_size)
 
 
-def _load_static(metadata_file: str) -> Table:
+def _load_static(metadata_file: str, properties: dict[str, str]) -> Table:
     what = f"metadata file {metadata_file}"
     try:
-        return StaticTable.from_metadata(metadata_file)
+        return StaticTable.from_metadata(metadata_file, properties)
     except FileNotFoundError as exc:
         raise MetadataError(f"{what} does not exist (removed while reading?)") from exc
     except (ValidationError, IcebergValidationError) as exc:
