@@ -334,7 +334,7 @@ def _analyze_once(
         if stopped():
             state = path.publish(state)
             return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports), True)
-        sketches, sketch_seconds = sketch_batch(path.sketcher, batch, current_schema)
+        sketches, sketch_seconds = sketch_batch(path.sketcher, batch, current_schema, path.settings)
         for i, commit in enumerate(batch.commits):
             if i and stopped():
                 state = path.publish(state)

@@ -156,6 +156,10 @@ class DataFile:
     # as null in this file.
     field_ids: frozenset[int] = frozenset()
     sketches: Mapping[int, ColumnSketch] = field(default_factory=dict)
+    # identity-partition columns: field id → the partition value every row of the file
+    # holds. Readers take it from the partition tuple, not the file (which may not even
+    # store the column: tables migrated from Hive), and so do the stats.
+    constants: Mapping[int, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

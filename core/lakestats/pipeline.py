@@ -123,7 +123,14 @@ def sketch_files(
     ]
     with _lock:
         session = _job_session(spark)
-        rows = _run(session, list(unique.values()), planned, settings, match_by)
+        try:
+            rows = _run(session, list(unique.values()), planned, settings, match_by)
+        except _NoFieldIdsError:
+            # Files written without Parquet field ids (Hive migrations, Impala): Iceberg
+            # reads them by name. Found only when a read fails, so other tables pay nothing.
+            by_id, by_name = _split_by_field_ids(list(unique.values()))
+            rows = _run(session, by_id, planned, settings, "field_id") if by_id else []
+            rows += _run(session, by_name, planned, settings, "name")
 
     by_key: dict[str, dict[int, ColumnSketch]] = {}
     for row in rows:
@@ -184,6 +191,8 @@ def _run(
         )
         return list(aggregated.collect())
     except Exception as exc:
+        if match_by == "field_id" and _NO_FIELD_IDS in str(exc):
+            raise _NoFieldIdsError from exc
         raise _convert_error(exc, paths) from exc
     finally:
         session.catalog.dropTempView(view)
@@ -391,6 +400,36 @@ def _spark_key(path: str) -> str:
     if is_local(path):
         return "file:" + os.path.normpath(unquote(parts.path))
     return f"{parts.scheme}://{parts.netloc}{os.path.normpath(unquote(parts.path))}"
+
+
+_NO_FIELD_IDS = "Parquet file schema doesn't contain any field Ids"
+_PARQUET_FIELD_ID = b"PARQUET:field_id"
+
+
+class _NoFieldIdsError(Exception):
+    """A file of the read has no Parquet field ids: it must be read by column name."""
+
+
+def _split_by_field_ids(paths: list[str]) -> tuple[list[str], list[str]]:
+    """(files with Parquet field ids, files without), from each file's footer."""
+    import pyarrow.parquet as pq  # noqa: PLC0415 - only on this rare path
+    from pyarrow import fs as pafs  # noqa: PLC0415
+
+    with_ids: list[str] = []
+    without: list[str] = []
+    for path in paths:
+        local = local_path(path, percent_encoded=False)
+        try:
+            if local is not None:
+                schema = pq.read_schema(str(local))
+            else:
+                filesystem, inner = pafs.FileSystem.from_uri(path)
+                schema = pq.read_schema(inner, filesystem=filesystem)
+        except (OSError, ValueError) as exc:
+            raise DataFileError(f"cannot read data file {path}: {exc}") from exc
+        has_ids = any(field.metadata and _PARQUET_FIELD_ID in field.metadata for field in schema)
+        (with_ids if has_ids else without).append(path)
+    return with_ids, without
 
 
 def _missing_locally(path: str) -> bool:

@@ -13,8 +13,9 @@ from typing import Protocol
 
 from lakestats.config import Config
 from lakestats.locations import LocationMap
-from lakestats.model import ColumnSketch, TableSchema
+from lakestats.model import ColumnSketch, SketchSettings, TableSchema
 from lakestats.plan import BatchPlan, Sketches
+from lakestats.sketches.constant import constant_sketch
 from lakestats.sketches.spark import SparkSettings, get_spark
 
 
@@ -77,12 +78,47 @@ def with_location_map(sketcher: Sketcher | None, mapping: LocationMap) -> Sketch
 
 
 def sketch_batch(
-    sketcher: Sketcher | None, batch: BatchPlan, schema: TableSchema
+    sketcher: Sketcher | None,
+    batch: BatchPlan,
+    schema: TableSchema,
+    settings: SketchSettings | None = None,
 ) -> tuple[Sketches, float]:
     """The batch's block sketches and the seconds the job took. A batch that adds no data
-    file (deletes, compactions' removals) reads no data."""
+    file (deletes, compactions' removals) reads no data.
+
+    With ``settings``, identity-partition columns get the sketches of their partition
+    value (``DataFile.constants``), as Iceberg readers fill them, whatever the file holds.
+    """
     if sketcher is None or not batch.paths:
         return {}, 0.0
     started = time.perf_counter()
-    sketches = dict(sketcher(batch.paths, schema, batch.bounds_for))
+    sketches: Sketches = dict(sketcher(batch.paths, schema, batch.bounds_for))
+    if settings is not None:
+        sketches = with_constants(sketches, batch, schema, settings)
     return sketches, time.perf_counter() - started
+
+
+def with_constants(
+    sketches: Sketches, batch: BatchPlan, schema: TableSchema, settings: SketchSettings
+) -> Sketches:
+    """``sketches`` with each identity-partition column of each file replaced by the
+    sketch of its partition value (``sketches/constant.py``); no data is read for it."""
+    types = {c.field_id: c.type for c in schema.columns}
+    out: dict[str, Mapping[int, ColumnSketch]] = dict(sketches)
+    for commit in batch.commits:
+        for data_file in commit.added_files:
+            per_file = out.get(data_file.path)
+            if per_file is None or not data_file.constants:
+                continue
+            replaced = dict(per_file)
+            for field_id, value in data_file.constants.items():
+                type_str = types.get(field_id)
+                made = (
+                    constant_sketch(type_str, value, data_file.record_count, settings)
+                    if type_str is not None
+                    else None
+                )
+                if made is not None:
+                    replaced[field_id] = made
+            out[data_file.path] = replaced
+    return out

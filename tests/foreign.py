@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-_DEFAULT = Path(__file__).resolve().parents[4] / "shared" / "fixtures" / "iceberg-foreign"
+_DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "iceberg-foreign"
 FIXTURES = Path(os.environ.get("LAKESTATS_FOREIGN_FIXTURES", _DEFAULT)) / "impala"
 
 needs_fixtures = pytest.mark.skipif(
