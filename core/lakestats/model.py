@@ -160,6 +160,10 @@ class DataFile:
     # holds. Readers take it from the partition tuple, not the file (which may not even
     # store the column: tables migrated from Hive), and so do the stats.
     constants: Mapping[int, Any] = field(default_factory=dict)
+    # a position delete file's one target data file (``referenced_data_file``, or equal
+    # file_path bounds); ``None`` when it may name several. A delete whose target is not a
+    # live data file applies to nothing (left dangling by compactions).
+    referenced_path: str | None = None
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,8 @@ _CONTENT = {
     DataFileContent.POSITION_DELETES: FileContent.POSITION_DELETES,
     DataFileContent.EQUALITY_DELETES: FileContent.EQUALITY_DELETES,
 }
+# Iceberg's reserved field id of the file_path column of position delete files
+_DELETE_FILE_PATH_FIELD_ID = 2147483546
 _METRICS_DEFAULT_KEY = "write.metadata.metrics.default"
 _METRICS_COLUMN_KEY = "write.metadata.metrics.column."
 _DEFAULT_TRUNCATE = 16  # Iceberg's default metrics mode is truncate(16)
@@ -176,6 +178,9 @@ class FileConverter:
             columns=metrics,
             field_ids=self._view(schema_id).field_ids | frozenset(constants),
             constants=constants,
+            referenced_path=(
+                referenced_data_file(data_file) if content is FileContent.POSITION_DELETES else None
+            ),
         )
 
     def identity_constants(
@@ -306,6 +311,22 @@ def _constant_metrics(known: ColumnMetrics | None, value: Any, rows: int) -> Col
         upper=None if value is None or is_nan else value,
         bounds_may_be_truncated=False,
     )
+
+
+def referenced_data_file(data_file: IcebergDataFile) -> str | None:
+    """The one data file a position delete file applies to, if its metadata says so:
+    ``referenced_data_file`` (v3), else equal lower/upper bounds of its ``file_path``."""
+    referenced = getattr(data_file, "referenced_data_file", None)
+    if referenced:
+        return str(referenced)
+    lower = _as_dict(data_file.lower_bounds).get(_DELETE_FILE_PATH_FIELD_ID)
+    upper = _as_dict(data_file.upper_bounds).get(_DELETE_FILE_PATH_FIELD_ID)
+    if lower is None or lower != upper:
+        return None
+    try:
+        return bytes(lower).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _as_dict(value: Mapping[int, Any] | None) -> dict[int, Any]:
