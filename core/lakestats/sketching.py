@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
 from lakestats.config import Config
+from lakestats.exceptions import DataFileError
 from lakestats.locations import LocationMap
 from lakestats.model import ColumnSketch, SketchSettings, TableSchema
 from lakestats.plan import BatchPlan, Sketches
@@ -20,7 +21,10 @@ from lakestats.sketches.spark import SparkSettings, get_spark
 
 
 class Sketcher(Protocol):
-    """Reads data files and returns block-level sketches: path → field id → sketch."""
+    """Reads data files and returns block-level sketches: path → field id → sketch.
+
+    Called with ``file_format="ORC"`` for ORC files (only then: Parquet is the default).
+    """
 
     def __call__(
         self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int]
@@ -41,13 +45,22 @@ class SparkSketcher:
         get_spark(self._settings())
 
     def __call__(
-        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int]
+        self,
+        paths: Sequence[str],
+        schema: TableSchema,
+        bounds_for: Collection[int],
+        file_format: Literal["PARQUET", "ORC"] = "PARQUET",
     ) -> Mapping[str, Mapping[int, ColumnSketch]]:
         from lakestats.pipeline import sketch_files  # noqa: PLC0415
 
         spark = get_spark(self._settings())
         return sketch_files(
-            spark, paths, schema, self._config.sketch.settings(), bounds_for=bounds_for
+            spark,
+            paths,
+            schema,
+            self._config.sketch.settings(),
+            bounds_for=bounds_for,
+            file_format=file_format,
         )
 
 
@@ -63,10 +76,11 @@ class MappedSketcher:
         self.mapping = mapping
 
     def __call__(
-        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int]
+        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int], **kw: Any
     ) -> Mapping[str, Mapping[int, ColumnSketch]]:
         mapped = {path: self.mapping.apply(path) for path in paths}
-        sketches = self.inner(list(dict.fromkeys(mapped.values())), schema, bounds_for)
+        inner: Any = self.inner  # extra keywords (file_format) only when the caller gave them
+        sketches = inner(list(dict.fromkeys(mapped.values())), schema, bounds_for, **kw)
         return {path: sketches[where] for path, where in mapped.items() if where in sketches}
 
 
@@ -91,8 +105,23 @@ def sketch_batch(
     """
     if sketcher is None or not batch.paths:
         return {}, 0.0
+    formats = {f.path: f.file_format for c in batch.commits for f in c.added_files}
+    avro = [p for p in batch.paths if formats.get(p) == "AVRO"]
+    if avro:
+        raise DataFileError(
+            f"data file {avro[0]} is Avro: lakestats sketches Parquet and ORC data files "
+            "only; set `sketches = false` for this table (or analyze with --no-sketches) "
+            "for metadata-only stats"
+        )
+    orc = [p for p in batch.paths if formats.get(p) == "ORC"]
+    parquet = [p for p in batch.paths if formats.get(p) != "ORC"]
     started = time.perf_counter()
-    sketches: Sketches = dict(sketcher(batch.paths, schema, batch.bounds_for))
+    sketches: Sketches = {}
+    if parquet:
+        sketches = dict(sketcher(parquet, schema, batch.bounds_for))
+    if orc:
+        orc_sketcher: Any = sketcher  # the ORC keyword is asked of the sketcher only here
+        sketches = {**sketches, **orc_sketcher(orc, schema, batch.bounds_for, file_format="ORC")}
     if settings is not None:
         sketches = with_constants(sketches, batch, schema, settings)
     return sketches, time.perf_counter() - started
