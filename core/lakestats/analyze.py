@@ -23,6 +23,7 @@ import structlog
 
 from lakestats.config import Config
 from lakestats.exceptions import ConcurrentUpdateError, LakestatsError, LineageError, StoreError
+from lakestats.locations import LocationMap
 from lakestats.maintenance import expire_stats, stale_stats
 from lakestats.merge import merge_partitions, whole_table
 from lakestats.model import Commit, PartitionAggregate, SketchSettings, StateVersion
@@ -31,7 +32,13 @@ from lakestats.publish.base import Publisher, SnapshotStats
 from lakestats.publish.native import commit_doc, stats_doc
 from lakestats.publish.registry import publisher_for
 from lakestats.read import list_commit_docs, read_stats
-from lakestats.sketching import Sketcher, SparkSketcher, make_sketcher, sketch_batch
+from lakestats.sketching import (
+    Sketcher,
+    SparkSketcher,
+    make_sketcher,
+    sketch_batch,
+    with_location_map,
+)
 from lakestats.store import StatsStore, merge_key
 from lakestats.store.writer import SegmentWriter, StoredCommit
 from lakestats.tables import ConfigLike, OpenedTable, TableLike, as_config, open_table
@@ -115,7 +122,10 @@ class _CommitPath:
         self.opened = opened
         self.store: StatsStore = opened.store
         self.settings: SketchSettings = config.sketch.settings()
-        self.sketcher = sketcher if (config.sketch.enabled and opened.config.sketches) else None
+        self.sketcher = with_location_map(
+            sketcher if (config.sketch.enabled and opened.config.sketches) else None,
+            LocationMap.of(opened.config.location_map),
+        )
         self.writer = SegmentWriter(self.store, self.settings)
         self.publisher: Publisher = publisher_for(opened)
         self.grace_s = config.maintenance.grace_period_s
@@ -505,7 +515,9 @@ def _analyze_once(
         # batch sizes adapt as the run goes, so the number of batches is an estimate
         batches = number + path.batches.batches_for(len(commits) - start)
         progress.started(number, batches, batch)
-        sketches, sketch_seconds, startup = sketch_batch(path.sketcher, batch, current_schema)
+        sketches, sketch_seconds, startup = sketch_batch(
+            path.sketcher, batch, current_schema, path.settings
+        )
         progress.sketched(number, batches, batch, sketch_seconds, startup)
         for i, commit in enumerate(batch.commits):
             if i and stopped():

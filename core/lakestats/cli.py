@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from lakestats import __version__
-from lakestats.config import Config, load_config
+from lakestats.config import Config, TableConfig, load_config
 from lakestats.exceptions import ConfigError, LakestatsError
 from lakestats.render import render_commits, render_stats, render_table
 
@@ -40,6 +40,14 @@ def _parser() -> argparse.ArgumentParser:
         help="where stats are kept (overrides the config file; default ./.lakestats)",
     )
     common.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    common.add_argument(
+        "--map-location",
+        metavar="FROM=TO",
+        action="append",
+        default=[],
+        help="read files the table's metadata names under prefix FROM from prefix TO "
+        "instead (tables copied or restored elsewhere); repeatable",
+    )
 
     parser = argparse.ArgumentParser(
         prog="lakestats",
@@ -151,17 +159,40 @@ def _load(args: argparse.Namespace) -> Config:
     return config.model_copy(update=updates) if updates else config
 
 
+def _table_config(
+    args: argparse.Namespace, config: Config, table: TableConfig | None = None
+) -> TableConfig:
+    """The table argument's config entry (or ``table``), with the ``--map-location``
+    prefixes added."""
+    from lakestats.locations import parse_location_mapping  # noqa: PLC0415
+    from lakestats.tables import resolve_table  # noqa: PLC0415
+
+    if table is None:
+        table = resolve_table(args.table, config)
+    if not args.map_location:
+        return table
+    try:
+        extra = dict(parse_location_mapping(text) for text in args.map_location)
+    except ValueError as exc:
+        raise ConfigError(f"--map-location: {exc}") from None
+    return table.model_copy(update={"location_map": {**table.location_map, **extra}})
+
+
 def _cmd_analyze(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
     from lakestats.analyze import analyze_table, make_sketcher  # noqa: PLC0415
     from lakestats.progress import AnalyzeProgress  # noqa: PLC0415
-    from lakestats.tables import open_configured, resolve_table  # noqa: PLC0415
+    from lakestats.tables import open_configured  # noqa: PLC0415
 
     every = bool(getattr(args, "all", False))
     if every == bool(args.table):
         raise ConfigError("analyze: give one TABLE or --all (every configured table)")
     if every and not config.table:
         raise ConfigError("analyze --all: no tables configured (add [[table]] sections)")
-    targets = list(config.table) if every else [resolve_table(args.table, config)]
+    targets = (
+        [_table_config(args, config, t) for t in config.table]
+        if every
+        else [_table_config(args, config)]
+    )
     sketcher = make_sketcher(config) if config.sketch.enabled else None
     failed: list[str] = []
     with AnalyzeProgress(err, quiet=args.quiet) as progress:
@@ -206,9 +237,9 @@ def _cmd_analyze(args: argparse.Namespace, config: Config, out: TextIO, err: Tex
 def _cmd_show(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
     from lakestats.analyze import read_stats  # noqa: PLC0415
     from lakestats.freshness import freshness  # noqa: PLC0415
-    from lakestats.tables import open_configured, resolve_table  # noqa: PLC0415
+    from lakestats.tables import open_configured  # noqa: PLC0415
 
-    opened = open_configured(resolve_table(args.table, config), config)
+    opened = open_configured(_table_config(args, config), config)
     doc = read_stats(opened, args.snapshot)
     behind = None
     if args.snapshot is None:
@@ -283,9 +314,9 @@ def _cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 def _cmd_commits(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     from lakestats.analyze import list_commit_docs  # noqa: PLC0415
-    from lakestats.tables import open_configured, resolve_table  # noqa: PLC0415
+    from lakestats.tables import open_configured  # noqa: PLC0415
 
-    opened = open_configured(resolve_table(args.table, config), config)
+    opened = open_configured(_table_config(args, config), config)
     docs = list_commit_docs(opened)
     if args.json:
         json.dump(docs, out, indent=2, allow_nan=False)
@@ -311,9 +342,9 @@ def _print_cleanup(report: Any, out: TextIO) -> None:
 
 def _cmd_expire(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     from lakestats.maintenance import expire  # noqa: PLC0415
-    from lakestats.tables import open_configured, resolve_table  # noqa: PLC0415
+    from lakestats.tables import open_configured  # noqa: PLC0415
 
-    opened = open_configured(resolve_table(args.table, config), config)
+    opened = open_configured(_table_config(args, config), config)
     report = expire(opened, config, dry_run=args.dry_run)
     would = "would " if report.dry_run else ""
     if opened.config.expire is None:
@@ -334,9 +365,9 @@ def _cmd_expire(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 def _cmd_compact(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     from lakestats.maintenance import compact  # noqa: PLC0415
-    from lakestats.tables import open_configured, resolve_table  # noqa: PLC0415
+    from lakestats.tables import open_configured  # noqa: PLC0415
 
-    opened = open_configured(resolve_table(args.table, config), config)
+    opened = open_configured(_table_config(args, config), config)
     report = compact(opened, config, dry_run=args.dry_run)
     would = "would " if report.dry_run else ""
     for group in report.merged:
@@ -354,9 +385,9 @@ def _cmd_compact(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 def _cmd_advise(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     from lakestats.advise import render_report, report_json  # noqa: PLC0415
     from lakestats.advise_io import advise_table  # noqa: PLC0415
-    from lakestats.tables import open_configured, resolve_table  # noqa: PLC0415
+    from lakestats.tables import open_configured  # noqa: PLC0415
 
-    opened = open_configured(resolve_table(args.table, config), config)
+    opened = open_configured(_table_config(args, config), config)
     report = advise_table(opened, config, args.column)
     if args.json:
         json.dump(report_json(report), out, indent=2, allow_nan=False)

@@ -265,6 +265,17 @@ class TableConfig(ConfigSection):
     sketches: bool = True
     publish: bool = True
     expire: ExpireConfig | None = None
+    # path prefix written in the metadata → where those files really are (copied tables,
+    # restores, mounted buckets); see ``lakestats.locations.LocationMap``
+    location_map: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("location_map")
+    @classmethod
+    def _prefixes(cls, value: dict[str, str]) -> dict[str, str]:
+        for source, target in value.items():
+            if not source.strip() or not target.strip():
+                raise ValueError(f"{source!r} = {target!r}: prefixes must not be empty")
+        return value
 
     @field_validator("format")
     @classmethod
@@ -518,7 +529,12 @@ def _resolve_relative(config: AnyConfig, base: Path, state_dir_given: bool) -> A
         return str(base / local)
 
     tables = tuple(
-        t.model_copy(update={"location": fix(t.location)}) if t.location else t
+        t.model_copy(
+            update={
+                "location": fix(t.location) if t.location else t.location,
+                "location_map": {k: fix(v) for k, v in t.location_map.items()},
+            }
+        )
         for t in config.table
     )
     state_dir = fix(config.state_dir) if state_dir_given else config.state_dir

@@ -8,11 +8,13 @@ here once:
 * ``is_local`` — on this machine's file system (plain path, ``file:`` URI, Windows drive)?
 * ``local_path`` — the local ``Path`` it names, or ``None`` for a remote URI;
 * ``resolve_location`` — a ``TableLocation``: the pyarrow file system to list it with, the
-  path inside that file system, and the URI to hand to format libraries.
+  path inside that file system, and the URI to hand to format libraries;
+* ``LocationMap`` — prefixes written in a table's metadata → where its files really are.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -102,3 +104,49 @@ def resolve_location(path: str) -> TableLocation:
     except (ValueError, OSError) as exc:
         raise TableNotFoundError(f"{path}: cannot open this location ({first_line(exc)})") from exc
     return TableLocation(filesystem, root.rstrip("/"), path.rstrip("/"))
+
+
+@dataclass(frozen=True)
+class LocationMap:
+    """Path prefixes written in a table's metadata → where the files really are.
+
+    For tables copied between clusters, restored from a backup, or written on another
+    machine: the metadata still names ``hdfs://nn:8020/warehouse/...`` while the files are
+    under ``/mnt/copy/...``. Mapping is by plain string prefix, the longest matching prefix
+    wins, and a path no prefix matches is left as written. Paths stored in the stats keep
+    their spelling in the metadata (the mapping only decides where bytes are read), so
+    changing the mapping never changes which files the stats describe.
+    """
+
+    prefixes: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, mapping: Mapping[str, str] | None) -> LocationMap:
+        items = dict(mapping or {})
+        for source, target in items.items():
+            if not source or not target:
+                raise ValueError(f"location mapping {source!r} → {target!r}: empty prefix")
+        # longest first, so /warehouse/db/ wins over /warehouse/
+        ordered = sorted(items.items(), key=lambda item: len(item[0]), reverse=True)
+        return cls(tuple(ordered))
+
+    def __bool__(self) -> bool:
+        return bool(self.prefixes)
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.prefixes)
+
+    def apply(self, path: str) -> str:
+        """Where ``path`` (as written in the metadata) really is."""
+        for source, target in self.prefixes:
+            if path.startswith(source):
+                return target + path[len(source) :]
+        return path
+
+
+def parse_location_mapping(text: str) -> tuple[str, str]:
+    """``FROM=TO`` (a CLI ``--map-location`` value) → ``(FROM, TO)``; ``ValueError`` if not."""
+    source, sep, target = text.partition("=")
+    if not sep or not source.strip() or not target.strip():
+        raise ValueError(f"location mapping {text!r} is not FROM=TO (two path prefixes)")
+    return source.strip(), target.strip()

@@ -156,6 +156,14 @@ class DataFile:
     # as null in this file.
     field_ids: frozenset[int] = frozenset()
     sketches: Mapping[int, ColumnSketch] = field(default_factory=dict)
+    # identity-partition columns: field id → the partition value every row of the file
+    # holds. Readers take it from the partition tuple, not the file (which may not even
+    # store the column: tables migrated from Hive), and so do the stats.
+    constants: Mapping[int, Any] = field(default_factory=dict)
+    # a position delete file's one target data file (``referenced_data_file``, or equal
+    # file_path bounds); ``None`` when it may name several. A delete whose target is not a
+    # live data file applies to nothing (left dangling by compactions).
+    referenced_path: str | None = None
 
 
 @dataclass(frozen=True)

@@ -122,13 +122,15 @@ def sketch_files(
     bounds_for: Collection[int] | None = None,
     limits: JobLimits | None = None,
     on_progress: ProgressFn | None = None,
+    file_format: Literal["PARQUET", "ORC"] = "PARQUET",
 ) -> dict[str, dict[int, ColumnSketch]]:
     """Sketch every supported column of every Parquet file in ``paths`` in one Spark job.
 
     Returns ``{path: {field_id: ColumnSketch}}`` keyed by the paths exactly as given (a
     manifest's ``file:///x/y.parquet`` and Spark's ``file:/x/y.parquet`` are the same file).
     ``match_by="name"`` is for files written without Parquet field ids. ``bounds_for``
-    limits the scan's min/max to those field ids (``None``: all).
+    limits the scan's min/max to those field ids (``None``: all). ``file_format="ORC"``
+    reads ORC files instead, by column name (Spark's ORC reader has no field-id matching).
 
     Raises ``DataFileError`` naming the file when a data file is missing or unreadable,
     ``SparkUnavailableError`` when the job was cancelled by ``limits`` or Spark stopped,
@@ -151,15 +153,34 @@ def sketch_files(
     ]
     with _lock:
         session = _job_session(spark)
-        rows = _run(
-            session,
-            list(unique.values()),
-            planned,
-            settings,
-            match_by,
-            limits or JobLimits(),
-            on_progress,
-        )
+        job_limits = limits or JobLimits()
+        unique_paths = list(unique.values())
+        try:
+            if file_format == "ORC":
+                rows = _run(
+                    session,
+                    unique_paths,
+                    planned,
+                    settings,
+                    "name",
+                    job_limits,
+                    on_progress,
+                    source="orc",
+                )
+            else:
+                rows = _run(
+                    session, unique_paths, planned, settings, match_by, job_limits, on_progress
+                )
+        except _NoFieldIdsError:
+            # Files written without Parquet field ids (Hive migrations, Impala): Iceberg
+            # reads them by name. Found only when a read fails, so other tables pay nothing.
+            by_id, by_name = _split_by_field_ids(unique_paths)
+            rows = (
+                _run(session, by_id, planned, settings, "field_id", job_limits, on_progress)
+                if by_id
+                else []
+            )
+            rows += _run(session, by_name, planned, settings, "name", job_limits, on_progress)
 
     by_key: dict[str, dict[int, ColumnSketch]] = {}
     for row in rows:
@@ -200,6 +221,8 @@ def _run(  # noqa: PLR0917 - private, called once
     match_by: str,
     limits: JobLimits,
     on_progress: ProgressFn | None,
+    *,
+    source: str = "parquet",
 ) -> list[Any]:
     sc = session.sparkContext
     partitions = max(1, min(len(paths), sc.defaultParallelism))
@@ -208,7 +231,8 @@ def _run(  # noqa: PLR0917 - private, called once
     sc.setJobGroup(JOB_GROUP, f"lakestats: sketch {len(paths)} data files", False)
     view = f"lakestats_sketch_{uuid.uuid4().hex}"
     try:
-        df = session.read.schema(_read_schema(planned, match_by == "field_id")).parquet(*paths)
+        reader = session.read.schema(_read_schema(planned, match_by == "field_id"))
+        df = reader.orc(*paths) if source == "orc" else reader.parquet(*paths)
         # The whole plan goes over Py4J as one SQL string: building ~150 Column objects one
         # call at a time cost ~0.3 s per job, a third of a small commit's update.
         # _metadata is a hidden column of the file scan: it must be selected before the view
@@ -233,6 +257,8 @@ def _run(  # noqa: PLR0917 - private, called once
     except SparkUnavailableError:
         raise
     except Exception as exc:
+        if match_by == "field_id" and _NO_FIELD_IDS in str(exc):
+            raise _NoFieldIdsError from exc
         raise _convert_error(exc, paths) from exc
     finally:
         try:
@@ -530,6 +556,36 @@ def _spark_key(path: str) -> str:
     if is_local(path):
         return "file:" + os.path.normpath(unquote(parts.path))
     return f"{parts.scheme}://{parts.netloc}{os.path.normpath(unquote(parts.path))}"
+
+
+_NO_FIELD_IDS = "Parquet file schema doesn't contain any field Ids"
+_PARQUET_FIELD_ID = b"PARQUET:field_id"
+
+
+class _NoFieldIdsError(Exception):
+    """A file of the read has no Parquet field ids: it must be read by column name."""
+
+
+def _split_by_field_ids(paths: list[str]) -> tuple[list[str], list[str]]:
+    """(files with Parquet field ids, files without), from each file's footer."""
+    import pyarrow.parquet as pq  # noqa: PLC0415 - only on this rare path
+    from pyarrow import fs as pafs  # noqa: PLC0415
+
+    with_ids: list[str] = []
+    without: list[str] = []
+    for path in paths:
+        local = local_path(path, percent_encoded=False)
+        try:
+            if local is not None:
+                schema = pq.read_schema(str(local))
+            else:
+                filesystem, inner = pafs.FileSystem.from_uri(path)
+                schema = pq.read_schema(inner, filesystem=filesystem)
+        except (OSError, ValueError) as exc:
+            raise DataFileError(f"cannot read data file {path}: {exc}") from exc
+        has_ids = any(field.metadata and _PARQUET_FIELD_ID in field.metadata for field in schema)
+        (with_ids if has_ids else without).append(path)
+    return with_ids, without
 
 
 def _missing_locally(path: str) -> bool:

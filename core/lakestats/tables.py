@@ -17,7 +17,7 @@ from lakestats.config import Config, TableConfig, load_config
 from lakestats.exceptions import TableNotFoundError
 from lakestats.formats.base import TableFormat
 from lakestats.formats.registry import open_table as open_format
-from lakestats.locations import looks_like_location
+from lakestats.locations import LocationMap, looks_like_location
 from lakestats.store import StatsStore
 
 
@@ -80,8 +80,9 @@ def _safe(name: str) -> str:
 
 def open_configured(table: TableConfig, config: Config) -> OpenedTable:
     """Open the table's metadata and its stats store (keyed by the table's stable id)."""
+    location_map = LocationMap.of(table.location_map)
     if table.location is not None:
-        fmt = open_format(table.location, format=table.format)
+        fmt = open_format(table.location, format=table.format, location_map=location_map)
     else:
         assert table.catalog is not None and table.identifier is not None  # validated config
         fmt = open_format(
@@ -89,5 +90,6 @@ def open_configured(table: TableConfig, config: Config) -> OpenedTable:
             catalog_properties=config.catalog[table.catalog],
             identifier=table.identifier,
             format=table.format,
+            location_map=location_map,
         )
     return OpenedTable(config=table, table=fmt, store=StatsStore(config.state_dir, fmt.table_id))

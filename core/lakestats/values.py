@@ -105,6 +105,11 @@ def from_physical(type_str: str, value: Any) -> Any:
     return _from_physical(type_str, value)
 
 
+def to_physical(type_str: str, value: Any) -> Any:
+    """Public form of the Python → physical conversion (days, microseconds since epoch)."""
+    return _to_physical(type_str, value)
+
+
 def to_json(value: Any) -> JsonScalar:
     """Render a Python column value as the ``show --json`` contract says.
 

@@ -38,7 +38,7 @@ from lakestats.exceptions import (
     first_line,
 )
 from lakestats.formats.base import TableFormat, WatchSpec
-from lakestats.locations import TableLocation, resolve_location
+from lakestats.locations import LocationMap, TableLocation, resolve_location
 
 DEFAULT_CATALOG_FORMAT = "iceberg"
 
@@ -102,9 +102,16 @@ class FormatRegistry:
             return entry.name
         raise TableNotFoundError(f"{path} is not a table: found no {self._layouts()}")
 
-    def open_location(self, location: str, format_name: str | None = None) -> TableFormat:
+    def open_location(
+        self,
+        location: str,
+        format_name: str | None = None,
+        location_map: LocationMap | None = None,
+    ) -> TableFormat:
         entry = self._known(format_name or self.detect(location))
-        opener = cast(Callable[[str], TableFormat], self._load(entry).open_location)
+        opener = cast(Callable[..., TableFormat], self._load(entry).open_location)
+        if location_map:
+            return opener(location, location_map=location_map)
         return opener(location)
 
     def open_catalog(
@@ -113,6 +120,7 @@ class FormatRegistry:
         catalog_properties: Mapping[str, str],
         identifier: str,
         format_name: str | None = None,
+        location_map: LocationMap | None = None,
     ) -> TableFormat:
         entry = self._known(format_name or DEFAULT_CATALOG_FORMAT)
         if entry.built and not entry.catalogs:
@@ -120,9 +128,11 @@ class FormatRegistry:
                 f"{entry.title} tables cannot be opened through a catalog: "
                 "give the table's location instead"
             )
-        opener = cast(
-            Callable[[str, dict[str, str], str], TableFormat], self._load(entry).open_catalog
-        )
+        opener = cast(Callable[..., TableFormat], self._load(entry).open_catalog)
+        if location_map:
+            return opener(
+                catalog_name, dict(catalog_properties), identifier, location_map=location_map
+            )
         return opener(catalog_name, dict(catalog_properties), identifier)
 
     def watch_spec(self, format_name: str) -> WatchSpec:
@@ -239,21 +249,25 @@ def open_table(
     catalog_properties: Mapping[str, str] | None = None,
     identifier: str | None = None,
     format: str | None = None,
+    location_map: LocationMap | None = None,
 ) -> TableFormat:
     """Open a table by location or by catalog name and identifier.
 
     By location the format is detected unless ``format`` names it; through a catalog the
-    format is ``format``, Iceberg by default.
+    format is ``format``, Iceberg by default. ``location_map`` says where the files the
+    metadata names really are.
     """
     if catalog is not None or identifier is not None:
         if location is not None:
             raise ValueError("give either a location or a catalog and identifier, not both")
         if catalog is None or identifier is None:
             raise ValueError("opening through a catalog needs both catalog and identifier")
-        return REGISTRY.open_catalog(catalog, catalog_properties or {}, identifier, format)
+        return REGISTRY.open_catalog(
+            catalog, catalog_properties or {}, identifier, format, location_map
+        )
     if location is None:
         raise ValueError("give a table location, or a catalog and identifier")
-    return REGISTRY.open_location(location, format)
+    return REGISTRY.open_location(location, format, location_map)
 
 
 def watch_spec(format_name: str) -> WatchSpec:

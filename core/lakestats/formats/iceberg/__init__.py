@@ -6,6 +6,7 @@
 * ``files`` — manifest entries → ``DataFile`` (metrics, typed bounds, partition keys);
 * ``manifests`` — validated, cached reading of manifest lists and manifests;
 * ``metadata_files`` — the current ``*.metadata.json`` of a location without a catalog;
+* ``mapped_io`` — a FileIO reading files where a ``LocationMap`` says they really are;
 * ``testing`` — real tables in a temporary warehouse, for tests (``lakestats.testing``).
 
 The registry (``formats/registry.py``) imports this package only when an Iceberg table is

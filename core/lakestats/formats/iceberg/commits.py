@@ -7,14 +7,16 @@ can hand them a consistent view while ``refresh()`` moves on.
 
 from __future__ import annotations
 
-from pyiceberg.manifest import DataFileContent, ManifestEntry, ManifestEntryStatus
+from collections.abc import Callable
+
+from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 
 from lakestats.exceptions import MetadataError
 from lakestats.formats.iceberg.files import FileConverter
 from lakestats.formats.iceberg.manifests import ManifestReader
-from lakestats.model import BASELINE_OPERATION, Commit, DataFile
+from lakestats.model import BASELINE_OPERATION, Commit, DataFile, FileContent
 
 # A snapshot summary is optional in format v1; "overwrite" promises least about the change.
 _UNKNOWN_OPERATION = "overwrite"
@@ -106,6 +108,18 @@ def snapshot_commit(
                 writer = conv.writer_schema_id(None, entry.file_sequence_number, schema_id)
                 converted = conv.convert(entry.data_file, writer)
                 (removed if is_data else removed_deletes).append(converted)
+    if _may_dangle(added_deletes, removed, removed_deletes) and (
+        removed_deletes or _has_deletes(snapshot, reader)
+    ):
+        added_deletes, removed_deletes = _without_dangling(
+            snapshot,
+            metadata,
+            reader,
+            conv,
+            added_deletes=added_deletes,
+            removed=removed,
+            removed_deletes=removed_deletes,
+        )
     return Commit(
         snapshot_id=snapshot_id,
         parent_id=snapshot.parent_snapshot_id,
@@ -149,7 +163,108 @@ def live_files_of(
             converted = conv.convert(entry.data_file, _writer_schema(entry, conv, schema_id))
             is_data = entry.data_file.content == DataFileContent.DATA
             (data if is_data else deletes).append(converted)
-    return tuple(data), tuple(deletes)
+    key = _path_key(reader)
+    live = {key(f.path) for f in data}
+    return tuple(data), tuple(d for d in deletes if _applies(d, live, key))
+
+
+# --- position deletes that apply to nothing ------------------------------------------------
+#
+# A position delete file names the data files it deletes from. When none of them is live
+# (Spark's rewrite_data_files rewrites a data file and leaves its delete file behind), the
+# delete applies to nothing and every engine counts the rows of the new file in full; the
+# stats must not subtract it. Here such a delete file leaves the stats when it stops
+# applying: it is not added when it is born dangling, it is removed by the commit that
+# removes its data file, and its later physical removal is then not a removal again.
+# Only delete files that name one data file (referenced_data_file, equal file_path bounds)
+# can be judged from metadata; the others are kept.
+
+
+def _may_dangle(
+    added_deletes: list[DataFile], removed: list[DataFile], removed_deletes: list[DataFile]
+) -> bool:
+    return any(d.referenced_path is not None for d in (*added_deletes, *removed_deletes)) or bool(
+        removed
+    )
+
+
+def _has_deletes(snapshot: Snapshot, reader: ManifestReader) -> bool:
+    """Whether the snapshot lists delete files at all (its manifest list says, cheaply):
+    tables without row-level deletes never pay for the checks below."""
+    return any(m.content == ManifestContent.DELETES for m in reader.manifests(snapshot))
+
+
+def _path_key(reader: ManifestReader) -> Callable[[str], str]:
+    """Paths compared where the files really are (a table may spell one place two ways)."""
+    mapping = getattr(reader.file_io, "mapping", None)
+    return mapping.apply if mapping else (lambda path: path)
+
+
+def _applies(delete_file: DataFile, live_data: set[str], key: Callable[[str], str]) -> bool:
+    if delete_file.content is not FileContent.POSITION_DELETES:
+        return True
+    target = delete_file.referenced_path
+    return target is None or key(target) in live_data
+
+
+def _live_entries(
+    snapshot: Snapshot, reader: ManifestReader, content: ManifestContent
+) -> list[ManifestEntry]:
+    return [
+        entry
+        for manifest in reader.manifests(snapshot)
+        if manifest.content == content
+        for entry in reader.entries(manifest)
+        if entry.status != ManifestEntryStatus.DELETED
+    ]
+
+
+def _without_dangling(
+    snapshot: Snapshot,
+    metadata: TableMetadata,
+    reader: ManifestReader,
+    conv: FileConverter,
+    *,
+    added_deletes: list[DataFile],
+    removed: list[DataFile],
+    removed_deletes: list[DataFile],
+) -> tuple[list[DataFile], list[DataFile]]:
+    key = _path_key(reader)
+    live_now = {
+        key(e.data_file.file_path) for e in _live_entries(snapshot, reader, ManifestContent.DATA)
+    }
+    parent = (
+        metadata.snapshot_by_id(snapshot.parent_snapshot_id)
+        if snapshot.parent_snapshot_id is not None
+        else None
+    )
+    live_before: set[str] = set()
+    if parent is not None:
+        live_before = {
+            key(e.data_file.file_path) for e in _live_entries(parent, reader, ManifestContent.DATA)
+        }
+    # born dangling: never enters the stats
+    added = [d for d in added_deletes if _applies(d, live_now, key)]
+    # already out of the stats (dangling before this commit): not removed a second time
+    removed_out = [d for d in removed_deletes if _applies(d, live_before, key)]
+    # made dangling by this commit's removal of their data file
+    gone = {key(f.path) for f in removed} - live_now
+    if gone and parent is not None:
+        already = {d.path for d in removed_out}
+        schema_id = (
+            snapshot.schema_id if snapshot.schema_id is not None else metadata.current_schema_id
+        )
+        for entry in _live_entries(parent, reader, ManifestContent.DELETES):
+            converted = conv.convert(entry.data_file, _writer_schema(entry, conv, schema_id))
+            target = converted.referenced_path
+            if (
+                converted.content is FileContent.POSITION_DELETES
+                and target is not None
+                and key(target) in gone
+                and converted.path not in already
+            ):
+                removed_out.append(converted)
+    return added, removed_out
 
 
 def _writer_schema(entry: ManifestEntry, conv: FileConverter, default: int) -> int:

@@ -7,6 +7,7 @@ still has 4-byte bounds in its old files).
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 from collections.abc import Iterable, Mapping
@@ -31,13 +32,21 @@ from lakestats.model import (
     PartitionKey,
     TableSchema,
 )
-from lakestats.values import STRING_LIKE_TYPES, decode_bound, from_physical, parse_type
+from lakestats.values import (
+    STRING_LIKE_TYPES,
+    decode_bound,
+    from_physical,
+    is_decimal,
+    parse_type,
+)
 
 _CONTENT = {
     DataFileContent.DATA: FileContent.DATA,
     DataFileContent.POSITION_DELETES: FileContent.POSITION_DELETES,
     DataFileContent.EQUALITY_DELETES: FileContent.EQUALITY_DELETES,
 }
+# Iceberg's reserved field id of the file_path column of position delete files
+_DELETE_FILE_PATH_FIELD_ID = 2147483546
 _METRICS_DEFAULT_KEY = "write.metadata.metrics.default"
 _METRICS_COLUMN_KEY = "write.metadata.metrics.column."
 _DEFAULT_TRUNCATE = 16  # Iceberg's default metrics mode is truncate(16)
@@ -148,16 +157,72 @@ class FileConverter:
 
     def convert(self, data_file: IcebergDataFile, schema_id: int) -> DataFile:
         """One manifest entry's file, its metrics decoded with the types of ``schema_id``."""
+        content = _CONTENT[data_file.content]
+        metrics = self._metrics(data_file, schema_id)
+        constants = (
+            self.identity_constants(data_file, schema_id, metrics)
+            if content is FileContent.DATA
+            else {}
+        )
+        for field_id, value in constants.items():
+            metrics[field_id] = _constant_metrics(
+                metrics.get(field_id), value, data_file.record_count
+            )
         return DataFile(
             path=data_file.file_path,
-            content=_CONTENT[data_file.content],
+            content=content,
             file_format=str(data_file.file_format.value).upper(),
             record_count=data_file.record_count,
             file_size_bytes=data_file.file_size_in_bytes,
             partition=self.partition_key(data_file, schema_id),
-            columns=self._metrics(data_file, schema_id),
-            field_ids=self._view(schema_id).field_ids,
+            columns=metrics,
+            field_ids=self._view(schema_id).field_ids | frozenset(constants),
+            constants=constants,
+            referenced_path=(
+                referenced_data_file(data_file) if content is FileContent.POSITION_DELETES else None
+            ),
         )
+
+    def identity_constants(
+        self,
+        data_file: IcebergDataFile,
+        schema_id: int,
+        metrics: Mapping[int, ColumnMetrics] | None = None,
+    ) -> dict[int, Any]:
+        """Source field id → value of each identity partition field of the file's spec.
+
+        Iceberg readers fill these columns from the partition tuple whatever the file holds
+        (tables migrated from Hive do not store them at all). The value is converted to the
+        column's type in ``schema_id``: a partition written before a type promotion keeps
+        the narrower value (a float partition value of a now-double column).
+        """
+        spec = self._specs.get(data_file.spec_id or 0)
+        if spec is None:
+            return {}
+        record = data_file.partition
+        constants: dict[int, Any] = {}
+        for index, partition_field in enumerate(spec.fields):
+            if str(partition_field.transform) != "identity" or index >= len(record):
+                continue
+            column = self._column(partition_field.source_id, schema_id)
+            if column is None or not (column.type in _CONSTANT_TYPES or is_decimal(column.type)):
+                continue
+            value = from_physical(column.type, record[index])
+            if column.type == "double" and value is not None:
+                value = float(value)
+            known = (metrics or {}).get(partition_field.source_id)
+            if (
+                known is not None
+                and known.lower is not None
+                and known.lower == known.upper
+                and not known.bounds_may_be_truncated
+            ):
+                # The file's own bounds, when it stores the column, are exact bytes:
+                # pyiceberg 0.12's Cython Avro decoder reads double partition values
+                # through float32 (2.222 -> 2.2219998836517334).
+                value = known.lower
+            constants[partition_field.source_id] = value
+        return constants
 
     def partition_key(self, data_file: IcebergDataFile, schema_id: int) -> PartitionKey:
         spec_id = data_file.spec_id or 0
@@ -225,6 +290,43 @@ class FileConverter:
         # "none"/"counts" write no bounds; a bound present anyway came from other settings,
         # so assume the default truncation rather than claim exactness.
         return int(match.group(1)) if match else _DEFAULT_TRUNCATE
+
+
+# Types whose partition value is the column value as is (nested and binary-like types
+# cannot be identity partition sources of a Hive migration; keep to what decodes cleanly).
+_CONSTANT_TYPES = frozenset(
+    {"boolean", "int", "long", "float", "double", "date", "timestamp", "timestamptz", "string"}
+)
+
+
+def _constant_metrics(known: ColumnMetrics | None, value: Any, rows: int) -> ColumnMetrics:
+    """A column holding ``value`` in every one of ``rows`` rows (identity partition)."""
+    is_nan = isinstance(value, float) and math.isnan(value)
+    return ColumnMetrics(
+        column_size=known.column_size if known is not None else None,
+        value_count=rows,
+        null_count=rows if value is None else 0,
+        nan_count=rows if is_nan else (0 if isinstance(value, float) else None),
+        lower=None if value is None or is_nan else value,
+        upper=None if value is None or is_nan else value,
+        bounds_may_be_truncated=False,
+    )
+
+
+def referenced_data_file(data_file: IcebergDataFile) -> str | None:
+    """The one data file a position delete file applies to, if its metadata says so:
+    ``referenced_data_file`` (v3), else equal lower/upper bounds of its ``file_path``."""
+    referenced = getattr(data_file, "referenced_data_file", None)
+    if referenced:
+        return str(referenced)
+    lower = _as_dict(data_file.lower_bounds).get(_DELETE_FILE_PATH_FIELD_ID)
+    upper = _as_dict(data_file.upper_bounds).get(_DELETE_FILE_PATH_FIELD_ID)
+    if lower is None or lower != upper:
+        return None
+    try:
+        return bytes(lower).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _as_dict(value: Mapping[int, Any] | None) -> dict[int, Any]:

@@ -3,7 +3,12 @@
 pyiceberg's Avro reader stops quietly at an unexpected end of file, so a truncated manifest
 would read as one with fewer (or no) entries and statistics would be silently wrong. Every
 file is therefore read whole once and checked to end where an Avro container file ends (on
-its header's sync marker) and, for manifests, to have the length the manifest list records.
+its header's sync marker) and, where the manifest list counts a manifest's entries, to
+hold that many entries (a file cut at a block boundary still ends with a sync marker).
+The ``manifest_length`` a manifest list records is not checked,
+as Java Iceberg does not check it: tools that rewrite manifests in place (path relocation,
+re-compression) leave it stale while the file is complete; the sync marker detects the
+truncation that length check was meant to catch.
 """
 
 from __future__ import annotations
@@ -79,17 +84,19 @@ class ManifestReader:
             return cached
         what = f"manifest {path}"
         data = self._read(path, what)
-        if manifest.manifest_length and len(data) != manifest.manifest_length:
-            raise MetadataError(
-                f"{what} has {len(data)} bytes but the manifest list says "
-                f"{manifest.manifest_length} (truncated or replaced?)"
-            )
         try:
             entries = tuple(
                 manifest.fetch_manifest_entry(_OneFileIO(path, data), discard_deleted=False)
             )
         except _DECODE_ERRORS as exc:
             raise MetadataError(f"{what} is not a valid Avro file ({first_line(exc)})") from exc
+        expected = _listed_entry_count(manifest)
+        if expected is not None and expected != len(entries):
+            # a file cut at a block boundary still ends with a sync marker
+            raise MetadataError(
+                f"{what} has {len(entries)} entries but the manifest list counts {expected} "
+                "(truncated or replaced?)"
+            )
         self._put(self._entries, path, entries)
         return entries
 
@@ -119,6 +126,18 @@ class ManifestReader:
             cache.move_to_end(key)
             while len(cache) > self._cache_size:
                 cache.popitem(last=False)
+
+
+def _listed_entry_count(manifest: ManifestFile) -> int | None:
+    """How many entries the manifest list says the manifest has (``None``: not recorded)."""
+    counts = (
+        manifest.added_files_count,
+        manifest.existing_files_count,
+        manifest.deleted_files_count,
+    )
+    if any(count is None for count in counts):
+        return None
+    return sum(c for c in counts if c is not None)
 
 
 def avro_container_problem(data: bytes) -> str | None:

@@ -15,9 +15,10 @@ from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.table import StaticTable, Table
 
 from lakestats.exceptions import ConfigError, MetadataError, TableNotFoundError, first_line
+from lakestats.formats.iceberg.mapped_io import io_properties
 from lakestats.formats.iceberg.metadata_files import current_metadata_file, list_metadata_files
 from lakestats.formats.iceberg.table import IcebergTable
-from lakestats.locations import resolve_location
+from lakestats.locations import LocationMap, resolve_location
 
 
 def is_iceberg_location(path: str) -> bool:
@@ -28,13 +29,17 @@ def is_iceberg_location(path: str) -> bool:
         return False
 
 
-def open_iceberg_location(path: str, *, cache_size: int = 256) -> IcebergTable:
+def open_iceberg_location(
+    path: str, *, cache_size: int = 256, location_map: LocationMap | None = None
+) -> IcebergTable:
     """Open a table from its location (local path, ``file://`` or filesystem URI).
 
     The current metadata file is the newest ``metadata/*.metadata.json`` (or the one
-    ``version-hint.text`` names); ``refresh()`` looks again.
+    ``version-hint.text`` names); ``refresh()`` looks again. ``location_map`` says where the
+    files the metadata names really are (``MappedFileIO``).
     """
     location = resolve_location(path)
+    properties = io_properties(location_map or LocationMap())
     loaded: dict[str, tuple[int | None, int | None]] = {}  # metadata file → (size, mtime)
 
     def signature(metadata_file: str) -> tuple[int | None, int | None]:
@@ -56,7 +61,7 @@ def open_iceberg_location(path: str, *, cache_size: int = 256) -> IcebergTable:
             return previous
         # new, or rewritten in place (metadata files are immutable: that is corruption,
         # and it must surface as an error now, not at the next commit)
-        table = _load_static(metadata_file)
+        table = _load_static(metadata_file, properties)
         loaded.clear()
         loaded[metadata_file] = seen
         return table
@@ -70,10 +75,16 @@ def open_iceberg_catalog(
     identifier: str,
     *,
     cache_size: int = 256,
+    location_map: LocationMap | None = None,
 ) -> IcebergTable:
-    """Open a table through a pyiceberg catalog; ``refresh()`` asks the catalog again."""
+    """Open a table through a pyiceberg catalog; ``refresh()`` asks the catalog again.
+
+    With a ``location_map``, the metadata file the catalog names and every file it lists
+    are read at their mapped locations.
+    """
+    properties = io_properties(location_map or LocationMap(), catalog_properties)
     try:
-        catalog = load_catalog(catalog_name, **catalog_properties)
+        catalog = load_catalog(catalog_name, **properties)
     except Exception as exc:
         # Each catalog backend (SQL, REST, Glue, Hive …) fails with its own client errors;
         # all of them mean the catalog settings do not lead to a working catalog.
@@ -109,10 +120,10 @@ def _metadata_parts(metadata_file: str) -> tuple[str, str]:
     return "metadata", metadata_file.rstrip("/").rsplit("/", 1)[-1]
 
 
-def _load_static(metadata_file: str) -> Table:
+def _load_static(metadata_file: str, properties: dict[str, str]) -> Table:
     what = f"metadata file {metadata_file}"
     try:
-        return StaticTable.from_metadata(metadata_file)
+        return StaticTable.from_metadata(metadata_file, properties)
     except FileNotFoundError as exc:
         raise MetadataError(f"{what} does not exist (removed while reading?)") from exc
     except (ValidationError, IcebergValidationError) as exc:

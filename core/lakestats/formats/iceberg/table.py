@@ -11,9 +11,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
+import structlog
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import StaticTable, Table
 from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.snapshots import Snapshot
 
 from lakestats.exceptions import (
     ExpiryError,
@@ -34,6 +36,8 @@ from lakestats.formats.iceberg.manifests import ManifestReader
 from lakestats.model import Commit, DataFile, SnapshotInfo, TableSchema
 
 FORMAT_NAME = "iceberg"
+
+_log = structlog.get_logger(__name__)
 
 
 class IcebergTable:
@@ -173,6 +177,24 @@ class IcebergTable:
                 f"{current.snapshot_id if current else None} of table {self._description} "
                 "(rolled back, replaced, or expired)"
             )
+        unreadable = _newest_unreadable_history(chain, reader)
+        if unreadable is not None:
+            index, error = unreadable
+            _log.warning(
+                "history_unreadable",
+                table=self._description,
+                snapshot_id=chain[index].snapshot_id,
+                manifest_list=chain[index].manifest_list,
+                reason=str(error),
+                baseline_snapshot_id=chain[index + 1].snapshot_id,
+            )
+            if after_snapshot_id is not None:
+                # the changes of that snapshot are unknowable: the caller starts over
+                raise LineageError(
+                    f"table {self._description}: {error}; starting over from a baseline at "
+                    f"snapshot {chain[index + 1].snapshot_id}"
+                )
+            chain, history_cut = chain[index + 1 :], True
         if chain and not reached and not history_cut:
             history_cut = inherits_files(chain[0], reader)
         commits: list[Commit] = []
@@ -194,3 +216,21 @@ class IcebergTable:
             )
         data, deletes = live_files_of(snapshot, metadata, reader, converter)
         return (*data, *deletes)
+
+
+def _newest_unreadable_history(
+    chain: Sequence[Snapshot], reader: ManifestReader
+) -> tuple[int, MetadataError] | None:
+    """The newest snapshot before the current one whose manifest list cannot be read.
+
+    Engines read only the current snapshot, so a historical manifest list that is missing
+    or damaged (lost in a copy, removed by hand) does not make the table unreadable: the
+    stats start from a baseline of the oldest readable snapshot after it, as with expired
+    history. The current snapshot's own list must be readable (its error is raised).
+    """
+    for index in range(len(chain) - 2, -1, -1):
+        try:
+            reader.manifests(chain[index])
+        except MetadataError as exc:
+            return index, exc
+    return None

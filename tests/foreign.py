@@ -1,0 +1,43 @@
+"""The Iceberg tables written by other engines (``../shared/fixtures/iceberg-foreign``).
+
+They are real tables committed as test data by Apache Impala; their metadata names
+``/test-warehouse/...`` and ``hdfs://localhost:20500/test-warehouse/...`` paths, which the
+location mapping below sends to the folder here. Set ``LAKESTATS_FOREIGN_FIXTURES`` to
+their directory when the repository is checked out elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "iceberg-foreign"
+FIXTURES = Path(os.environ.get("LAKESTATS_FOREIGN_FIXTURES", _DEFAULT)) / "impala"
+
+needs_fixtures = pytest.mark.skipif(
+    not FIXTURES.is_dir(), reason=f"foreign Iceberg fixtures not found at {FIXTURES}"
+)
+
+
+def fixture_path(name: str) -> str:
+    return str(FIXTURES / name)
+
+
+def location_map() -> dict[str, str]:
+    """Every prefix the fixtures' metadata and delete files use → the folder here."""
+    here = f"{FIXTURES}/"
+    return {
+        "/test-warehouse/iceberg_test/hadoop_catalog/ice/": here,
+        "hdfs://localhost:20500/test-warehouse/iceberg_test/hadoop_catalog/ice/": here,
+        "hdfs://localhost:20500/test-warehouse/": here,
+    }
+
+
+def map_args() -> list[str]:
+    """``location_map`` as CLI ``--map-location`` options."""
+    args: list[str] = []
+    for source, target in location_map().items():
+        args += ["--map-location", f"{source}={target}"]
+    return args
