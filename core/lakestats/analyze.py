@@ -106,6 +106,23 @@ class BatchProgress:
     sketch_s: float = 0.0  # the job, once sketched
     spark_start_s: float = 0.0
 
+    def log_fields(self) -> dict[str, Any]:
+        """The ``analyze_progress`` log event's fields (CLI JSON lines and the daemon)."""
+        return {
+            "table": self.table,
+            "batch": self.batch,
+            "batches": self.batches,
+            "phase": "sketched" if self.sketched else "sketching",
+            "commits": self.commits,
+            "files": self.files,
+            "rows": self.rows,
+            "files_done": self.files_done,
+            "files_total": self.files_total,
+            "rows_done": self.rows_done,
+            "rows_total": self.rows_total,
+            "sketch_s": round(self.sketch_s, 3),
+        }
+
 
 @dataclass(frozen=True)
 class AnalyzeResult:

@@ -103,22 +103,7 @@ class AnalyzeProgress:
         if self._rich is not None:
             self._update_bar(event, event.rows_done)
             return
-        self._log(
-            "analyze_progress",
-            table=event.table,
-            batch=event.batch,
-            batches=event.batches,
-            phase="sketched" if event.sketched else "sketching",
-            commits=event.commits,
-            files=event.files,
-            rows=event.rows,
-            files_done=event.files_done,
-            files_total=event.files_total,
-            rows_done=event.rows_done,
-            rows_total=event.rows_total,
-            sketch_s=round(event.sketch_s, 3),
-            eta_s=self._eta(event),
-        )
+        self._log("analyze_progress", **event.log_fields(), eta_s=self._eta(event))
 
     def job(self, event: JobProgress) -> None:
         """Tasks of the running Spark job: moves the bar inside a batch."""

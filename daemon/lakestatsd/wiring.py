@@ -109,21 +109,7 @@ def log_progress(event: BatchProgress) -> None:
     """Long work is never silent: one event before and after each batch's Spark job."""
     if not event.files:
         return  # a metadata-only batch takes milliseconds
-    _log.info(
-        "analyze_progress",
-        table=event.table,
-        batch=event.batch,
-        batches=event.batches,
-        phase="sketched" if event.sketched else "sketching",
-        files=event.files,
-        rows=event.rows,
-        files_done=event.files_done,
-        files_total=event.files_total,
-        rows_done=event.rows_done,
-        rows_total=event.rows_total,
-        sketch_s=round(event.sketch_s, 3),
-        spark_start_s=round(event.spark_start_s, 3),
-    )
+    _log.info("analyze_progress", **event.log_fields(), spark_start_s=round(event.spark_start_s, 3))
 
 
 def spark_log_path(config: ServiceConfig) -> str | None:
