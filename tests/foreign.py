@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,3 +42,17 @@ def map_args() -> list[str]:
     for source, target in location_map().items():
         args += ["--map-location", f"{source}={target}"]
     return args
+
+
+def duckdb_with_iceberg(**config: Any) -> Any:
+    """A DuckDB connection with the iceberg and avro extensions loaded from their PyPI
+    packages (no network download): the independent reader the tests compare with."""
+    import duckdb
+    import duckdb_extension_avro
+    import duckdb_extension_iceberg
+
+    con = duckdb.connect(config=config)
+    for package in (duckdb_extension_avro, duckdb_extension_iceberg):
+        (binary,) = Path(package.__file__).parent.rglob("*.duckdb_extension")
+        con.execute(f"LOAD '{binary}'")
+    return con

@@ -87,6 +87,25 @@ class CommitReport:
     batch_sketch_s: float = 0.0  # that whole job
     spark_start_s: float = 0.0  # starting Spark before the job (first commit of a batch only)
 
+    def log_fields(self) -> dict[str, Any]:
+        """The ``commit_processed`` log event's fields (CLI JSON lines and the daemon)."""
+        return {
+            "table": self.table,
+            "snapshot_id": self.snapshot_id,
+            "operation": self.operation,
+            "commit_timestamp_ms": self.timestamp_ms,
+            "added_files": self.added_files,
+            "removed_files": self.removed_files,
+            "added_records": self.added_records,
+            "sketched_files": self.sketched_files,
+            "timings": {k: round(v, 4) for k, v in self.timings.items()},
+            # timings["sketch"] is this commit's share of one Spark job over its batch
+            "sketch_is_share_of_batch": self.batch_commits > 1,
+            "batch_commits": self.batch_commits,
+            "batch_sketch_s": round(self.batch_sketch_s, 4),
+            "spark_start_s": round(self.spark_start_s, 4),
+        }
+
 
 @dataclass(frozen=True)
 class BatchProgress:

@@ -119,20 +119,7 @@ class AnalyzeProgress:
         if self._rich is not None:
             self._rich.console.print(commit_line(report), highlight=False)
             return
-        self._log(
-            "commit_processed",
-            table=report.table,
-            snapshot_id=report.snapshot_id,
-            operation=report.operation,
-            added_files=report.added_files,
-            removed_files=report.removed_files,
-            added_records=report.added_records,
-            sketched_files=report.sketched_files,
-            timings={k: round(v, 4) for k, v in report.timings.items()},
-            sketch_is_share_of_batch=report.batch_commits > 1,
-            batch_commits=report.batch_commits,
-            batch_sketch_s=round(report.batch_sketch_s, 4),
-        )
+        self._log("commit_processed", **report.log_fields())
 
     # -- output --------------------------------------------------------------------------
 

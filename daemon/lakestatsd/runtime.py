@@ -202,21 +202,9 @@ class TableRuntime:
         # the one event per processed commit that the issue asks for
         log.info(
             "commit_processed",
-            table=name,
-            snapshot_id=report.snapshot_id,
-            operation=report.operation,
-            commit_timestamp_ms=report.timestamp_ms,
-            added_files=report.added_files,
-            removed_files=report.removed_files,
-            added_records=report.added_records,
-            sketched_files=report.sketched_files,
-            timings={k: round(v, 4) for k, v in report.timings.items()},
+            **{**report.log_fields(), "table": name},
             seconds=round(total, 4),
             commit_to_stats_s=round(latency, 3),
-            # timings["sketch"] is this commit's share of one Spark job over the batch
-            batch_commits=report.batch_commits,
-            batch_sketch_s=round(report.batch_sketch_s, 4),
-            spark_start_s=round(report.spark_start_s, 4),
         )
 
     # -- HTTP reads --------------------------------------------------------------------------

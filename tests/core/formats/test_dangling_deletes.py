@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from foreign import FIXTURES, needs_fixtures
+from foreign import FIXTURES, duckdb_with_iceberg, needs_fixtures
 from iceberg_relocate import newest_metadata_file, relocate
 from lakestats.cli import main
 from lakestats.formats.registry import open_table
@@ -31,14 +31,7 @@ NAME = "iceberg_v2_delete_positional"
 
 @pytest.fixture
 def duck() -> Iterator[Any]:
-    import duckdb
-    import duckdb_extension_avro
-    import duckdb_extension_iceberg
-
-    con = duckdb.connect(config={"threads": 1})
-    for package in (duckdb_extension_avro, duckdb_extension_iceberg):
-        (binary,) = Path(package.__file__).parent.rglob("*.duckdb_extension")
-        con.execute(f"LOAD '{binary}'")
+    con = duckdb_with_iceberg(threads=1)
     yield con
     con.close()
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from foreign import FIXTURES, map_args, needs_fixtures
+from foreign import FIXTURES, duckdb_with_iceberg, map_args, needs_fixtures
 from iceberg_relocate import newest_metadata_file, relocate
 from lakestats.cli import main
 from lakestats.values import to_json
@@ -59,14 +59,7 @@ WITHOUT_DELETES = {
 
 @pytest.fixture(scope="module")
 def duck() -> Iterator[Any]:
-    import duckdb
-    import duckdb_extension_avro
-    import duckdb_extension_iceberg
-
-    con = duckdb.connect(config={"threads": 1})
-    for package in (duckdb_extension_avro, duckdb_extension_iceberg):
-        (binary,) = Path(package.__file__).parent.rglob("*.duckdb_extension")
-        con.execute(f"LOAD '{binary}'")
+    con = duckdb_with_iceberg(threads=1)
     yield con
     con.close()
 

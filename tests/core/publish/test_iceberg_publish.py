@@ -409,16 +409,11 @@ def test_writer_committing_concurrently_loses_nothing(tmp_path: Path) -> None:
 def test_duckdb_reads_the_published_table(
     published: tuple[IcebergWarehouse, Config, OpenedTable, list[Any]],
 ) -> None:
-    import duckdb
-    import duckdb_extension_avro
-    import duckdb_extension_iceberg
+    from foreign import duckdb_with_iceberg
 
     wh, _, _, before = published
-    con = duckdb.connect()
     # The extensions come from their PyPI packages (the test extra), not a network download.
-    for package in (duckdb_extension_avro, duckdb_extension_iceberg):
-        (binary,) = Path(package.__file__).parent.rglob("*.duckdb_extension")
-        con.execute(f"LOAD '{binary}'")
+    con = duckdb_with_iceberg()
     got = con.execute(
         "SELECT id, cat FROM iceberg_scan(?) ORDER BY id",
         [local(wh.table("t").metadata_location)],
