@@ -142,6 +142,45 @@ class ColumnSketch:
 
 
 @dataclass(frozen=True)
+class PositionDeletes:
+    """A delete file of ``(file_path, pos)`` rows: the rows naming the data file are deleted.
+
+    Positions are 0-based row indexes in the data file (Iceberg position deletes).
+    """
+
+    path: str  # as the format lists it; location mapping applies
+    file_format: str  # "PARQUET", "ORC", "AVRO"
+
+
+@dataclass(frozen=True)
+class EqualityDeletes:
+    """A delete file whose rows delete every data row equal on ``field_ids`` (Iceberg)."""
+
+    path: str
+    file_format: str
+    field_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DeletionVector:
+    """Deleted row positions of one data file, decoded by the format.
+
+    ``bitmap`` is a portable 64-bit roaring bitmap of 0-based row indexes (the bytes of
+    ``pyroaring.BitMap64.serialize()``), whatever the format stored it as (Iceberg v3
+    Puffin ``deletion-vector-v1``, Delta ``deletionVector``, Paimon deletion-vector index).
+    """
+
+    bitmap: bytes
+    cardinality: int
+
+
+# What makes rows of a data file dead. A format attaches to a data file every delete that
+# applies to it (after its own rules: Iceberg sequence numbers and partition scope, Delta's
+# one vector per file, Paimon's index) so the core never needs those rules.
+DeleteSource = PositionDeletes | EqualityDeletes | DeletionVector
+
+
+@dataclass(frozen=True)
 class DataFile:
     """One file listed by the format, with the metrics its manifest entry already holds."""
 
@@ -164,11 +203,21 @@ class DataFile:
     # file_path bounds); ``None`` when it may name several. A delete whose target is not a
     # live data file applies to nothing (left dangling by compactions).
     referenced_path: str | None = None
+    # Row-level deletes that apply to this data file as of the commit that lists it, all
+    # of them (not only the commit's new ones). Non-empty means the file's stats describe
+    # its live rows: the core re-sketches it with these applied. Empty for delete files.
+    deletes: tuple[DeleteSource, ...] = ()
 
 
 @dataclass(frozen=True)
 class Commit:
-    """One snapshot of the main branch and the files it changed."""
+    """One snapshot of the main branch and the files it changed.
+
+    A commit that changes which rows of an existing data file are live (new position
+    deletes or a deletion vector touching it) lists that file in ``removed_files`` as it
+    was and again in ``added_files`` with its complete new ``deletes``: the core then
+    tombstones the old stats and sketches the file's live rows, like any replaced file.
+    """
 
     snapshot_id: int
     parent_id: int | None
