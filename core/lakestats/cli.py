@@ -178,9 +178,23 @@ def _table_config(
     return table.model_copy(update={"location_map": {**table.location_map, **extra}})
 
 
+def _spark_log_path(config: Config) -> str | None:
+    """The JVM's own output (log4j lines, Java stacks) goes to ``<state_dir>/lakestats-spark.log``
+    so it never interleaves with the progress lines on stderr; errors still reach the user
+    as one line naming the cause. A remote state dir leaves it on stderr."""
+    from lakestats.locations import local_path  # noqa: PLC0415
+
+    directory = local_path(config.state_dir)
+    if directory is None:
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    return str(directory / "lakestats-spark.log")
+
+
 def _cmd_analyze(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
-    from lakestats.analyze import analyze_table, make_sketcher  # noqa: PLC0415
+    from lakestats.analyze import analyze_table  # noqa: PLC0415
     from lakestats.progress import AnalyzeProgress  # noqa: PLC0415
+    from lakestats.sketching import SparkSketcher  # noqa: PLC0415
     from lakestats.tables import open_configured  # noqa: PLC0415
 
     every = bool(getattr(args, "all", False))
@@ -193,7 +207,11 @@ def _cmd_analyze(args: argparse.Namespace, config: Config, out: TextIO, err: Tex
         if every
         else [_table_config(args, config)]
     )
-    sketcher = make_sketcher(config) if config.sketch.enabled else None
+    sketcher = (
+        SparkSketcher(config, jvm_log_path=_spark_log_path(config), log_level="WARN")
+        if config.sketch.enabled
+        else None
+    )
     failed: list[str] = []
     with AnalyzeProgress(err, quiet=args.quiet) as progress:
         if sketcher is not None:

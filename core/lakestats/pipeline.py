@@ -50,6 +50,7 @@ from lakestats.locations import is_local, local_path
 from lakestats.model import Column, ColumnSketch, SketchSettings, TableSchema
 from lakestats.sketches.hashing import theta_input_sql
 from lakestats.sketches.merge import empty_kll, empty_theta, normalize_theta
+from lakestats.sketches.spark import stop_reason
 from lakestats.sketches.spec import TypeSpec, type_spec, validate_sketch_settings
 from lakestats.values import from_physical
 
@@ -257,6 +258,8 @@ def _run(  # noqa: PLR0917 - private, called once
     except SparkUnavailableError:
         raise
     except Exception as exc:
+        if getattr(sc, "_jsc", None) is None:  # the context was stopped under the job
+            raise SparkUnavailableError(_stopped_while_running(str(exc))) from exc
         if match_by == "field_id" and _NO_FIELD_IDS in str(exc):
             raise _NoFieldIdsError from exc
         raise _convert_error(exc, paths) from exc
@@ -265,8 +268,11 @@ def _run(  # noqa: PLR0917 - private, called once
             session.catalog.dropTempView(view)
         except Exception as exc:  # a stopped context: the view went with it
             _log.debug("temp_view_not_dropped", error=str(exc).splitlines()[0][:200])
-        sc.setLocalProperty("spark.jobGroup.id", None)
-        sc.setLocalProperty("spark.job.description", None)
+        try:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+            sc.setLocalProperty("spark.job.description", None)
+        except Exception as exc:  # stopped meanwhile: the job's own error is the one to raise
+            _log.debug("job_group_not_cleared", error=str(exc).splitlines()[0][:200])
 
 
 class _JobMonitor:
@@ -606,6 +612,14 @@ def _check_local_files_exist(paths: Any) -> None:
 _FILE_IN_MESSAGE = re.compile(r"(?:reading file|Path does not exist:|File) (\S+?)[.,;]?(?:\s|$)")
 
 
+def _stopped_while_running(spark_message: str) -> str:
+    """Spark's own words say only that the context is gone; the supervisor knows why."""
+    reason = stop_reason()
+    said = spark_message.strip().splitlines() or ["the SparkContext was stopped"]
+    cause = f"stopped because {reason}" if reason else said[0]
+    return f"Spark stopped while the sketch job ran: {cause}"
+
+
 def _convert_error(exc: Exception, paths: list[str]) -> Exception:
     message = str(exc)
     first = message.strip().splitlines()[0] if message.strip() else type(exc).__name__
@@ -627,7 +641,7 @@ def _convert_error(exc: Exception, paths: list[str]) -> Exception:
         files = gone or named or paths
         return DataFileError(f"data file not found: {', '.join(files)}")
     if any(m in message for m in ("SparkContext was shut down", "stopped SparkContext")):
-        return SparkUnavailableError(f"Spark stopped while the sketch job ran: {first}")
+        return SparkUnavailableError(_stopped_while_running(first))
     if "FAILED_READ_FILE" in message or "CANNOT_READ_FILE_FOOTER" in message:
         files = named or paths
         return DataFileError(f"cannot read data file {', '.join(files)}: {first}")

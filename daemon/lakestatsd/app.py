@@ -16,6 +16,7 @@ from lakestatsd.config import ServiceConfig
 from lakestatsd.lifecycle import Lifecycle
 from lakestatsd.maintenance import MaintenanceFns
 from lakestatsd.runtime import AnalyzeFn, Opener, StatsReader
+from lakestatsd.spark_watch import StopSpark
 from lakestatsd.systemd import Notifier
 from lakestatsd.wiring import CoreFns, Service, core_fns
 
@@ -31,7 +32,7 @@ class Daemon(Service):
         read_stats: StatsReader,
         opener: Opener,
         warm_spark: Callable[[], None] | None,
-        stop_spark: Callable[[], None] | None,
+        stop_spark: StopSpark | None,
         notifier: Notifier | None = None,
         maintenance: MaintenanceFns | None = None,
         spark_health: Callable[[], Any] | None = None,

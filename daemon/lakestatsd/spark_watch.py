@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import structlog
 
@@ -46,12 +46,18 @@ class SparkStatus:
     restarts: int = 0
 
 
+class StopSpark(Protocol):
+    """Stops the session; ``reason`` is what a job still running on it reports."""
+
+    def __call__(self, reason: str | None = None) -> None: ...
+
+
 @dataclass(frozen=True)
 class SparkControl:
     """What the watcher calls in core (``lakestats.sketches.spark``)."""
 
     start: Callable[[], None]  # create the session (raises with the cause)
-    stop: Callable[[], None]
+    stop: StopSpark
     health: Callable[[], Any]  # -> lakestats.sketches.spark.SparkHealth
 
 
@@ -129,7 +135,7 @@ class SparkWatch:
             problem = self._problem()
             if problem is not None:
                 self._failed(problem)
-                self._control.stop()
+                self._control.stop(problem)
         if self.status.state == "failed" and self._clock() >= self._next_try:
             self._attempt(first=False)
 

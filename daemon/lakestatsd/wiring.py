@@ -24,7 +24,7 @@ from lakestatsd.maintenance import MaintenanceFns, MaintenanceRunner, Maintenanc
 from lakestatsd.metrics import FreshnessTracker, Metrics
 from lakestatsd.runtime import AnalyzeFn, Opener, StatsReader, TableRuntime
 from lakestatsd.scheduler import STORAGE, RunReport, StopCheck, TableQueue, error_kind
-from lakestatsd.spark_watch import SparkControl, SparkState, SparkWatch
+from lakestatsd.spark_watch import SparkControl, SparkState, SparkWatch, StopSpark
 from lakestatsd.watch import MetadataWatcher, Poller
 
 _log = structlog.get_logger("lakestatsd.runtime")
@@ -38,7 +38,7 @@ class CoreFns:
     read_stats: StatsReader
     opener: Opener
     warm_spark: Callable[[], None] | None  # None: sketches off, no Spark at all
-    stop_spark: Callable[[], None] | None
+    stop_spark: StopSpark | None
     maintenance: MaintenanceFns | None = None
     # a processed snapshot's stats wait for their registration in the table: run it
     unregistered: Callable[[OpenedTable], bool] | None = None
@@ -84,10 +84,10 @@ def core_fns(config: ServiceConfig) -> CoreFns:
             on_progress=log_progress,
         )
 
-    def stop_spark() -> None:
+    def stop_spark(reason: str | None = None) -> None:
         from lakestats.sketches.spark import stop_spark as stop  # noqa: PLC0415
 
-        stop()
+        stop(reason)
 
     return CoreFns(
         analyze=analyze,
@@ -180,7 +180,7 @@ class Service:
             SparkWatch(
                 SparkControl(
                     start=core.warm_spark,
-                    stop=core.stop_spark or (lambda: None),
+                    stop=core.stop_spark or _no_stop,
                     health=core.spark_health or _no_health,
                 ),
                 check_interval_s=config.daemon.spark_check_interval_s,
@@ -249,3 +249,7 @@ def _no_health() -> Any:
     from lakestats.sketches.spark import SparkHealth  # noqa: PLC0415
 
     return SparkHealth(exists=True, stopped=False, master=None, executors=None)
+
+
+def _no_stop(reason: str | None = None) -> None:
+    """Spark is not supervised (tests without a sketcher): nothing to stop."""

@@ -9,8 +9,9 @@ the one test goes through them:
 * master down at start → ``lakestats analyze`` fails in one line; /readyz 503 naming the
   unreachable master at once, /healthz 503 after ``spark_unavailable_timeout_s`` (4 s);
   master and worker up → stats current (and equal to local mode's) within 60 s;
-* worker killed → the table's run fails with the cause (not a hang) within 45 s; worker
-  back → the daemon processes the table again within 60 s, no restart;
+* worker killed in the middle of a sketch job (a 3-million-row commit) → the table's run
+  fails with the cause (not a hang) within 45 s; worker back → the daemon processes that
+  commit again within 60 s, no restart;
 * master and worker both restarted → stats current again within 60 s, no restart.
 
 The SparkSession of this test process is process-wide (the session fixture), so every
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from lakestatsd_harness import PYTHONPATH, DaemonProcess
 
@@ -62,6 +64,24 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+# rows of the commit whose job the worker dies in: enough for seconds of sketching on the
+# one executor core, so the kill lands mid-job (the test asserts it did)
+BIG_ROWS = 3_000_000
+
+
+def big_rows(first_id: int, count: int) -> pa.Table:
+    ids = pa.array(range(first_id, first_id + count), pa.int64())
+    names = pc.binary_join_element_wise("n", pc.cast(pc.bit_wise_and(ids, 7), pa.string()), "")
+    scores = pc.add(pc.cast(pc.bit_wise_and(ids, 1023), pa.float64()), 0.25)
+    return pa.Table.from_arrays([ids, names, scores], schema=SCHEMA)
+
+
+def sketching(daemon: DaemonProcess, rows: int) -> bool:
+    """The daemon started the Spark job of a batch holding ``rows`` rows."""
+    events = daemon.events("analyze_progress")
+    return any(e["phase"] == "sketching" and e["rows"] == rows for e in events)
 
 
 def rows(i: int) -> dict[str, list[Any]]:
@@ -306,19 +326,27 @@ def test_spark_cluster_down_up_lost_and_restarted(
     wait_for(lambda: daemon.request("GET", "/readyz").status == 200, 30, "ready", daemon)
     assert daemon.request("GET", "/healthz").status == 200
     assert comparable(daemon.get_json("/v1/tables/t/stats")) == want
-    done = run_cli(
-        "analyze", location, *cli_state, "--spark-master", cluster.url, "-q", **cluster_env
-    )
+    done = run_cli("analyze", location, *cli_state, "--spark-master", cluster.url, **cluster_env)
     assert done.returncode == 0, done.stderr[-3000:]
+    # not a terminal: progress is JSON lines on stderr, and the JVM's output has a file of
+    # its own, so none of its plain-text lines lands among them
+    progress_lines = done.stderr.splitlines()
+    assert progress_lines and all(isinstance(json.loads(line), dict) for line in progress_lines)
+    assert (tmp_path / "cli-state" / "lakestats-spark.log").is_file()
     shown = run_cli("show", location, *cli_state, "--json")
     assert comparable(json.loads(shown.stdout)) == want
 
-    # -- the worker dies: a new commit's job has no executor; the run fails with the cause -
+    # -- the worker dies in the middle of a job: the run fails with the cause (not a hang) -
+    newest = wh.append("t", big_rows(3 * ROWS + 2 * ROWS, BIG_ROWS))
+    wait_for(lambda: sketching(daemon, BIG_ROWS), 60, "the big job to start", daemon)
     cluster.kill_worker()
-    newest = wh.append("t", rows(3))
     lost = wait_for(
         lambda: "executor" in (table_entry(daemon)["last_error"] or ""), 45, "lost workers", daemon
     )
+    # the kill came while the job ran: it never finished, and the stats did not move
+    assert not [e for e in daemon.events("analyze_progress") if e["phase"] == "sketched"
+                and e["rows"] == BIG_ROWS]  # fmt: skip
+    assert stats_at(daemon) != newest
     entry = table_entry(daemon)
     assert not entry["healthy"] and entry["last_error_kind"] == "SparkUnavailableError"
     wait_for(lambda: daemon.request("GET", "/readyz").status == 503, 30, "not ready", daemon)
@@ -327,9 +355,13 @@ def test_spark_cluster_down_up_lost_and_restarted(
     assert daemon.metric("lakestats_spark_up") == 0.0
     assert len(daemon.events("spark_unavailable")) == 2  # one event per outage
 
-    # -- the worker comes back: the daemon recovers by itself ------------------------------
+    # -- the worker comes back: the daemon recovers by itself and finishes that commit -----
     cluster.start_worker()
     back = wait_for(lambda: stats_at(daemon) == newest, 60, "worker back", daemon)
+    recovered = daemon.get_json("/v1/tables/t/stats")
+    assert recovered["record_count"] == 3 * ROWS + BIG_ROWS
+    assert recovered["columns"]["id"]["max"] == 3 * ROWS + 2 * ROWS + BIG_ROWS - 1
+    assert recovered["columns"]["id"]["null_count"] == 0
     wait_for(lambda: daemon.request("GET", "/readyz").status == 200, 30, "ready again", daemon)
     assert table_entry(daemon)["healthy"] and table_entry(daemon)["last_error"] is None
     assert len(daemon.events("spark_recovered")) == 2

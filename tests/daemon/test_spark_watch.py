@@ -20,6 +20,7 @@ class ScriptedSpark:
         self.start_error: Exception | None = None
         self.starts = 0
         self.stops = 0
+        self.stop_reasons: list[str | None] = []
 
     def start(self) -> None:
         self.starts += 1
@@ -27,8 +28,9 @@ class ScriptedSpark:
             raise self.start_error
         self.health = SparkHealth(exists=True, stopped=False, master="spark://m:7077", executors=1)
 
-    def stop(self) -> None:
+    def stop(self, reason: str | None = None) -> None:
         self.stops += 1
+        self.stop_reasons.append(reason)
         self.health = SparkHealth(exists=False, stopped=False, master=None, executors=None)
 
 
@@ -70,6 +72,9 @@ def test_lost_executors_restart_spark_once_per_outage_with_backoff() -> None:
         status = watch.status
         assert status.state == "failed" and spark.stops == 1
         assert status.error is not None and "no executor registered" in status.error
+        # the stop names why, so a job still running on the session reports that cause
+        (reason,) = spark.stop_reasons
+        assert reason is not None and reason.startswith("no Spark executor for 10s")
         starts = spark.starts
         for delay in (1, 2, 4, 8, 8):  # backoff doubles up to retry_max_s
             clock.now += delay - 0.01

@@ -81,6 +81,14 @@ _lock = threading.Lock()
 _session: Any = None
 _session_settings: SparkSettings | None = None
 _created_at = 0.0  # time.perf_counter() when the current session was created
+# Why the session was last stopped on purpose (a supervisor saw it unusable), so a job
+# that dies with "SparkContext was shut down" can name the real cause.
+_stop_reason: str | None = None
+# New sessions in a row that got no executor in time. Each one waits twice as long as the
+# last (up to 8×): an executor JVM that starts slower than ``executor_wait_s`` (a loaded
+# worker) must not be killed with its application over and over.
+_executor_wait_failures = 0
+_MAX_EXECUTOR_WAIT_DOUBLINGS = 3
 
 
 def spark_started_since(moment: float) -> bool:
@@ -94,7 +102,7 @@ def get_spark(settings: SparkSettings | None = None) -> Any:
     Later calls return the same session; settings that differ from those it was created with
     are ignored with a logged warning (see the module docstring).
     """
-    global _session, _session_settings, _created_at  # noqa: PLW0603 - the process-wide singleton
+    global _session, _session_settings, _created_at, _stop_reason  # noqa: PLW0603 - the process-wide singleton
     wanted = settings or SparkSettings()
     with _lock:
         if _session is not None and _is_stopped(_session):
@@ -112,6 +120,7 @@ def get_spark(settings: SparkSettings | None = None) -> Any:
             return _session
         _session = _create(wanted)
         _session_settings = wanted
+        _stop_reason = None  # it named the session before this one
         _created_at = time.perf_counter()
         return _session
 
@@ -170,13 +179,24 @@ def probe_master(master: str, timeout_s: float = 3.0) -> None:
     raise SparkUnavailableError(f"Spark master {master} is unreachable ({'; '.join(errors)})")
 
 
-def stop_spark() -> None:
-    """Stop the process-wide session (if any); the next ``get_spark`` creates a new one."""
-    global _session, _session_settings
+def stop_spark(reason: str | None = None) -> None:
+    """Stop the process-wide session (if any); the next ``get_spark`` creates a new one.
+
+    ``reason`` (why a supervisor gave up on it) is what a job still running on the session
+    reports as its failure (``stop_reason``).
+    """
+    global _session, _session_settings, _stop_reason  # noqa: PLW0603 - the process-wide singleton
     with _lock:
         session, _session, _session_settings = _session, None, None
+        if reason is not None:
+            _stop_reason = reason
     if session is not None:
         _discard(session)  # a dead context or gateway has nothing left to stop
+
+
+def stop_reason() -> str | None:
+    """Why the session was last stopped by ``stop_spark(reason)``, if it was."""
+    return _stop_reason
 
 
 def _is_stopped(session: Any) -> bool:
@@ -237,21 +257,27 @@ def _wait_for_executors(session: Any, settings: SparkSettings) -> None:
     """A cluster session is usable once an executor registered; without one in
     ``executor_wait_s`` it is stopped and the cause raised (Spark would only log "Initial
     job has not accepted any resources" and wait forever)."""
+    global _executor_wait_failures  # noqa: PLW0603 - process-wide, like the session
     if is_local(settings.master):
         return
-    deadline = time.monotonic() + settings.executor_wait_s
+    wait_s = settings.executor_wait_s * 2 ** min(
+        _executor_wait_failures, _MAX_EXECUTOR_WAIT_DOUBLINGS
+    )
+    deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if _is_stopped(session):
             break
         if (executor_count(session) or 0) > 0:
+            _executor_wait_failures = 0
             return
         time.sleep(0.2)
     stopped = _is_stopped(session)
     _discard(session)
+    _executor_wait_failures += not stopped
     cause = (
         "the master stopped the application"
         if stopped
-        else f"no executor registered within {settings.executor_wait_s:g}s"
+        else f"no executor registered within {wait_s:g}s"
     )
     raise SparkUnavailableError(
         f"Spark at {settings.master} is unusable: {cause} (are workers running, with free "
