@@ -435,10 +435,36 @@ def _cmd_notify(args: argparse.Namespace, config: Config, out: TextIO, err: Text
     return EXIT_OK
 
 
+def _log_to_stderr() -> None:
+    """lakestats' own log events (warnings such as ``stats_not_published``) go to stderr,
+    beside the progress lines: stdout carries only results (``show --json`` and friends).
+    JSON lines when stderr is not a terminal, like the progress. An application that
+    configured structlog itself keeps its configuration."""
+    import structlog  # noqa: PLC0415
+
+    if structlog.is_configured():
+        return
+    renderer: Any = (
+        structlog.dev.ConsoleRenderer(colors=False)
+        if sys.stderr.isatty()
+        else structlog.processors.JSONRenderer()
+    )
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            renderer,
+        ],
+        # sys.stderr looked up per message: it may be replaced after this call
+        logger_factory=lambda *_: structlog.PrintLogger(sys.stderr),
+    )
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     stdout = out or sys.stdout
     stderr = sys.stderr
     args = _parser().parse_args(argv)
+    _log_to_stderr()
     try:
         config = _load(args)
         if args.command == "analyze":

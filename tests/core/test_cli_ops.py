@@ -276,3 +276,24 @@ def test_histogram_counts_are_whole_numbers() -> None:
     buckets = equi_depth_histogram(bytes(sketch.serialize()), None, 10)
     assert all(b.count == int(b.count) for b in buckets)
     assert sum(b.count for b in buckets) == 6400
+
+
+def test_analyze_keeps_stdout_for_results_and_logs_json_on_stderr(
+    two_tables: tuple[IcebergWarehouse, Path],
+) -> None:
+    """A table opened by location cannot publish to Iceberg: that warning is a log event,
+    and it belongs on stderr (JSON lines, as the progress), not among the results."""
+    _wh, config = two_tables
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "core"), str(REPO / "daemon")])}
+    done = subprocess.run(
+        [sys.executable, "-m", "lakestats.cli", "analyze", "b", "--config", str(config),
+         "--no-sketches"],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 1  # the result line only
+    assert done.stdout.startswith("b: analyzed ")
+    events = [json.loads(line) for line in done.stderr.splitlines()]
+    assert all(isinstance(e, dict) for e in events)
+    (warning,) = [e for e in events if e["event"] == "stats_not_published"]
+    assert warning["level"] == "warning" and "location" in warning["reason"]
