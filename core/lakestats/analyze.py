@@ -23,6 +23,7 @@ import structlog
 
 from lakestats.config import Config
 from lakestats.exceptions import ConcurrentUpdateError, LakestatsError, LineageError, StoreError
+from lakestats.formats.base import SupportsFormatTerms
 from lakestats.locations import LocationMap
 from lakestats.maintenance import expire_stats, stale_stats
 from lakestats.merge import merge_partitions, whole_table
@@ -246,6 +247,14 @@ class _CommitPath:
             commit=commit_doc(plan.commit, stored.added, stored.removed, plan.names, self.settings),
         )
         doc["computed_at_ms"] = int(time.time() * 1000)
+        fmt = self.opened.table
+        if isinstance(fmt, SupportsFormatTerms):
+            try:
+                doc[fmt.format_name] = fmt.format_terms(
+                    stats.snapshot_id, stats.table, self.settings
+                )
+            except LakestatsError as exc:  # e.g. expired meanwhile: the rest stands
+                _log.warning("format_terms_failed", table=self.opened.name, reason=str(exc))
         snapshot_id = stats.snapshot_id
         stats_path = self.store.write_stats(snapshot_id, doc)
         merged_path = self.store.write_aggregate(snapshot_id, stats.partitions)

@@ -27,12 +27,12 @@ from datasketches import update_theta_sketch
 from lakestats.analyze import analyze_table
 from lakestats.config import Config, SketchConfig, TableConfig
 from lakestats.formats.paimon import PaimonTable, open_paimon_location
+from lakestats.formats.paimon.serialize import java_double, to_paimon_string
 from lakestats.formats.paimon.types import PaimonType, parse_schema
 from lakestats.merge import aggregate_files, merge_partitions, whole_table
 from lakestats.model import ColumnSketch, SketchSettings, TableSchema
 from lakestats.publish.base import SnapshotStats
 from lakestats.publish.paimon import PaimonPublisher
-from lakestats.publish.paimon.serialize import java_double, to_paimon_string
 from lakestats.publish.registry import publisher_for
 from lakestats.read import read_stats
 from lakestats.sketches.hashing import THETA_SEED

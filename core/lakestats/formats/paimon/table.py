@@ -13,6 +13,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from pyarrow import fs as pafs
 
@@ -42,6 +43,8 @@ from lakestats.model import (
     Commit,
     DataFile,
     DeletionVector,
+    PartitionAggregate,
+    SketchSettings,
     SnapshotInfo,
     TableSchema,
 )
@@ -386,6 +389,14 @@ class PaimonTable:
             for key, entry in self.live_entries(snapshot).items()
             if is_visible(entry, deletion_vectors=dv)
         ]
+
+    def format_terms(
+        self, snapshot_id: int, table: PartitionAggregate, settings: SketchSettings
+    ) -> dict[str, Any]:
+        """``mergedRecordCount`` and the statistics file's colStats (``statistics``)."""
+        from lakestats.formats.paimon.statistics import paimon_terms  # noqa: PLC0415 - cycle
+
+        return paimon_terms(self, snapshot_id, table, settings)
 
     def live_files(self, snapshot_id: int) -> Sequence[DataFile]:
         if snapshot_id not in self._ids:

@@ -1,8 +1,8 @@
 """Publishing stats where Paimon engines read them: the table's statistics file.
 
 * ``publisher.py``: ``PaimonPublisher`` and ``open_publisher`` (the registry's factory);
-* ``statistics.py``: the statistics file's JSON (``Statistics``/``ColStats``);
-* ``serialize.py``: bounds as Java Paimon's ``serializeToString`` writes them.
+* the statistics file's JSON and Java's value strings are Paimon's terms, kept with the
+  format (``formats/paimon/statistics.py``, ``serialize.py``): ``show`` uses them too.
 
 See docs/paimon.md.
 """

@@ -38,13 +38,11 @@ from lakestats.formats.paimon.commit import (
     table_root,
     write_new_file,
 )
-from lakestats.formats.paimon.merged import merged_record_count
 from lakestats.formats.paimon.metafiles import STATISTICS_DIR
 from lakestats.formats.paimon.snapshots import ANALYZE
+from lakestats.formats.paimon.statistics import paimon_terms
 from lakestats.formats.paimon.table import PaimonTable
 from lakestats.publish.base import Publisher, SnapshotStats, Unpublishable
-from lakestats.publish.native import column_doc
-from lakestats.publish.paimon.statistics import statistics_document
 from lakestats.tables import OpenedTable
 
 PUBLISHED_KEY = "paimon"
@@ -83,28 +81,7 @@ class PaimonPublisher:
         snapshot = table.snapshot(stats.snapshot_id)
         if snapshot.commit_kind == ANALYZE:
             return  # its data is its parent's, already published
-        schema = table.paimon_schema(snapshot.schema_id)
-        key_ndv = None
-        if len(schema.primary_keys) == 1:
-            key = schema.by_name()[schema.primary_keys[0]]
-            column = stats.table.columns.get(key.field_id)
-            doc = column_doc(
-                column,
-                key.field_id,
-                key.type.iceberg_type or "",
-                stats.table.record_count,
-                stats.settings,
-            )
-            ndv = doc.get("ndv")
-            key_ndv = round(ndv) if isinstance(ndv, int | float) else None
-        merged = merged_record_count(table, stats.snapshot_id, key_ndv)
-        document = statistics_document(
-            snapshot_id=stats.snapshot_id,
-            schema=schema,
-            table=stats.table,
-            settings=stats.settings,
-            merged_record_count=merged.value,
-        )
+        document = paimon_terms(table, stats.snapshot_id, stats.table, stats.settings)["statistics"]
         name = f"{STATS_PREFIX}{uuid.uuid4()}-0"
         directory = root / STATISTICS_DIR
         directory.mkdir(exist_ok=True)

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from lakestats.formats.paimon.merged import merged_record_count
+from lakestats.formats.paimon.serialize import to_paimon_string
+from lakestats.formats.paimon.table import PaimonTable
 from lakestats.formats.paimon.types import PaimonSchema
 from lakestats.model import ColumnAggregate, PartitionAggregate, SketchSettings
 from lakestats.publish.native import column_doc
-from lakestats.publish.paimon.serialize import to_paimon_string
 
 _LENGTH_ROOTS = frozenset({"CHAR", "VARCHAR", "STRING", "BINARY", "VARBINARY", "BYTES"})
 
@@ -78,3 +80,42 @@ def _bounds(paimon_field: Any, column: ColumnAggregate | None) -> dict[str, str]
     low = to_paimon_string(column.lower, paimon_field.type)
     high = to_paimon_string(column.upper, paimon_field.type)
     return {"min": low, "max": high} if low is not None and high is not None else {}
+
+
+def paimon_terms(
+    paimon: PaimonTable, snapshot_id: int, table: PartitionAggregate, settings: SketchSettings
+) -> dict[str, Any]:
+    """A snapshot's stats in Paimon's terms, for ``show --json`` (key ``"paimon"``) and the
+    statistics file: ``mergedRecordCount`` with how it is known, and the file's document."""
+    snapshot = paimon.snapshot(snapshot_id)
+    schema = paimon.paimon_schema(snapshot.schema_id)
+    merged = merged_record_count(paimon, snapshot_id, key_ndv(schema, table, settings))
+    document = statistics_document(
+        snapshot_id=snapshot_id,
+        schema=schema,
+        table=table,
+        settings=settings,
+        merged_record_count=merged.value,
+    )
+    shown = "unknown" if merged.value is None else str(merged.value)
+    return {
+        "merged_record_count": merged.value,
+        "merged_record_count_is": merged.how,
+        "merged_record_count_why": merged.why,
+        "statistics": document,
+        "summary": [f"mergedRecordCount {shown} ({merged.how}: {merged.why})"],
+    }
+
+
+def key_ndv(
+    schema: PaimonSchema, table: PartitionAggregate, settings: SketchSettings
+) -> int | None:
+    """The estimated distinct count of a one-column primary key over the live files."""
+    if len(schema.primary_keys) != 1:
+        return None
+    key = schema.by_name()[schema.primary_keys[0]]
+    column = table.columns.get(key.field_id)
+    if column is None:
+        return None
+    ndv = column_doc(column, key.field_id, column.type, table.record_count, settings).get("ndv")
+    return round(ndv) if isinstance(ndv, int | float) else None
