@@ -183,7 +183,9 @@ class PaimonTable:
                 snapshot_id=i,
                 timestamp_ms=self.snapshot(i).time_millis,
                 in_main_lineage=True,
-                is_ref_head=i == self.current_snapshot_id() or i in self.tagged_ids(),
+                # tags keep their own copy of the snapshot (``tag/``): like Paimon, expiry
+                # may remove a tagged snapshot's file; the files a tag needs stay
+                is_ref_head=i == self.current_snapshot_id(),
             )
             for i in self._ids
         )
