@@ -38,6 +38,7 @@ bench: install
 	$(BIN)/python tests/bench/run.py $(BENCH_ARGS)
 	$(BIN)/python tests/bench/latency.py
 	$(BIN)/python tests/bench/advise.py
+	$(BIN)/python tests/bench/paimon.py $(BENCH_PAIMON_ARGS)
 
 clean:
 	rm -rf $(VENV) .lakestats demo-warehouse demo-warehouse-paimon .pytest_cache .mypy_cache .ruff_cache
