@@ -340,3 +340,23 @@ class TestSerialisation:
 
 
 _ = (signal, time)
+
+
+class TestMergedRecordCount:
+    def test_a_one_column_key_is_estimated_from_its_theta_sketch(self, tmp_path: Path) -> None:
+        warehouse = PaimonWarehouse(tmp_path / "wh")
+        location = warehouse.create("k", [("id", "long"), ("v", "string")], primary_keys=["id"])
+        warehouse.write("k", {"id": [1, 2, 3], "v": ["a", "b", "c"]})
+        warehouse.write("k", {"id": [2, 3, 4], "v": ["B", "C", "d"]})  # updates 2, 3
+        doc = analyze_doc(config_for(location, tmp_path / "state"))
+        read = warehouse.table("k").new_read_builder()
+        merged_rows = read.new_read().to_arrow(read.new_scan().plan().splits()).num_rows
+        assert doc["record_count"] == 6  # every version of a key, as the files hold them
+        assert doc["paimon"]["merged_record_count"] == merged_rows == 4
+        assert doc["paimon"]["merged_record_count_is"] == "estimated"
+        assert "theta" in doc["paimon"]["merged_record_count_why"]
+
+
+def analyze_doc(config: Config) -> dict[str, Any]:
+    analyze(config)
+    return read_stats("t", config=config)
