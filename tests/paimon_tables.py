@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
+from datasketches import update_theta_sketch
 from pypaimon import CatalogFactory, Schema
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
@@ -28,7 +30,8 @@ from lakestats.formats.paimon.commit import (
     table_root,
     write_avro,
 )
-from lakestats.model import DataFile
+from lakestats.model import ColumnSketch, DataFile, TableSchema
+from lakestats.sketches.hashing import THETA_SEED
 
 _ARROW = {
     "boolean": pa.bool_(),
@@ -205,3 +208,35 @@ def _length(rows: Mapping[str, Sequence[Any]]) -> int:
 
 def day(n: int) -> dt.date:
     return dt.date(2024, 3, 1) + dt.timedelta(days=n)
+
+
+class NameSketcher:
+    """Theta sketches and string lengths for ``long``/``string`` columns, read by name."""
+
+    def __call__(
+        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int] = ()
+    ) -> Mapping[str, Mapping[int, ColumnSketch]]:
+        out: dict[str, dict[int, ColumnSketch]] = {}
+        for path in paths:
+            data = pq.ParquetFile(path).read()
+            sketches: dict[int, ColumnSketch] = {}
+            for column in schema.columns:
+                if column.type not in ("long", "string") or column.name not in data.column_names:
+                    continue
+                values = data.column(column.name).to_pylist()
+                sketch = update_theta_sketch(12, seed=THETA_SEED)
+                for value in values:
+                    if value is not None:
+                        sketch.update(value)
+                present = [v for v in values if v is not None]
+                strings = column.type == "string"
+                sketches[column.field_id] = ColumnSketch(
+                    theta=bytes(sketch.compact().serialize()),
+                    null_count=len(values) - len(present),
+                    min=min(present) if present else None,
+                    max=max(present) if present else None,
+                    len_sum=sum(len(v) for v in present) if strings else None,
+                    len_max=max((len(v) for v in present), default=0) if strings else None,
+                )
+            out[path] = sketches
+        return out

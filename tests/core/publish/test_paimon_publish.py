@@ -15,14 +15,12 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
-from datasketches import update_theta_sketch
 
 from lakestats.analyze import analyze_table
 from lakestats.config import Config, SketchConfig, TableConfig
@@ -30,49 +28,16 @@ from lakestats.formats.paimon import PaimonTable, open_paimon_location
 from lakestats.formats.paimon.serialize import java_double, to_paimon_string
 from lakestats.formats.paimon.types import PaimonType, parse_schema
 from lakestats.merge import aggregate_files, merge_partitions, whole_table
-from lakestats.model import ColumnSketch, SketchSettings, TableSchema
+from lakestats.model import SketchSettings
 from lakestats.publish.base import SnapshotStats
 from lakestats.publish.paimon import PaimonPublisher
 from lakestats.publish.registry import publisher_for
 from lakestats.read import read_stats
-from lakestats.sketches.hashing import THETA_SEED
 from lakestats.tables import open_configured
-from paimon_tables import PaimonWarehouse
+from paimon_tables import NameSketcher, PaimonWarehouse
 
 COLUMNS = [("id", "long"), ("cat", "string"), ("price", "decimal(10, 2)"), ("day", "date")]
 REPO = Path(__file__).resolve().parents[3]
-
-
-class NameSketcher:
-    """Theta sketches and string lengths for ``long``/``string`` columns, read by name."""
-
-    def __call__(
-        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int] = ()
-    ) -> Mapping[str, Mapping[int, ColumnSketch]]:
-        out: dict[str, dict[int, ColumnSketch]] = {}
-        for path in paths:
-            data = pq.ParquetFile(path).read()
-            sketches: dict[int, ColumnSketch] = {}
-            for column in schema.columns:
-                if column.type not in ("long", "string") or column.name not in data.column_names:
-                    continue
-                values = data.column(column.name).to_pylist()
-                sketch = update_theta_sketch(12, seed=THETA_SEED)
-                for value in values:
-                    if value is not None:
-                        sketch.update(value)
-                present = [v for v in values if v is not None]
-                strings = column.type == "string"
-                sketches[column.field_id] = ColumnSketch(
-                    theta=bytes(sketch.compact().serialize()),
-                    null_count=len(values) - len(present),
-                    min=min(present) if present else None,
-                    max=max(present) if present else None,
-                    len_sum=sum(len(v) for v in present) if strings else None,
-                    len_max=max((len(v) for v in present), default=0) if strings else None,
-                )
-            out[path] = sketches
-        return out
 
 
 def rows(ids: Sequence[int]) -> dict[str, list[Any]]:
@@ -304,7 +269,7 @@ _WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from paimon_tables import PaimonWarehouse
+    from paimon_tables import NameSketcher, PaimonWarehouse
     warehouse = PaimonWarehouse(Path(sys.argv[1]))
     for i in range(1, int(sys.argv[2]) + 1):
         warehouse.write("t", {"id": [i], "cat": ["w"], "price": [None], "day": [None]})

@@ -93,9 +93,9 @@ class PaimonPublisher:
 
     def flush(self, published: Mapping[str, Any]) -> dict[str, Any]:
         staged, self._staged = self._staged, {}
-        if not staged:
-            return dict(published)
         table = self._table
+        if not staged:
+            return _without_expired(table, published)
         root = table_root(table)
         newest = staged[max(staged)]
         for old in staged.values():
@@ -177,6 +177,19 @@ class PaimonPublisher:
         if "skipped" in record:
             return ["not in a Paimon statistics file: the table has newer data or stats"]
         return [f"superseded by the Paimon statistics of snapshot {record['superseded_by']}"]
+
+
+def _without_expired(table: PaimonTable, published: Mapping[str, Any]) -> dict[str, Any]:
+    """``published`` without the records of snapshots the table no longer has."""
+    records = _records(published)
+    if not records:
+        return dict(published)
+    table.refresh()
+    live = table.snapshot_ids()
+    kept = {k: v for k, v in records.items() if int(k) in live}
+    if len(kept) == len(records):
+        return dict(published)
+    return {**published, PUBLISHED_KEY: {"snapshots": kept}}
 
 
 def _records(published: Mapping[str, Any]) -> Mapping[str, Any]:
