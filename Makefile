@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
+# `make demo FORMAT=paimon`: the same with a Paimon table and its published statistics file
 demo: install
-	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/$(if $(filter paimon,$(FORMAT)),demo_paimon.py,demo.py)
 
 run: install
 	$(BIN)/lakestatsd --config $(or $(CONFIG),config/local.toml)
@@ -37,6 +38,7 @@ bench: install
 	$(BIN)/python tests/bench/run.py $(BENCH_ARGS)
 	$(BIN)/python tests/bench/latency.py
 	$(BIN)/python tests/bench/advise.py
+	$(BIN)/python tests/bench/paimon.py $(BENCH_PAIMON_ARGS)
 
 clean:
-	rm -rf $(VENV) .lakestats demo-warehouse .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .lakestats demo-warehouse demo-warehouse-paimon .pytest_cache .mypy_cache .ruff_cache

@@ -23,11 +23,19 @@ import structlog
 
 from lakestats.config import Config
 from lakestats.exceptions import ConcurrentUpdateError, LakestatsError, LineageError, StoreError
+from lakestats.formats.base import SupportsFormatTerms
 from lakestats.locations import LocationMap
 from lakestats.maintenance import expire_stats, stale_stats
 from lakestats.merge import merge_partitions, whole_table
 from lakestats.model import Commit, PartitionAggregate, SketchSettings, StateVersion
-from lakestats.plan import BatchPlan, BatchSizer, CommitPlan, Sketches, plan_commit
+from lakestats.plan import (
+    BatchPlan,
+    BatchSizer,
+    BatchSketches,
+    CommitPlan,
+    Sketches,
+    plan_commit,
+)
 from lakestats.publish.base import Publisher, SnapshotStats
 from lakestats.publish.native import commit_doc, stats_doc
 from lakestats.publish.registry import publisher_for
@@ -86,6 +94,9 @@ class CommitReport:
     batch_commits: int = 1  # commits sketched by the same Spark job
     batch_sketch_s: float = 0.0  # that whole job
     spark_start_s: float = 0.0  # starting Spark before the job (first commit of a batch only)
+    # data files re-read with their row-level deletes applied, and the rows they hold
+    deletes_reread_files: int = 0
+    deletes_reread_rows: int = 0
 
     def log_fields(self) -> dict[str, Any]:
         """The ``commit_processed`` log event's fields (CLI JSON lines and the daemon)."""
@@ -104,6 +115,8 @@ class CommitReport:
             "batch_commits": self.batch_commits,
             "batch_sketch_s": round(self.batch_sketch_s, 4),
             "spark_start_s": round(self.spark_start_s, 4),
+            "deletes_reread_files": self.deletes_reread_files,
+            "deletes_reread_rows": self.deletes_reread_rows,
         }
 
 
@@ -234,6 +247,14 @@ class _CommitPath:
             commit=commit_doc(plan.commit, stored.added, stored.removed, plan.names, self.settings),
         )
         doc["computed_at_ms"] = int(time.time() * 1000)
+        fmt = self.opened.table
+        if isinstance(fmt, SupportsFormatTerms):
+            try:
+                doc[fmt.format_name] = fmt.format_terms(
+                    stats.snapshot_id, stats.table, self.settings
+                )
+            except LakestatsError as exc:  # e.g. expired meanwhile: the rest stands
+                _log.warning("format_terms_failed", table=self.opened.name, reason=str(exc))
         snapshot_id = stats.snapshot_id
         stats_path = self.store.write_stats(snapshot_id, doc)
         merged_path = self.store.write_aggregate(snapshot_id, stats.partitions)
@@ -280,6 +301,8 @@ class _CommitPath:
         self.stage(stats, state.published)
         times.append(time.perf_counter())
         phases = ("store", "merge", "commit", "publish")
+        live = sketches.live if isinstance(sketches, BatchSketches) else {}
+        reread = [f for f in commit.added_files if (commit.snapshot_id, f.path) in live]
         report = CommitReport(
             table=self.opened.name,
             snapshot_id=commit.snapshot_id,
@@ -288,7 +311,11 @@ class _CommitPath:
             added_files=len(commit.added_files),
             removed_files=len(commit.removed_files),
             added_records=sum(f.record_count for f in commit.added_files),
-            sketched_files=sum(1 for f in commit.added_files if f.path in sketches),
+            sketched_files=sum(
+                1
+                for f in commit.added_files
+                if (commit.snapshot_id, f.path) in live or f.path in sketches
+            ),
             timings={
                 "sketch": sketch_seconds,
                 **{p: times[i + 1] - times[i] for i, p in enumerate(phases)},
@@ -296,6 +323,8 @@ class _CommitPath:
             batch_commits=batch[0],
             batch_sketch_s=batch[1],
             spark_start_s=batch[2],
+            deletes_reread_files=len(reread),
+            deletes_reread_rows=sum(f.record_count for f in reread),
         )
         return committed, report
 

@@ -100,6 +100,14 @@ def sparkline(histogram: Sequence[dict[str, Any]], width: int = 24) -> str | Non
     return "".join(_SPARK_BARS[round(v / peak * (len(_SPARK_BARS) - 1))] for v in bins)
 
 
+def _format_terms(doc: dict[str, Any]) -> list[str]:
+    """Lines a format gives in its own terms (``formats/base.SupportsFormatTerms``)."""
+    terms = doc.get(str(doc.get("format")))
+    summary = terms.get("summary") if isinstance(terms, dict) else None
+    title = str(doc.get("format"))
+    return [f"{title:<9} {line}" for line in summary] if isinstance(summary, list) else []
+
+
 def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
     """``behind``: a note that the table has commits these stats do not reflect."""
     out = [
@@ -113,6 +121,7 @@ def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
             else ""
         ),
         f"files     {doc['file_count']}  bytes {doc['total_size_bytes']}",
+        *_format_terms(doc),
         "",
     ]
     rows = []

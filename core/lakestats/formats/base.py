@@ -11,9 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from lakestats.model import Commit, DataFile, SnapshotInfo, TableSchema
+from lakestats.model import (
+    Commit,
+    DataFile,
+    PartitionAggregate,
+    SketchSettings,
+    SnapshotInfo,
+    TableSchema,
+)
 
 
 @runtime_checkable
@@ -80,6 +87,20 @@ class SupportsSnapshotExpiry(Protocol):
 
         With no id, only checks that the table can commit (``ExpiryError`` otherwise).
         """
+        ...
+
+
+@runtime_checkable
+class SupportsFormatTerms(Protocol):
+    """A format whose engines name some stats their own way (Paimon: ``mergedRecordCount``,
+    ``colStats``): ``show --json`` carries them under the format's name."""
+
+    def format_terms(
+        self, snapshot_id: int, table: PartitionAggregate, settings: SketchSettings
+    ) -> dict[str, Any]:
+        """The snapshot's stats in the format's terms (JSON-ready), from the merged table.
+
+        A ``"summary"`` list of strings, if present, is printed by ``show``."""
         ...
 
 

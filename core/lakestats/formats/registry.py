@@ -192,6 +192,21 @@ def _has_file_ending(location: TableLocation, directory: str, suffix: str) -> bo
     )
 
 
+def _is_paimon(location: TableLocation) -> bool:
+    """``schema/schema-N`` files: a new Paimon table has no ``snapshot/`` yet."""
+    selector = pafs.FileSelector(location.fs_path("schema"), allow_not_found=True)
+    try:
+        infos = location.filesystem.get_file_info(selector)
+    except OSError:
+        return False
+    return any(
+        info.type == pafs.FileType.File
+        and info.base_name.startswith("schema-")
+        and info.base_name[len("schema-") :].isdigit()
+        for info in infos
+    )
+
+
 def _has_directories(*names: str) -> Callable[[TableLocation], bool]:
     def detect(location: TableLocation) -> bool:
         return all(location.file_type(name) == pafs.FileType.Directory for name in names)
@@ -225,8 +240,11 @@ ENTRIES = (
     FormatEntry(
         name="paimon",
         title="Paimon",
-        layout="snapshot/ + schema/",
-        detect=_has_directories("snapshot", "schema"),
+        layout="schema/schema-N",
+        detect=_is_paimon,
+        module="lakestats.formats.paimon",
+        # writers rename snapshot-N into place, then write the LATEST hint (Java, pypaimon)
+        watch=WatchSpec(directories=("snapshot",), markers=("LATEST",)),
         extra="paimon",
     ),
 )

@@ -32,6 +32,7 @@ from lakestats.locations import local_path
 from lakestats.model import Commit, DataFile, FileContent
 from lakestats.testing import IcebergWarehouse
 from lakestats.values import parse_type
+from paimon_tables import PaimonWarehouse
 
 Rows = Mapping[str, Sequence[Any]]
 
@@ -201,7 +202,59 @@ class MemoryDriver:
         return name
 
 
+class PaimonDriver:
+    """Real pypaimon 2.1 commits (``metadata.stats-mode=full``), opened by location.
+
+    pypaimon deletes no files by predicate and expires nothing: deletes are lakestats'
+    own file-level commits (``tests/paimon_tables.py``) and expiry is the adapter's.
+    """
+
+    format_name = "paimon"
+    can_commit = True
+
+    def __init__(self, root: Path) -> None:
+        self.warehouse = PaimonWarehouse(root)
+        self.name = "t"
+
+    def create(self, columns: Sequence[tuple[str, str]]) -> None:
+        self.location = self.warehouse.create(self.name, columns)
+
+    def open(self) -> TableFormat:
+        return open_table(str(self.location))
+
+    def append(self, rows: Rows) -> int:
+        return self.warehouse.write(self.name, rows)
+
+    def delete_where_id_below(self, limit: int) -> int:
+        id_field = field_id(self.open(), "id")
+        return self.warehouse.delete_files(self.name, lambda f: f.columns[id_field].upper < limit)
+
+    def add_column(self, name: str, type_str: str) -> None:
+        self.warehouse.add_column(self.name, name, type_str)
+
+    def rename_column(self, old: str, new: str) -> None:
+        self.warehouse.rename_column(self.name, old, new)
+
+    def drop_column(self, name: str) -> None:
+        self.warehouse.drop_column(self.name, name)
+
+    def expire(self, snapshot_ids: Iterable[int]) -> None:
+        opened = self.open()
+        assert isinstance(opened, SupportsSnapshotExpiry)
+        opened.expire_snapshots(list(snapshot_ids))
+
+    def rollback(self, snapshot_id: int) -> None:
+        self.warehouse.rollback(self.name, snapshot_id)
+
+    def corrupt(self) -> str:
+        snapshot = self.location / "snapshot" / f"snapshot-{self.warehouse.current(self.name)}"
+        text = snapshot.read_bytes()
+        snapshot.write_bytes(text[: len(text) // 2])
+        return snapshot.name
+
+
 DRIVERS: dict[str, Callable[[Path], TableDriver]] = {
+    "paimon": PaimonDriver,
     "iceberg-location": lambda root: IcebergDriver(root, by_catalog=False),
     "iceberg-catalog": lambda root: IcebergDriver(root, by_catalog=True),
     "memory": lambda root: MemoryDriver(),

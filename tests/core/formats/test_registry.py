@@ -28,7 +28,7 @@ from lakestats.testing import IcebergWarehouse
 
 NOT_A_TABLE = (
     "is not a table: found no metadata/*.metadata.json (Iceberg), _delta_log/ (Delta) "
-    "or snapshot/ + schema/ (Paimon)"
+    "or schema/schema-N (Paimon)"
 )
 
 
@@ -171,14 +171,14 @@ class TestDetection:
         with pytest.raises(TableNotFoundError, match="Delta support is not built yet"):
             open_table(str(tmp_path))
 
-    def test_paimon_layout_is_recognised_but_not_built(self, tmp_path: Path) -> None:
+    def test_paimon_schema_files_are_a_paimon_table(self, tmp_path: Path) -> None:
+        # Paimon is built (issue 12): a table is its schema/schema-N files, snapshots or not
         (tmp_path / "snapshot").mkdir()
         (tmp_path / "schema").mkdir()
-        with pytest.raises(
-            TableNotFoundError,
-            match="looks like a Paimon table; Paimon support is not built yet",
-        ):
+        with pytest.raises(TableNotFoundError, match=r"found no .*schema/schema-N \(Paimon\)"):
             detect_format(str(tmp_path))
+        (tmp_path / "schema" / "schema-0").write_text("{}")
+        assert detect_format(str(tmp_path)) == "paimon"
 
     def test_half_a_paimon_layout_is_no_table(self, tmp_path: Path) -> None:
         (tmp_path / "snapshot").mkdir()
@@ -242,9 +242,12 @@ class TestWatchSpecs:
         )
 
     def test_formats_not_built_or_unknown_have_no_watch_spec(self) -> None:
-        for name in ("delta", "paimon", "nope"):
+        for name in ("delta", "nope"):  # Paimon is built (issue 12): see the next test
             with pytest.raises(KeyError):
                 watch_spec(name)
+
+    def test_paimon_watches_its_snapshot_directory(self) -> None:
+        assert watch_spec("paimon") == WatchSpec(directories=("snapshot",), markers=("LATEST",))
 
     def test_every_built_entry_has_a_watch_spec_and_an_extra(self) -> None:
         for entry in ENTRIES:

@@ -122,7 +122,9 @@ def sketched(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[int, 
     for i, (type_str, arrow_type, values) in enumerate(ALL_CASES, start=1):
         meta = {b"PARQUET:field_id": str(i).encode()}
         fields.append(pa.field(f"c{i}", arrow_type, metadata=meta))
-        arrays.append(pa.array(values + [None] * (rows - len(values)), type=arrow_type))
+        # UUIDs as their 16 bytes: pyarrow < 20 (pypaimon's cap) takes no UUID objects
+        arrow_values = [v.bytes if isinstance(v, uuid.UUID) else v for v in values]
+        arrays.append(pa.array(arrow_values + [None] * (rows - len(values)), type=arrow_type))
         columns.append(Column(i, f"c{i}", type_str))
     path = str(tmp_path_factory.mktemp("hashing") / "all_types.parquet")
     pq.write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), path)

@@ -1,0 +1,138 @@
+"""Paimon snapshot expiry, for tables lakestats expires itself (pypaimon has none).
+
+Paimon expires a prefix of its history: snapshots ``[earliest, end)``. A file goes with the
+expired snapshots when no retained snapshot and no tag references it any more: data files,
+manifests, manifest lists, index manifests and index files (deletion vectors), and the
+statistics files snapshots name in ``statistics`` (``FileDeletionBase``: a stats file
+survives iff a retained snapshot or a tag names it). Then ``EARLIEST`` = ``end``.
+
+Unlike Java Paimon (which deletes data files first), the snapshot files are deleted first:
+a crash in between leaves unreferenced files (harmless, found by orphan cleanup) rather
+than a snapshot naming deleted files. Which snapshots to expire is planned by
+``lakestats.expiry`` (or ``retention`` below, Paimon's own ``snapshot.num-retained.*`` /
+``snapshot.time-retained`` rules).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
+from pathlib import Path
+
+from lakestats.exceptions import ExpiryError
+from lakestats.formats.paimon.metafiles import (
+    INDEX_DIR,
+    MANIFEST_DIR,
+    SNAPSHOT_DIR,
+    SNAPSHOT_PREFIX,
+    STATISTICS_DIR,
+)
+from lakestats.formats.paimon.snapshots import PaimonSnapshot
+from lakestats.formats.paimon.table import PaimonTable
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "min": 60, "m": 60, "h": 3600, "d": 86400}
+
+
+def referenced_files(table: PaimonTable, snapshot: PaimonSnapshot) -> set[Path]:
+    """Every file (relative to the table) a snapshot needs."""
+    files = table.files
+    names: set[Path] = set()
+    for manifest_list in (snapshot.base_manifest_list, snapshot.delta_manifest_list):
+        names.add(Path(MANIFEST_DIR, manifest_list))
+        for record in files.manifest_records(manifest_list):
+            names.add(Path(MANIFEST_DIR, str(record["_FILE_NAME"])))
+    for entry in table.live_entries(snapshot).values():
+        if not entry.external_path:
+            data = table.data_file(entry)
+            root = table.table_location.root.rstrip("/") + "/"
+            names.add(Path(data.path.removeprefix(root)))
+    if snapshot.index_manifest:
+        names.add(Path(MANIFEST_DIR, snapshot.index_manifest))
+        for record in files.manifest_records(snapshot.index_manifest):
+            if int(record.get("_KIND") or 0) == 0:
+                names.add(Path(INDEX_DIR, str(record["_FILE_NAME"])))
+    if snapshot.statistics:
+        names.add(Path(STATISTICS_DIR, snapshot.statistics))
+    return names
+
+
+def expire(table: PaimonTable, snapshot_ids: Iterable[int]) -> list[int]:
+    """Expire the oldest snapshots among ``snapshot_ids`` (a prefix of history); which."""
+    root = table.table_location.local_root
+    if root is None:
+        raise ExpiryError(f"{table.location}: snapshot expiry runs on local tables only")
+    table.refresh()
+    ids = sorted(table.snapshot_ids())
+    wanted = set(snapshot_ids)
+    if not ids or not wanted:
+        return []
+    current = ids[-1]
+    if current in wanted:
+        raise ExpiryError(f"{table.location}: the current snapshot {current} cannot be expired")
+    doomed: list[int] = []
+    for snapshot_id in ids:
+        if snapshot_id not in wanted:
+            break
+        doomed.append(snapshot_id)
+    if not doomed:
+        return []
+    keep = [i for i in ids if i not in doomed]
+    tagged = table.tagged_ids()
+    needed: set[Path] = set()
+    for snapshot_id in keep:
+        needed |= referenced_files(table, table.snapshot(snapshot_id))
+    for snapshot_id in tagged & set(doomed):
+        needed |= referenced_files(table, table.snapshot(snapshot_id))
+    candidates: set[Path] = set()
+    for snapshot_id in doomed:
+        candidates |= referenced_files(table, table.snapshot(snapshot_id))
+    for snapshot_id in doomed:  # snapshot files first: never a snapshot naming lost files
+        with suppress(FileNotFoundError):
+            (root / SNAPSHOT_DIR / f"{SNAPSHOT_PREFIX}{snapshot_id}").unlink()
+    earliest = root / SNAPSHOT_DIR / "EARLIEST"
+    temp = earliest.with_name(f".EARLIEST.{os.getpid()}.tmp")
+    temp.write_text(str(keep[0]))
+    temp.replace(earliest)
+    for relative in sorted(candidates - needed):
+        with suppress(FileNotFoundError):
+            (root / relative).unlink()
+    return doomed
+
+
+def duration_seconds(text: str) -> float:
+    """A Paimon duration option (``1 h``, ``30 min``, ``10s``, ``500 ms``) in seconds."""
+    cleaned = text.strip().lower().replace(" ", "")
+    for unit in sorted(_DURATION_UNITS, key=len, reverse=True):
+        if cleaned.endswith(unit) and cleaned[: -len(unit)].replace(".", "", 1).isdigit():
+            return float(cleaned[: -len(unit)]) * _DURATION_UNITS[unit]
+    return float(cleaned) / 1000  # a bare number is milliseconds
+
+
+def retention(
+    snapshots: Sequence[tuple[int, int]], options: Mapping[str, str], now_ms: int
+) -> list[int]:
+    """Snapshot ids Paimon's own rules expire: ``(id, timeMillis)`` oldest first.
+
+    ``ExpireSnapshotsImpl``: keep at least ``snapshot.num-retained.min`` (10) and at most
+    ``snapshot.num-retained.max``; between those, expire up to the first snapshot younger
+    than ``snapshot.time-retained`` (1 h); at most ``snapshot.expire.limit`` (50) at once.
+    """
+    if not snapshots:
+        return []
+    retain_min = int(options.get("snapshot.num-retained.min", "10"))
+    retain_max = int(options.get("snapshot.num-retained.max", str(2**31 - 1)))
+    time_retained_ms = duration_seconds(options.get("snapshot.time-retained", "1 h")) * 1000
+    limit = int(options.get("snapshot.expire.limit", "50"))
+    ids = [s for s, _ in snapshots]
+    times = dict(snapshots)
+    earliest, latest = ids[0], ids[-1]
+    low = max(latest - retain_max + 1, earliest)
+    high = min(latest - retain_min + 1, earliest + limit)
+    expired = [i for i in ids if i < low]
+    for snapshot_id in range(low, high):
+        stamp = times.get(snapshot_id)
+        if stamp is not None and stamp >= now_ms - time_retained_ms:
+            break
+        expired.append(snapshot_id)
+    return [i for i in expired if i in times][:limit]

@@ -1,0 +1,408 @@
+"""``PaimonTable``: a Paimon table directory opened behind the ``TableFormat`` Protocol.
+
+Reads metadata only (snapshots, schemas, manifests, deletion-vector index files), never
+data files. Paimon's history is linear: snapshot N's parent is N - 1, and ids are listed
+from ``snapshot/`` (``LATEST``/``EARLIEST`` are only hints). A rollback deletes the later
+snapshot files, so an id above the current one is no ancestor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from pyarrow import fs as pafs
+
+from lakestats.exceptions import ExpiryError, LineageError, MetadataError, SnapshotNotFoundError
+from lakestats.formats.paimon.changes import (
+    FileKey,
+    delta_changes,
+    is_visible,
+    merge_entries,
+)
+from lakestats.formats.paimon.deletion_vectors import VectorRange, read_vector, vector_ranges
+from lakestats.formats.paimon.entries import EntryConverter, ManifestEntry, parse_entry
+from lakestats.formats.paimon.metafiles import (
+    INDEX_DIR,
+    MANIFEST_DIR,
+    SCHEMA_DIR,
+    SCHEMA_PREFIX,
+    SNAPSHOT_DIR,
+    SNAPSHOT_PREFIX,
+    MetaFiles,
+)
+from lakestats.formats.paimon.snapshots import PaimonSnapshot, operation, parse_snapshot
+from lakestats.formats.paimon.types import PaimonSchema, parse_schema
+from lakestats.locations import TableLocation
+from lakestats.model import (
+    BASELINE_OPERATION,
+    Commit,
+    DataFile,
+    DeletionVector,
+    PartitionAggregate,
+    SketchSettings,
+    SnapshotInfo,
+    TableSchema,
+)
+
+FORMAT_NAME = "paimon"
+_CACHE_SIZE = 512
+
+
+class PaimonTable:
+    """A Paimon table opened by location (``TableFormat``, ``SupportsSnapshotExpiry``)."""
+
+    def __init__(self, location: TableLocation, description: str | None = None) -> None:
+        self._location = location
+        self._description = description or location.uri
+        self.files = MetaFiles(location)
+        self._lock = threading.Lock()
+        self._schemas: dict[int, PaimonSchema] = {}
+        self._snapshots: dict[int, PaimonSnapshot] = {}
+        self._manifests: OrderedDict[str, tuple[ManifestEntry, ...]] = OrderedDict()
+        self._index_files: OrderedDict[str, bytes] = OrderedDict()
+        self._dirs: dict[str, bool] = {}
+        self._found: dict[str, str] | None = None
+        self._ids: tuple[int, ...] = ()
+        self.refresh()
+        self._table_id = self._identity()
+        self._converter = EntryConverter(self.paimon_schema, self._locate, self._options())
+
+    # --- identity -------------------------------------------------------------------------
+
+    @property
+    def format_name(self) -> str:
+        return FORMAT_NAME
+
+    @property
+    def table_id(self) -> str:
+        return self._table_id
+
+    @property
+    def location(self) -> str:
+        return self._location.uri
+
+    @property
+    def table_location(self) -> TableLocation:
+        return self._location
+
+    def __repr__(self) -> str:
+        return f"PaimonTable({self._description!r})"
+
+    def _identity(self) -> str:
+        """Paimon keeps no table uuid: the first schema file's bytes name the table.
+
+        They never change for the table's life, and a table dropped and created again at
+        the same place gets a new first schema (its ``timeMillis`` at least).
+        """
+        schema_ids = self.files.numbered(SCHEMA_DIR, SCHEMA_PREFIX)
+        if not schema_ids:
+            raise MetadataError(f"table {self._description} has no schema/schema-N file")
+        digest = hashlib.sha256(self.files.read_bytes(SCHEMA_DIR, f"schema-{schema_ids[0]}"))
+        return f"paimon-{digest.hexdigest()[:32]}"
+
+    # --- snapshots and schemas ------------------------------------------------------------
+
+    def refresh(self) -> None:
+        ids = tuple(self.files.numbered(SNAPSHOT_DIR, SNAPSHOT_PREFIX))
+        with self._lock:
+            if ids != self._ids:
+                # a rollback deletes snapshot files and ids are reused: forget what we read
+                self._snapshots = {i: s for i, s in self._snapshots.items() if i in ids}
+                self._ids = ids
+
+    def current_snapshot_id(self) -> int | None:
+        return self._ids[-1] if self._ids else None
+
+    def snapshot_ids(self) -> frozenset[int]:
+        return frozenset(self._ids)
+
+    def snapshot(self, snapshot_id: int) -> PaimonSnapshot:
+        cached = self._snapshots.get(snapshot_id)
+        if cached is not None:
+            return cached
+        if snapshot_id not in self._ids:
+            raise SnapshotNotFoundError(
+                f"snapshot {snapshot_id} is not in table {self._description}"
+            )
+        where = self.files.path(SNAPSHOT_DIR, f"{SNAPSHOT_PREFIX}{snapshot_id}")
+        parsed = parse_snapshot(self.files.snapshot(snapshot_id), where)
+        self._snapshots[snapshot_id] = parsed
+        return parsed
+
+    def paimon_schema(self, schema_id: int | None = None) -> PaimonSchema:
+        if schema_id is None:
+            schema_ids = self.files.numbered(SCHEMA_DIR, SCHEMA_PREFIX)
+            current = self.current_snapshot_id()
+            schema_id = (
+                self.snapshot(current).schema_id
+                if current is not None
+                else (schema_ids[-1] if schema_ids else 0)
+            )
+            # a schema change with no commit after it is still the current schema
+            schema_id = max([schema_id, *schema_ids])
+        cached = self._schemas.get(schema_id)
+        if cached is not None:
+            return cached
+        if not self.files.exists(SCHEMA_DIR, f"{SCHEMA_PREFIX}{schema_id}"):
+            raise MetadataError(f"table {self._description} has no schema with id {schema_id}")
+        where = self.files.path(SCHEMA_DIR, f"{SCHEMA_PREFIX}{schema_id}")
+        try:
+            parsed = parse_schema(self.files.schema(schema_id))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MetadataError(f"{where}: not a Paimon schema ({exc!r})") from exc
+        self._schemas[schema_id] = parsed
+        return parsed
+
+    def schema(self, schema_id: int | None = None) -> TableSchema:
+        return self.paimon_schema(schema_id).table_schema
+
+    def _options(self) -> dict[str, str]:
+        try:
+            return dict(self.paimon_schema().options)
+        except MetadataError:
+            return {}
+
+    @property
+    def deletion_vectors(self) -> bool:
+        schema = self.paimon_schema()
+        enabled = schema.options.get("deletion-vectors.enabled", "false").lower() == "true"
+        return enabled and bool(schema.primary_keys)
+
+    @property
+    def primary_keys(self) -> tuple[str, ...]:
+        return self.paimon_schema().primary_keys
+
+    def snapshot_infos(self) -> tuple[SnapshotInfo, ...]:
+        return tuple(
+            SnapshotInfo(
+                snapshot_id=i,
+                timestamp_ms=self.snapshot(i).time_millis,
+                in_main_lineage=True,
+                # tags keep their own copy of the snapshot (``tag/``): like Paimon, expiry
+                # may remove a tagged snapshot's file; the files a tag needs stay
+                is_ref_head=i == self.current_snapshot_id(),
+            )
+            for i in self._ids
+        )
+
+    def tagged_ids(self) -> frozenset[int]:
+        """Snapshots that tags (``tag/tag-<name>``, snapshot JSON) keep."""
+        selector = pafs.FileSelector(self.files.path("tag"), allow_not_found=True)
+        tagged = set()
+        try:
+            infos = self._location.filesystem.get_file_info(selector)
+        except OSError:
+            return frozenset()
+        for info in infos:
+            if info.type == pafs.FileType.File and info.base_name.startswith("tag-"):
+                document = self.files.read_json("tag", info.base_name)
+                if "id" in document:
+                    tagged.add(int(document["id"]))
+        return frozenset(tagged)
+
+    def expire_snapshots(self, snapshot_ids: Sequence[int]) -> None:
+        """Expire snapshots as Paimon does (``lakestats.formats.paimon.expire``)."""
+        from lakestats.formats.paimon.expire import expire  # noqa: PLC0415 - a rare path
+
+        if self._location.local_root is None:
+            raise ExpiryError(
+                f"table {self._description}: snapshot expiry runs on local tables only"
+            )
+        expire(self, snapshot_ids)
+        self.refresh()
+
+    # --- manifests ------------------------------------------------------------------------
+
+    def manifest_entries(self, manifest_list: str) -> list[ManifestEntry]:
+        entries: list[ManifestEntry] = []
+        for record in self.files.manifest_records(manifest_list):
+            name = str(record.get("_FILE_NAME"))
+            entries.extend(self._manifest(name))
+        return entries
+
+    def _manifest(self, name: str) -> tuple[ManifestEntry, ...]:
+        with self._lock:
+            cached = self._manifests.get(name)
+            if cached is not None:
+                self._manifests.move_to_end(name)
+                return cached
+        where = self.files.path(MANIFEST_DIR, name)
+        entries = tuple(parse_entry(r, where) for r in self.files.manifest_records(name))
+        with self._lock:
+            self._manifests[name] = entries
+            while len(self._manifests) > _CACHE_SIZE:
+                self._manifests.popitem(last=False)
+        return entries
+
+    def live_entries(self, snapshot: PaimonSnapshot) -> dict[FileKey, ManifestEntry]:
+        base = self.manifest_entries(snapshot.base_manifest_list)
+        delta = self.manifest_entries(snapshot.delta_manifest_list)
+        return merge_entries([*base, *delta])
+
+    def vectors(self, snapshot: PaimonSnapshot) -> dict[FileKey, VectorRange]:
+        if not snapshot.index_manifest:
+            return {}
+        name = snapshot.index_manifest
+        return vector_ranges(self.files.manifest_records(name), self.files.path(MANIFEST_DIR, name))
+
+    def _index_file(self, name: str) -> bytes:
+        cached = self._index_files.get(name)
+        if cached is None:
+            cached = self.files.read_bytes(INDEX_DIR, name)
+            self._index_files[name] = cached
+            while len(self._index_files) > _CACHE_SIZE:
+                self._index_files.popitem(last=False)
+        return cached
+
+    def deletion_vector(self, vector: VectorRange) -> DeletionVector:
+        return read_vector(self._index_file, vector)
+
+    def data_file(self, entry: ManifestEntry, vector: VectorRange | None = None) -> DataFile:
+        converted = self._converter.data_file(entry)
+        if vector is None:
+            return converted
+        return replace(converted, deletes=(self.deletion_vector(vector),))
+
+    def _locate(self, relative: str, file_name: str) -> str:
+        directory = relative.rsplit("/", 1)[0]
+        known = self._dirs.get(directory)
+        if known is None:
+            known = self._location.is_dir(*directory.split("/"))
+            self._dirs[directory] = known
+        if known:
+            return self._location.join(relative)
+        # Partition directory names depend on writer options (legacy names, escaping):
+        # where ours differs, find the file by its unique name.
+        found = self._found_files().get(file_name)
+        return self._location.join(found) if found else self._location.join(relative)
+
+    def _found_files(self) -> dict[str, str]:
+        if self._found is None:
+            selector = pafs.FileSelector(self._location.root, recursive=True)
+            prefix = self._location.root.rstrip("/") + "/"
+            self._found = {
+                info.base_name: info.path.removeprefix(prefix)
+                for info in self._location.filesystem.get_file_info(selector)
+                if info.type == pafs.FileType.File and "/bucket-" in info.path
+            }
+        return self._found
+
+    # --- commits and files ----------------------------------------------------------------
+
+    def commits_since(self, after_snapshot_id: int | None) -> Sequence[Commit]:
+        ids = self._ids
+        if not ids:
+            if after_snapshot_id is not None:
+                raise self._not_an_ancestor(after_snapshot_id)
+            return []
+        if after_snapshot_id is not None:
+            if after_snapshot_id not in ids:
+                raise self._not_an_ancestor(after_snapshot_id)
+            chain = [i for i in ids if i > after_snapshot_id]
+            history_cut = False
+        else:
+            chain = list(ids)
+            history_cut = ids[0] != 1
+        # a hole in the ids (a lost snapshot file): history before it is unknowable
+        for position in range(len(chain) - 1, 0, -1):
+            if chain[position] != chain[position - 1] + 1:
+                if after_snapshot_id is not None:
+                    raise LineageError(
+                        f"table {self._description}: snapshot {chain[position] - 1} is missing; "
+                        f"starting over from a baseline at snapshot {chain[position]}"
+                    )
+                chain, history_cut = chain[position:], True
+                break
+        if after_snapshot_id is not None and chain and chain[0] != after_snapshot_id + 1:
+            raise self._not_an_ancestor(after_snapshot_id)
+        commits = []
+        for position, snapshot_id in enumerate(chain):
+            if position == 0 and history_cut:
+                commits.append(self._baseline(self.snapshot(snapshot_id)))
+            else:
+                commits.append(self._commit(self.snapshot(snapshot_id)))
+        return commits
+
+    def _not_an_ancestor(self, snapshot_id: int) -> LineageError:
+        return LineageError(
+            f"snapshot {snapshot_id} is not an ancestor of the current snapshot "
+            f"{self.current_snapshot_id()} of table {self._description} "
+            "(rolled back or expired)"
+        )
+
+    def _baseline(self, snapshot: PaimonSnapshot) -> Commit:
+        return Commit(
+            snapshot_id=snapshot.snapshot_id,
+            parent_id=snapshot.snapshot_id - 1 if snapshot.snapshot_id > 1 else None,
+            sequence_number=snapshot.snapshot_id,
+            timestamp_ms=snapshot.time_millis,
+            operation=BASELINE_OPERATION,
+            schema_id=snapshot.schema_id,
+            added_files=tuple(self._live_data_files(snapshot)),
+        )
+
+    def _commit(self, snapshot: PaimonSnapshot) -> Commit:
+        dv = self.deletion_vectors
+        changes = delta_changes(
+            self.manifest_entries(snapshot.delta_manifest_list), deletion_vectors=dv
+        )
+        vectors = self.vectors(snapshot)
+        parent_id = snapshot.snapshot_id - 1
+        before: dict[FileKey, VectorRange] = {}
+        if parent_id in self._ids and (vectors or self.snapshot(parent_id).index_manifest):
+            before = self.vectors(self.snapshot(parent_id))
+        added = [self.data_file(e, vectors.get(e.identifier)) for e in changes.added]
+        removed = [self.data_file(e, before.get(e.identifier)) for e in changes.removed]
+        touched = {e.identifier for e in (*changes.added, *changes.removed)}
+        changed = [
+            key
+            for key in set(vectors) | set(before)
+            if key not in touched and vectors.get(key) != before.get(key)
+        ]
+        if changed:
+            live = self.live_entries(snapshot)
+            for key in sorted(changed):
+                entry = live.get(key)
+                if entry is None or not is_visible(entry, deletion_vectors=dv):
+                    continue
+                removed.append(self.data_file(entry, before.get(key)))
+                added.append(self.data_file(entry, vectors.get(key)))
+        return Commit(
+            snapshot_id=snapshot.snapshot_id,
+            parent_id=parent_id if parent_id >= 1 else None,
+            sequence_number=snapshot.snapshot_id,
+            timestamp_ms=snapshot.time_millis,
+            operation=operation(snapshot.commit_kind, len(added), len(removed)),
+            schema_id=snapshot.schema_id,
+            added_files=tuple(added),
+            removed_files=tuple(removed),
+        )
+
+    def _live_data_files(self, snapshot: PaimonSnapshot) -> list[DataFile]:
+        dv = self.deletion_vectors
+        vectors = self.vectors(snapshot)
+        return [
+            self.data_file(entry, vectors.get(key))
+            for key, entry in self.live_entries(snapshot).items()
+            if is_visible(entry, deletion_vectors=dv)
+        ]
+
+    def format_terms(
+        self, snapshot_id: int, table: PartitionAggregate, settings: SketchSettings
+    ) -> dict[str, Any]:
+        """``mergedRecordCount`` and the statistics file's colStats (``statistics``)."""
+        from lakestats.formats.paimon.statistics import paimon_terms  # noqa: PLC0415 - cycle
+
+        return paimon_terms(self, snapshot_id, table, settings)
+
+    def live_files(self, snapshot_id: int) -> Sequence[DataFile]:
+        if snapshot_id not in self._ids:
+            raise SnapshotNotFoundError(
+                f"snapshot {snapshot_id} is not in table {self._description}"
+            )
+        return self._live_data_files(self.snapshot(snapshot_id))

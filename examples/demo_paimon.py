@@ -1,0 +1,191 @@
+"""``make demo FORMAT=paimon``: lakestatsd keeping a live Paimon table's stats fresh, and
+publishing them as Paimon's own statistics file.
+
+An example script, not part of the library: it writes the table with pypaimon (a
+filesystem catalog under ``<repository>/demo-warehouse-paimon``, replaced on every run),
+starts ``lakestatsd --config <repository>/config/local-paimon.toml`` in the background,
+then writes commits (appends, a partition overwrite) and after each shows the stats the
+daemon serves and the statistics file it published (an ``ANALYZE`` snapshot naming
+``statistics/stat-<uuid>-0``, as Spark's ``ANALYZE TABLE`` would commit); finally stops
+the daemon with SIGTERM.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pypaimon import CatalogFactory, Schema
+
+from lakestats.config import load_config
+from lakestats.render import render_stats
+
+CONFIG_PATH = Path(__file__).resolve().parents[1] / "config" / "local-paimon.toml"
+SCHEMA = pa.schema(
+    [
+        ("order_id", pa.int64()),
+        ("region", pa.string()),
+        ("customer", pa.string()),
+        ("amount", pa.float64()),
+        ("order_date", pa.date32()),
+    ]
+)
+REGIONS = ["emea", "amer", "apac"]
+
+
+def _batch(rng: random.Random, start: int, rows: int, region: str | None = None) -> pa.Table:
+    day0 = dt.date(2026, 1, 1)
+    return pa.table(
+        {
+            "order_id": range(start, start + rows),
+            "region": [region or rng.choice(REGIONS) for _ in range(rows)],
+            "customer": [
+                None if rng.random() < 0.05 else f"customer-{rng.randint(1, 400):04d}"
+                for _ in range(rows)
+            ],
+            "amount": [round(rng.lognormvariate(3, 1), 2) for _ in range(rows)],
+            "order_date": [day0 + dt.timedelta(days=rng.randint(0, 89)) for _ in range(rows)],
+        },
+        schema=SCHEMA,
+    )
+
+
+def _write(table: Any, data: pa.Table, *, overwrite: dict[str, str] | None = None) -> None:
+    builder = table.new_batch_write_builder()
+    if overwrite is not None:
+        builder = builder.overwrite(overwrite)
+    write = builder.new_write()
+    write.write_arrow(data)
+    commit = builder.new_commit()
+    commit.commit(write.prepare_commit())
+    write.close()
+    commit.close()
+
+
+def build_warehouse(root: Path) -> Any:
+    """A fresh Paimon table ``shop.orders`` partitioned by region, with a first commit."""
+    if root.exists():
+        shutil.rmtree(root)
+    catalog = CatalogFactory.create({"warehouse": str(root / "warehouse")})
+    catalog.create_database("shop", True)
+    options = {"metadata.stats-mode": "full"}
+    schema = Schema.from_pyarrow_schema(SCHEMA, partition_keys=["region"], options=options)
+    catalog.create_table("shop.orders", schema, False)
+    table = catalog.get_table("shop.orders")
+    _write(table, _batch(random.Random(0), 0, 5000))  # noqa: S311 - demo data
+    return table
+
+
+def _get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - loopback URL
+        return json.loads(response.read())
+
+
+def _wait(predicate: Callable[[], bool], timeout_s: float, daemon: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if daemon.poll() is not None:
+            raise SystemExit("demo: lakestatsd exited early; see its log")
+        try:
+            if predicate():
+                return
+        except (urllib.error.URLError, OSError, KeyError, ValueError):
+            pass
+        time.sleep(0.5)
+    raise SystemExit(f"demo: gave up after {timeout_s:.0f} s; see the lakestatsd log")
+
+
+def main() -> int:
+    config = load_config(CONFIG_PATH)
+    (table_config,) = config.table
+    assert table_config.location is not None
+    location = Path(table_config.location).resolve()
+    root = location.parents[2]  # <root>/warehouse/shop.db/orders
+    state = Path(config.state_dir)
+    print(f"demo: fresh Paimon warehouse in {root}", flush=True)
+    table = build_warehouse(root)
+    if state.exists():
+        shutil.rmtree(state)
+    log = root / "lakestatsd.log"
+    base = f"http://{config.http.host}:{config.http.port}"
+    print(f"demo: starting lakestatsd --config {CONFIG_PATH} (log: {log})", flush=True)
+    with log.open("wb") as log_file:
+        daemon = subprocess.Popen(  # noqa: S603 - our own console script
+            [sys.executable, "-m", "lakestatsd", "--config", str(CONFIG_PATH)],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait(lambda: bool(_get_json(f"{base}/readyz")), 180, daemon)
+            rng = random.Random(7)  # noqa: S311 - demo data
+            steps: list[tuple[str, Callable[[], None]]] = [
+                ("first commit", lambda: None),
+                ("append 5000 rows", lambda: _write(table, _batch(rng, 5000, 5000))),
+                ("append 5000 rows", lambda: _write(table, _batch(rng, 10000, 5000))),
+                (
+                    "overwrite region=apac",
+                    lambda: _write(
+                        table, _batch(rng, 20000, 100, "apac"), overwrite={"region": "apac"}
+                    ),
+                ),
+            ]
+            for label, step in steps:
+                step()
+                _show_step(label, location, base, daemon)
+            doc = _get_json(f"{base}/v1/tables/orders/stats")
+            print("\ndemo: final stats, as `lakestats show` prints them:\n", flush=True)
+            print(render_stats(doc), flush=True)
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            code = daemon.wait(timeout=60)
+    print(f"demo: lakestatsd stopped with exit code {code} after SIGTERM", flush=True)
+    return code
+
+
+def _show_step(label: str, location: Path, base: str, daemon: subprocess.Popen[bytes]) -> None:
+    data_ids = [
+        int(p.name.split("-")[1])
+        for p in (location / "snapshot").glob("snapshot-*")
+        if json.loads(p.read_text())["commitKind"] != "ANALYZE"
+    ]
+    wanted = max(data_ids)
+    started = time.monotonic()
+
+    def published() -> bool:
+        latest = int((location / "snapshot" / "LATEST").read_text())
+        snapshot = json.loads((location / "snapshot" / f"snapshot-{latest}").read_text())
+        name = snapshot.get("statistics")
+        if snapshot["commitKind"] != "ANALYZE" or not name:
+            return False
+        return bool(
+            json.loads((location / "statistics" / name).read_text())["snapshotId"] == wanted
+        )
+
+    _wait(published, 120, daemon)
+    latest = int((location / "snapshot" / "LATEST").read_text())
+    snapshot = json.loads((location / "snapshot" / f"snapshot-{latest}").read_text())
+    stats = json.loads((location / "statistics" / snapshot["statistics"]).read_text())
+    customer = stats["colStats"]["customer"]
+    print(
+        f"demo: {label:<22} data snapshot {wanted:>2} -> ANALYZE snapshot {latest:>2}: "
+        f"mergedRecordCount {stats['mergedRecordCount']:>6}, customer distinctCount "
+        f"{customer.get('distinctCount')}, published after {time.monotonic() - started:.1f}s",
+        flush=True,
+    )
+    del base
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""`analyze` + `show --json` over Paimon tables, end to end with the real Spark pipeline.
+
+The Java-written fixtures and pypaimon-written tables analyze to live counts and
+per-column stats equal to what pypaimon's reader (or, where it cannot read, the data files
+and the README operations) gives; NDV within the sketch's bound; incremental equals a
+from-scratch run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from lakestats.analyze import analyze_table
+from lakestats.config import Config, SketchConfig, TableConfig
+from lakestats.read import read_stats
+from lakestats.render import render_stats
+from lakestats.sketching import SparkSketcher
+from lakestats.tables import open_configured
+from lakestats.values import to_json
+from paimon_fixtures import fixture, needs_paimon_fixtures, read_rows
+from paimon_tables import NameSketcher, PaimonWarehouse
+
+pytestmark = [pytest.mark.spark, needs_paimon_fixtures]
+
+SKETCHED = (
+    "append_10",
+    "append_table_with_alter_table",
+    "append_with_multiple_ts_precision_and_timezone",
+    "pk_table_scan_and_read_dv",
+)
+# merge-on-read tables analyzed from metadata: pk_table_with_mor changed column types
+# (double -> int, boolean -> string) in a later schema, which Spark cannot read old files as
+METADATA_ONLY = ("pk_table_partial_update", "pk_table_with_mor")
+THETA_RSE = 1 / 64  # lg_k 12
+
+
+def config_for(name: str, location: Path | str, state: Path, **table: Any) -> Config:
+    return Config(
+        state_dir=str(state),
+        table=(TableConfig(name=name, location=str(location), **table),),
+        sketch=SketchConfig(),
+    )
+
+
+def analyze(config: Config, *, sketches: bool = True, spark: bool = True) -> dict[str, Any]:
+    opened = open_configured(config.table[0], config)
+    sketcher = (SparkSketcher(config) if spark else NameSketcher()) if sketches else None
+    analyze_table(opened, config=config, sketcher=sketcher)
+    return read_stats(config.table[0].name, config=config)
+
+
+@pytest.fixture(scope="module")
+def shown(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    state = tmp_path_factory.mktemp("state")
+    docs = {}
+    for name in (*SKETCHED, *METADATA_ONLY):
+        config = config_for(name, fixture(name), state)
+        docs[name] = analyze(config, sketches=name in SKETCHED)
+    return docs
+
+
+def oracle(name: str) -> pa.Table:
+    if name == "append_10":  # ORC manifests: pypaimon cannot read it; its files can
+        files = sorted(fixture(name).rglob("*.parquet"))
+        return pa.concat_tables([pq.ParquetFile(f).read() for f in files])
+    return read_rows(name)
+
+
+@pytest.mark.parametrize("name", SKETCHED)
+def test_fixtures_analyze_to_the_rows_and_columns_readers_see(
+    shown: dict[str, dict[str, Any]], name: str
+) -> None:
+    doc, rows = shown[name], oracle(name)
+    assert doc["format"] == "paimon"
+    assert doc["merged_record_count"] == rows.num_rows
+    assert doc["paimon"]["merged_record_count"] == rows.num_rows
+    assert doc["paimon"]["merged_record_count_is"] == "exact"
+    for column, got in doc["columns"].items():
+        values = rows.column(column)
+        assert got["null_count"] == values.null_count, (name, column)
+        present = values.drop_null()
+        if len(present) == 0:
+            assert got["min"] is None and got["max"] is None
+            continue
+        if got["type"].endswith("_ns"):  # nanoseconds: the model holds microseconds
+            continue
+        low, high = pc.min_max(present).values()
+        assert got["min"] == _json(low.as_py(), got["type"]), (name, column)
+        assert got["max"] == _json(high.as_py(), got["type"]), (name, column)
+        assert got["min_max_exact"] is True, (name, column)
+        distinct = len(pc.unique(present))
+        assert abs(got["ndv"] - distinct) <= max(1, 3 * THETA_RSE * distinct), (name, column)
+        if got["type"] == "string":
+            lengths = pc.utf8_length(present)
+            assert got["max_len"] == pc.max(lengths).as_py()
+            assert got["avg_len"] == pytest.approx(pc.mean(lengths).as_py())
+
+
+def test_dv_table_counts_live_rows_with_vectors_applied(shown: dict[str, dict[str, Any]]) -> None:
+    doc = shown["pk_table_scan_and_read_dv"]
+    # the files' system columns (_KEY_f0, _SEQUENCE_NUMBER, _VALUE_KIND …) are no columns
+    assert set(doc["columns"]) == {"f0", "f1", "f2", "f3"}
+    # 10 rows in compacted files, 2 deleted by vectors: 8 (level-0 files are invisible)
+    assert (doc["record_count"], doc["merged_record_count"]) == (10, 8)
+    assert doc["row_deletes"]["deleted_records"] == 2
+    assert "mergedRecordCount 8 (exact: deletion vectors" in render_stats(doc)
+
+
+@pytest.mark.parametrize("name", METADATA_ONLY)
+def test_merge_on_read_tables_say_merged_count_is_unknown(
+    shown: dict[str, dict[str, Any]], name: str
+) -> None:
+    doc = shown[name]
+    # file rows (every version of a key), as the README operations write them
+    assert doc["record_count"] == {"pk_table_partial_update": 8, "pk_table_with_mor": 13}[name]
+    terms = doc["paimon"]
+    assert terms["merged_record_count"] is None
+    assert terms["merged_record_count_is"] == "unknown"
+    assert "composite key" in terms["merged_record_count_why"]
+    assert "mergedRecordCount unknown" in render_stats(doc)
+
+
+def test_incremental_equals_from_scratch_on_a_pypaimon_table(spark: Any, tmp_path: Path) -> None:
+    warehouse = PaimonWarehouse(tmp_path / "wh")
+    location = warehouse.create(
+        "t", [("id", "long"), ("p", "string"), ("v", "double")], partition_keys=["p"]
+    )
+    incremental = config_for("t", location, tmp_path / "inc")
+    for start in (0, 100):
+        ids = list(range(start, start + 50))
+        warehouse.write(
+            "t", {"id": ids, "p": [f"p{i % 3}" for i in ids], "v": [i / 7 for i in ids]}
+        )
+        analyze(incremental, spark=False)
+    warehouse.write("t", {"id": [999], "p": ["p0"], "v": [None]}, overwrite=True)
+    warehouse.add_column("t", "note", "string")
+    warehouse.write("t", {"id": [1000], "p": ["p9"], "v": [1.0], "note": ["x"]})
+    step = analyze(incremental, spark=False)
+    scratch = analyze(config_for("t", location, tmp_path / "scratch"), spark=False)
+    for doc in (step, scratch):
+        doc.pop("computed_at_ms")
+        doc.pop("commit")
+    assert step == scratch
+    read = warehouse.table("t").new_read_builder()
+    rows = read.new_read().to_arrow(read.new_scan().plan().splits())
+    # the overwrite replaced partition p0 only (dynamic): 34 + 33 rows in p1, p2; p0, p9 1
+    assert step["record_count"] == rows.num_rows == 69
+    assert step["columns"]["note"]["null_count"] == rows.num_rows - 1
+
+
+def _json(value: Any, type_str: str) -> Any:
+    if type_str.startswith("timestamptz") and isinstance(value, dt.datetime):
+        value = value.astimezone(dt.UTC)
+    return to_json(value)

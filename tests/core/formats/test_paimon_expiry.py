@@ -1,0 +1,119 @@
+"""Paimon snapshot expiry: Paimon's rules, run by `lakestats expire` per policy, and
+followed by the stats when the table expires snapshots itself."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from lakestats.cli import main
+from lakestats.formats.paimon import open_paimon_location
+from lakestats.formats.paimon.expire import duration_seconds, referenced_files, retention
+from paimon_fixtures import copy_fixture, needs_paimon_fixtures, read_rows
+from paimon_tables import PaimonWarehouse
+
+
+def run(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(list(args), out=out)
+    return code, out.getvalue()
+
+
+def write_config(tmp_path: Path, location: Path, policy: str) -> Path:
+    config = tmp_path / "lakestats.toml"
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\n\n[[table]]\nname = "t"\n'
+        f'location = "{location}"\nsketches = false\n\n[table.expire]\n{policy}\n'
+    )
+    return config
+
+
+def test_lakestats_expire_follows_paimon_rules_and_pypaimon_still_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    warehouse = PaimonWarehouse(tmp_path / "wh")
+    location = warehouse.create("t", [("id", "long"), ("p", "string")], partition_keys=["p"])
+    for i in range(5):
+        warehouse.write("t", {"id": [i, i + 10], "p": ["a", f"b{i}"]})
+    warehouse.write("t", {"id": [99], "p": ["a"]}, overwrite=True)  # 6: drops a's files
+    config = write_config(tmp_path, location, "retain_last = 2")
+    assert run("analyze", "t", "--config", str(config), "-q")[0] == 0
+    table = open_paimon_location(str(location))
+    doomed_files = set()
+    for snapshot_id in (1, 2, 3, 4):
+        doomed_files |= referenced_files(table, table.snapshot(snapshot_id))
+    kept_files = referenced_files(table, table.snapshot(5)) | referenced_files(
+        table, table.snapshot(6)
+    )
+
+    code, text = run("expire", "t", "--config", str(config))
+
+    assert code == 0, text
+    table.refresh()
+    assert sorted(table.snapshot_ids()) == [5, 6]
+    assert (location / "snapshot" / "EARLIEST").read_text() == "5"
+    assert all((location / f).exists() for f in kept_files)
+    assert not any((location / f).exists() for f in doomed_files - kept_files)
+    read = warehouse.table("t").new_read_builder()
+    assert read.new_read().to_arrow(read.new_scan().plan().splits()).num_rows == 6
+    # the stats follow: the expired snapshots' stats are gone, the current one stands
+    code, text = run("show", "t", "--config", str(config), "--json")
+    assert code == 0 and json.loads(text)["record_count"] == 6
+    code, text = run("show", "t", "--config", str(config), "--snapshot", "2")
+    assert (code != 0 and "expired" in text + "") or code != 0
+
+
+@needs_paimon_fixtures
+def test_a_java_written_dv_table_expires_to_its_current_snapshot(tmp_path: Path) -> None:
+    location = copy_fixture("pk_table_scan_and_read_dv", tmp_path / "wh")
+    table = open_paimon_location(str(location))
+    before = {f.path for f in table.live_files(6)}
+    assert table.expire_snapshots([1, 2, 3, 4, 5]) is None
+    assert sorted(table.snapshot_ids()) == [6]
+    assert all(Path(p).exists() for p in before)
+    index = {p.name for p in (location / "index").iterdir()}
+    assert len(index) == 2  # snapshot 6 still names both deletion-vector files
+    assert read_rows("pk_table_scan_and_read_dv", tmp_path / "wh").num_rows == 8
+    (baseline,) = table.commits_since(None)
+    assert baseline.is_baseline and {f.path for f in baseline.added_files} == before
+
+
+def test_the_current_snapshot_is_never_expired(tmp_path: Path) -> None:
+    warehouse = PaimonWarehouse(tmp_path / "wh")
+    location = warehouse.create("t", [("id", "long")])
+    warehouse.write("t", {"id": [1]})
+    from lakestats.exceptions import ExpiryError
+
+    with pytest.raises(ExpiryError, match="current snapshot 1 cannot be expired"):
+        open_paimon_location(str(location)).expire_snapshots([1])
+
+
+class TestPaimonRetentionRules:
+    HOUR = 3_600_000
+
+    def test_defaults_keep_ten_and_an_hour(self) -> None:
+        now = 100 * self.HOUR
+        snapshots = [(i, now - (20 - i) * self.HOUR) for i in range(1, 21)]
+        # min 10 retained: 1..10 may go; each is older than 1 h
+        assert retention(snapshots, {}, now) == list(range(1, 11))
+        young = [(i, now - 60_000) for i in range(1, 21)]
+        assert retention(young, {}, now) == []
+
+    def test_max_retained_and_the_expire_limit(self) -> None:
+        now = 100 * self.HOUR
+        young = [(i, now) for i in range(1, 31)]
+        options = {"snapshot.num-retained.max": "5", "snapshot.num-retained.min": "1"}
+        assert retention(young, options, now) == list(range(1, 26))
+        assert retention(young, {**options, "snapshot.expire.limit": "3"}, now) == [1, 2, 3]
+
+    def test_durations_as_paimon_writes_them(self) -> None:
+        assert [duration_seconds(t) for t in ("1 h", "30 min", "10s", "500 ms", "2 d")] == [
+            3600,
+            1800,
+            10,
+            0.5,
+            172800,
+        ]

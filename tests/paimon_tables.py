@@ -1,0 +1,242 @@
+"""Real Paimon tables for the tests, written by pypaimon 2.1 (a filesystem catalog in tmp).
+
+pypaimon cannot delete data files by predicate (nor compact, nor expire): ``delete_files``
+commits a file-level delete with lakestats' own Paimon committer (``formats/paimon/commit``),
+the same protocol the statistics publisher uses, as Java's partition/file drops do.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from datasketches import update_theta_sketch
+from pypaimon import CatalogFactory, Schema
+from pypaimon.schema.data_types import AtomicType
+from pypaimon.schema.schema_change import SchemaChange
+
+from lakestats.formats.paimon import PaimonTable, open_paimon_location
+from lakestats.formats.paimon.commit import (
+    PendingFiles,
+    avro_records,
+    commit_with_retry,
+    list_entries,
+    next_snapshot,
+    table_root,
+    write_avro,
+)
+from lakestats.model import ColumnSketch, DataFile, TableSchema
+from lakestats.sketches.hashing import THETA_SEED
+
+_ARROW = {
+    "boolean": pa.bool_(),
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "binary": pa.binary(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us"),
+    "timestamptz": pa.timestamp("us", tz="UTC"),
+}
+_PAIMON = {
+    "boolean": "BOOLEAN",
+    "int": "INT",
+    "long": "BIGINT",
+    "float": "FLOAT",
+    "double": "DOUBLE",
+    "string": "STRING",
+    "binary": "BYTES",
+    "date": "DATE",
+    "timestamp": "TIMESTAMP(6)",
+}
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+FULL_STATS = {"metadata.stats-mode": "full"}
+
+
+def arrow_type(type_str: str) -> pa.DataType:
+    match = _DECIMAL.fullmatch(type_str)
+    if match:
+        return pa.decimal128(int(match[1]), int(match[2]))
+    return _ARROW[type_str]
+
+
+def paimon_type(type_str: str) -> str:
+    match = _DECIMAL.fullmatch(type_str)
+    return f"DECIMAL({match[1]}, {match[2]})" if match else _PAIMON[type_str]
+
+
+class PaimonWarehouse:
+    """A pypaimon filesystem catalog under ``root`` with database ``db``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.catalog = CatalogFactory.create({"warehouse": str(root)})
+        self.catalog.create_database("db", True)
+
+    def location(self, name: str) -> Path:
+        return self.root / "db.db" / name
+
+    def create(
+        self,
+        name: str,
+        columns: Sequence[tuple[str, str]] | pa.Schema,
+        *,
+        partition_keys: Sequence[str] = (),
+        primary_keys: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+    ) -> Path:
+        schema = (
+            columns
+            if isinstance(columns, pa.Schema)
+            else pa.schema([(n, arrow_type(t)) for n, t in columns])
+        )
+        self.catalog.create_table(
+            f"db.{name}",
+            Schema.from_pyarrow_schema(
+                schema,
+                partition_keys=list(partition_keys),
+                primary_keys=list(primary_keys),
+                options=dict(FULL_STATS if options is None else options),
+            ),
+            False,
+        )
+        return self.location(name)
+
+    def table(self, name: str) -> Any:
+        return self.catalog.get_table(f"db.{name}")
+
+    def arrow_schema(self, name: str) -> pa.Schema:
+        from pypaimon.schema.data_types import PyarrowFieldParser
+
+        return PyarrowFieldParser.from_paimon_schema(self.table(name).table_schema.fields)
+
+    def write(
+        self, name: str, rows: Mapping[str, Sequence[Any]], *, overwrite: bool = False
+    ) -> int:
+        """One batch commit of ``rows`` (columns the table lacks are dropped); the new id."""
+        table = self.table(name)
+        schema = self.arrow_schema(name)
+        data = pa.table(
+            {f.name: pa.array(rows.get(f.name, [None] * _length(rows)), f.type) for f in schema},
+            schema=schema,
+        )
+        builder = table.new_batch_write_builder()
+        if overwrite:
+            builder = builder.overwrite()
+        write = builder.new_write()
+        write.write_arrow(data)
+        commit = builder.new_commit()
+        commit.commit(write.prepare_commit())
+        write.close()
+        commit.close()
+        return self.current(name)
+
+    def current(self, name: str) -> int:
+        snapshot = self.table(name).snapshot_manager().get_latest_snapshot()
+        assert snapshot is not None
+        return int(snapshot.id)
+
+    def alter(self, name: str, *changes: Any) -> None:
+        self.catalog.alter_table(f"db.{name}", list(changes))
+
+    def add_column(self, name: str, column: str, type_str: str) -> None:
+        self.alter(name, SchemaChange.add_column(column, AtomicType(paimon_type(type_str))))
+
+    def rename_column(self, name: str, old: str, new: str) -> None:
+        self.alter(name, SchemaChange.rename_column(old, new))
+
+    def drop_column(self, name: str, column: str) -> None:
+        self.alter(name, SchemaChange.drop_column(column))
+
+    def rollback(self, name: str, snapshot_id: int) -> None:
+        self.table(name).rollback_to(snapshot_id)
+
+    def open(self, name: str) -> PaimonTable:
+        return open_paimon_location(str(self.location(name)))
+
+    def delete_files(self, name: str, doomed: Callable[[DataFile], bool]) -> int:
+        """Commit an ``OVERWRITE`` snapshot deleting whole data files; the new id."""
+        table = self.open(name)
+
+        def attempt(table: PaimonTable, latest: int, pending: PendingFiles) -> dict[str, Any]:
+            parent = table.files.snapshot(latest)
+            live = {f.path: f for f in table.live_files(latest)}
+            targets = {p.rsplit("/", 1)[-1] for p, f in live.items() if doomed(f)}
+            manifest_schema: dict[str, Any] | None = None
+            deletes: list[dict[str, Any]] = []
+            template: dict[str, Any] | None = None
+            for manifest, list_record in list_entries(table, parent):
+                schema, records = avro_records(table, manifest)
+                for record in records:
+                    if record["_KIND"] == 0 and record["_FILE"]["_FILE_NAME"] in targets:
+                        manifest_schema, template = schema, list_record
+                        deletes.append({**record, "_KIND": 1})
+            assert manifest_schema is not None and template is not None, "nothing to delete"
+            root = table_root(table)
+            manifest, size = write_avro(root, pending, "manifest", manifest_schema, deletes)
+            rows = sum(int(r["_FILE"]["_ROW_COUNT"]) for r in deletes)
+            delta = {
+                **template,
+                "_FILE_NAME": manifest,
+                "_FILE_SIZE": size,
+                "_NUM_ADDED_FILES": 0,
+                "_NUM_DELETED_FILES": len(deletes),
+            }
+            document = next_snapshot(table, latest, pending, delta=[delta])
+            document.update(
+                commitKind="OVERWRITE",
+                totalRecordCount=int(parent.get("totalRecordCount") or 0) - rows,
+                deltaRecordCount=-rows,
+            )
+            return document
+
+        committed = commit_with_retry(table, attempt)
+        assert committed is not None
+        return committed
+
+
+def _length(rows: Mapping[str, Sequence[Any]]) -> int:
+    return len(next(iter(rows.values())))
+
+
+def day(n: int) -> dt.date:
+    return dt.date(2024, 3, 1) + dt.timedelta(days=n)
+
+
+class NameSketcher:
+    """Theta sketches and string lengths for ``long``/``string`` columns, read by name."""
+
+    def __call__(
+        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int] = ()
+    ) -> Mapping[str, Mapping[int, ColumnSketch]]:
+        out: dict[str, dict[int, ColumnSketch]] = {}
+        for path in paths:
+            data = pq.ParquetFile(path).read()
+            sketches: dict[int, ColumnSketch] = {}
+            for column in schema.columns:
+                if column.type not in ("long", "string") or column.name not in data.column_names:
+                    continue
+                values = data.column(column.name).to_pylist()
+                sketch = update_theta_sketch(12, seed=THETA_SEED)
+                for value in values:
+                    if value is not None:
+                        sketch.update(value)
+                present = [v for v in values if v is not None]
+                strings = column.type == "string"
+                sketches[column.field_id] = ColumnSketch(
+                    theta=bytes(sketch.compact().serialize()),
+                    null_count=len(values) - len(present),
+                    min=min(present) if present else None,
+                    max=max(present) if present else None,
+                    len_sum=sum(len(v) for v in present) if strings else None,
+                    len_max=max((len(v) for v in present), default=0) if strings else None,
+                )
+            out[path] = sketches
+        return out
