@@ -749,8 +749,7 @@ class TestBadInput:
         (tmp_path / "paimon" / "snapshot").mkdir(parents=True)
         (tmp_path / "paimon" / "schema").mkdir()
 
-        with pytest.raises(TableNotFoundError, match="Delta support is not built yet"):
-            detect_format(str(tmp_path / "delta"))
+        assert detect_format(str(tmp_path / "delta")) == "delta"  # Delta is built (issue 11)
         with pytest.raises(TableNotFoundError, match="Paimon support is not built yet"):
             open_table(str(tmp_path / "paimon"))
 
