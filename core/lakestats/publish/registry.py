@@ -22,6 +22,7 @@ PublisherFactory = Callable[[OpenedTable], Publisher | Unpublishable]
 # format name → "module:factory"
 PUBLISHERS: Mapping[str, str] = {
     "iceberg": "lakestats.publish.iceberg:open_publisher",
+    "delta": "lakestats.publish.delta:open_publisher",
 }
 
 PUBLISH_OFF = "publishing is off for this table (publish = false)"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,9 @@ def test_live_rows_from_the_log_equal_deltalake_and_duckdb(name: str, duck: Any)
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FIXTURE_ROWS))
 def test_fixture_stats_equal_duckdb(name: str, duck: Any, spark: Any, tmp_path: Path) -> None:
-    path, state = fixture_path(name), str(tmp_path / "stats")
+    # a copy: analyzing publishes a sidecar into the table (_delta_log/_lakestats/)
+    path, state = str(tmp_path / "table"), str(tmp_path / "stats")
+    shutil.copytree(fixture_path(name), path)
     cli("analyze", path, "--state-dir", state, "-q")
     doc = json.loads(cli("show", path, "--state-dir", state, "--json"))
     table = open_table(path)

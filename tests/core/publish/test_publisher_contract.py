@@ -10,6 +10,8 @@ publisher is compared with. Adding a publisher = one fixture branch below.
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -20,9 +22,13 @@ import pytest
 from publish_helpers import PySketcher, catalog_config, local
 from pyiceberg.transforms import IdentityTransform
 
+from delta_tables import DeltaWriter
+from lakestats.formats.registry import open_table
 from lakestats.merge import aggregate_files, merge_partitions, whole_table
 from lakestats.model import DataFile, SketchSettings, TableSchema
 from lakestats.publish.base import Publisher, SnapshotStats
+from lakestats.publish.delta import FILE_PREFIX as DELTA_PREFIX
+from lakestats.publish.delta import INDEX_NAME, DeltaSidecarPublisher
 from lakestats.publish.iceberg import FILE_PREFIX, IcebergPublisher
 from lakestats.publish.memory import MemoryPublisher, MemoryTarget
 from lakestats.tables import OpenedTable
@@ -79,6 +85,53 @@ def _iceberg(tmp_path: Path) -> Target:
     )
 
 
+def _delta(tmp_path: Path) -> Target:
+    """A delta-rs table; a version expires as log cleanup expires it (a checkpoint of the
+    next version, the older commit files gone)."""
+    writer = DeltaWriter(tmp_path / "t")
+    writer.create([("id", "long"), ("cat", "string")])
+    versions = [writer.append({"id": [s, s + 1], "cat": ["a", "b"]}) for s in (0, 100, 200)]
+    table = open_table(writer.path)
+    sidecar = Path(writer.path) / "_delta_log" / "_lakestats"
+
+    def index() -> dict[str, str]:
+        path = sidecar / INDEX_NAME
+        return dict(json.loads(path.read_text())["versions"]) if path.exists() else {}
+
+    def expire(version: int) -> None:
+        from deltalake import DeltaTable
+
+        DeltaTable(writer.path, version=version + 1).create_checkpoint()
+        for old in range(version + 1):
+            (writer.log / f"{old:020d}.json").unlink(missing_ok=True)
+
+    def break_target() -> None:
+        shutil.rmtree(sidecar, ignore_errors=True)
+        sidecar.write_text("not a directory")
+
+    return Target(
+        publisher=lambda: DeltaSidecarPublisher(open_table(writer.path), "t"),
+        snapshots=versions,
+        stats=lambda version: _merged_stats(_Opened(table), version),  # type: ignore[arg-type]
+        registered=lambda version: {index()[str(version)]} if str(version) in index() else set(),
+        stored=lambda: (
+            {p.name for p in sidecar.iterdir() if p.name.startswith(DELTA_PREFIX)}
+            if sidecar.is_dir()
+            else set()
+        ),
+        version=lambda: (
+            (sidecar / INDEX_NAME).read_bytes() if (sidecar / INDEX_NAME).exists() else b""
+        ),
+        expire=expire,
+        break_target=break_target,
+    )
+
+
+@dataclass
+class _Opened:
+    table: Any
+
+
 def _merged_stats(opened: OpenedTable, snapshot_id: int) -> SnapshotStats:
     """A snapshot's stats merged from its live files, with theta sketches (as analyze)."""
     schema = opened.table.schema()
@@ -120,8 +173,11 @@ def _memory() -> Target:
     )
 
 
-@pytest.fixture(params=["iceberg", "memory"])
+@pytest.fixture(params=["iceberg", "memory", "delta"])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
+    if request.param == "delta":
+        yield _delta(tmp_path)
+        return
     yield _iceberg(tmp_path) if request.param == "iceberg" else _memory()
 
 
