@@ -27,7 +27,14 @@ from lakestats.locations import LocationMap
 from lakestats.maintenance import expire_stats, stale_stats
 from lakestats.merge import merge_partitions, whole_table
 from lakestats.model import Commit, PartitionAggregate, SketchSettings, StateVersion
-from lakestats.plan import BatchPlan, BatchSizer, CommitPlan, Sketches, plan_commit
+from lakestats.plan import (
+    BatchPlan,
+    BatchSizer,
+    BatchSketches,
+    CommitPlan,
+    Sketches,
+    plan_commit,
+)
 from lakestats.publish.base import Publisher, SnapshotStats
 from lakestats.publish.native import commit_doc, stats_doc
 from lakestats.publish.registry import publisher_for
@@ -86,6 +93,9 @@ class CommitReport:
     batch_commits: int = 1  # commits sketched by the same Spark job
     batch_sketch_s: float = 0.0  # that whole job
     spark_start_s: float = 0.0  # starting Spark before the job (first commit of a batch only)
+    # data files re-read with their row-level deletes applied, and the rows they hold
+    deletes_reread_files: int = 0
+    deletes_reread_rows: int = 0
 
     def log_fields(self) -> dict[str, Any]:
         """The ``commit_processed`` log event's fields (CLI JSON lines and the daemon)."""
@@ -104,6 +114,8 @@ class CommitReport:
             "batch_commits": self.batch_commits,
             "batch_sketch_s": round(self.batch_sketch_s, 4),
             "spark_start_s": round(self.spark_start_s, 4),
+            "deletes_reread_files": self.deletes_reread_files,
+            "deletes_reread_rows": self.deletes_reread_rows,
         }
 
 
@@ -158,9 +170,10 @@ class _CommitPath:
         self.opened = opened
         self.store: StatsStore = opened.store
         self.settings: SketchSettings = config.sketch.settings()
+        self.location_map = LocationMap.of(opened.config.location_map)
         self.sketcher = with_location_map(
             sketcher if (config.sketch.enabled and opened.config.sketches) else None,
-            LocationMap.of(opened.config.location_map),
+            self.location_map,
         )
         self.writer = SegmentWriter(self.store, self.settings)
         self.publisher: Publisher = publisher_for(opened)
@@ -280,6 +293,13 @@ class _CommitPath:
         self.stage(stats, state.published)
         times.append(time.perf_counter())
         phases = ("store", "merge", "commit", "publish")
+        live = sketches.live if isinstance(sketches, BatchSketches) else {}
+        reread = [
+            f
+            for f in commit.added_files
+            if (read := live.get((commit.snapshot_id, f.path))) is not None and read.data_read
+        ]
+        reread_keys = {(commit.snapshot_id, f.path) for f in reread}
         report = CommitReport(
             table=self.opened.name,
             snapshot_id=commit.snapshot_id,
@@ -288,7 +308,11 @@ class _CommitPath:
             added_files=len(commit.added_files),
             removed_files=len(commit.removed_files),
             added_records=sum(f.record_count for f in commit.added_files),
-            sketched_files=sum(1 for f in commit.added_files if f.path in sketches),
+            sketched_files=sum(
+                1
+                for f in commit.added_files
+                if (commit.snapshot_id, f.path) in reread_keys or f.path in sketches
+            ),
             timings={
                 "sketch": sketch_seconds,
                 **{p: times[i + 1] - times[i] for i, p in enumerate(phases)},
@@ -296,6 +320,8 @@ class _CommitPath:
             batch_commits=batch[0],
             batch_sketch_s=batch[1],
             spark_start_s=batch[2],
+            deletes_reread_files=len(reread),
+            deletes_reread_rows=sum(f.record_count for f in reread),
         )
         return committed, report
 
@@ -552,7 +578,7 @@ def _analyze_once(
         batches = number + path.batches.batches_for(len(commits) - start)
         progress.started(number, batches, batch)
         sketches, sketch_seconds, startup = sketch_batch(
-            path.sketcher, batch, current_schema, path.settings
+            path.sketcher, batch, current_schema, path.settings, location_map=path.location_map
         )
         progress.sketched(number, batches, batch, sketch_seconds, startup)
         for i, commit in enumerate(batch.commits):

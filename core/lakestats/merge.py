@@ -93,14 +93,14 @@ def column_of_file(data_file: DataFile, field_id: int, type_str: str) -> ColumnA
         assert sketch is not None
         lower, upper, truncated = sketch.min, sketch.max, False
     complete = (lower is not None and upper is not None) or not _has_values(
-        metrics, sketch, data_file.record_count
+        metrics, sketch, data_file.live_rows
     )
 
     return ColumnAggregate(
         field_id=field_id,
         type=type_str,
         files=1,
-        records=data_file.record_count,
+        records=data_file.live_rows,
         value_count=m.value_count,
         null_count=null_count,
         nan_count=nan_count,
@@ -174,6 +174,9 @@ def merge_partition(
         equality_delete_files=sum(p.equality_delete_files for p in parts),
         equality_delete_records=sum(p.equality_delete_records for p in parts),
         columns=_merge_column_maps((p.columns for p in parts), settings),
+        deleted_records=sum(p.deleted_records for p in parts),
+        deletes_applied_files=sum(p.deletes_applied_files for p in parts),
+        deletes_unknown_files=sum(p.deletes_unknown_files for p in parts),
     )
 
 
@@ -221,6 +224,9 @@ def _file_partition(data_file: DataFile, types: Mapping[int, str]) -> PartitionA
         file_count=1,
         total_size_bytes=data_file.file_size_bytes,
         columns=columns,
+        deleted_records=data_file.record_count - data_file.live_rows,
+        deletes_applied_files=int(data_file.live_record_count is not None),
+        deletes_unknown_files=int(data_file.deletes_unknown),
     )
 
 

@@ -207,6 +207,24 @@ class DataFile:
     # of them (not only the commit's new ones). Non-empty means the file's stats describe
     # its live rows: the core re-sketches it with these applied. Empty for delete files.
     deletes: tuple[DeleteSource, ...] = ()
+    # Rows of the file that survive ``deletes`` (counted by the sketch pass, or from deletion
+    # vectors alone); ``None`` when not computed. When set, ``columns`` and ``sketches``
+    # describe the live rows only; ``record_count`` stays the rows the file holds.
+    live_record_count: int | None = None
+    # The file has row-level deletes whose effect was not computed (sketching off, ORC
+    # row positions, equality deletes reported as approximate): its stats include
+    # deleted rows. Kept by the store, where ``deletes`` itself is not.
+    live_rows_unknown: bool = False
+
+    @property
+    def live_rows(self) -> int:
+        """Rows left after applied deletes (all rows when none were applied)."""
+        return self.record_count if self.live_record_count is None else self.live_record_count
+
+    @property
+    def deletes_unknown(self) -> bool:
+        """Whether deletes apply to this file that its stats do not reflect."""
+        return self.live_rows_unknown or (bool(self.deletes) and self.live_record_count is None)
 
 
 @dataclass(frozen=True)
@@ -293,6 +311,17 @@ class PartitionAggregate:
     equality_delete_files: int = 0
     equality_delete_records: int = 0
     columns: Mapping[int, ColumnAggregate] = field(default_factory=dict)
+    # Row-level deletes applied to data files (``DataFile.live_record_count``): rows they
+    # removed from ``record_count``, files whose live rows were counted, and files with
+    # deletes whose effect is unknown (their stats include deleted rows).
+    deleted_records: int = 0
+    deletes_applied_files: int = 0
+    deletes_unknown_files: int = 0
+
+    @property
+    def live_record_count(self) -> int:
+        """``record_count`` minus the rows applied deletes removed."""
+        return self.record_count - self.deleted_records
 
 
 @dataclass(frozen=True)

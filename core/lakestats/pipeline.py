@@ -40,7 +40,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
 
 import structlog
@@ -99,6 +99,25 @@ class JobProgress:
 ProgressFn = Callable[[JobProgress], None]
 
 
+class RowFilter(Protocol):
+    """Drops rows before the aggregate (row-level deletes, ``lakestats.deletes``).
+
+    ``apply`` gets the scan with ``__path`` (and ``__row_index`` when asked for) and
+    returns it with dead rows removed; ``aggregates`` are extra ``(name, sql)`` per file
+    over its ``columns`` that ``check`` inspects on the job's rows; ``live_rows`` is filled
+    with each requested path's surviving row count.
+    """
+
+    needs_row_index: bool
+    columns: Sequence[str]
+    aggregates: Sequence[tuple[str, str]]
+    live_rows: dict[str, int]
+
+    def apply(self, session: Any, df: Any) -> Any: ...
+
+    def check(self, rows: Sequence[Any]) -> None: ...
+
+
 @dataclass(frozen=True)
 class _Planned:
     index: int
@@ -123,6 +142,7 @@ def sketch_files(
     limits: JobLimits | None = None,
     on_progress: ProgressFn | None = None,
     file_format: Literal["PARQUET", "ORC"] = "PARQUET",
+    row_filter: RowFilter | None = None,
 ) -> dict[str, dict[int, ColumnSketch]]:
     """Sketch every supported column of every Parquet file in ``paths`` in one Spark job.
 
@@ -136,6 +156,7 @@ def sketch_files(
     ``SparkUnavailableError`` when the job was cancelled by ``limits`` or Spark stopped,
     ``SketchError`` for any other failure of the job, ``ConfigError`` for bad settings.
     ``on_progress`` hears the job's finished tasks about every ``limits.poll_s``.
+    ``row_filter`` removes dead rows inside the job (its ``live_rows`` get the counts).
     """
     settings = validate_sketch_settings(settings)
     if not paths:
@@ -166,21 +187,47 @@ def sketch_files(
                     job_limits,
                     on_progress,
                     source="orc",
+                    row_filter=row_filter,
                 )
             else:
                 rows = _run(
-                    session, unique_paths, planned, settings, match_by, job_limits, on_progress
+                    session,
+                    unique_paths,
+                    planned,
+                    settings,
+                    match_by,
+                    job_limits,
+                    on_progress,
+                    row_filter=row_filter,
                 )
         except _NoFieldIdsError:
             # Files written without Parquet field ids (Hive migrations, Impala): Iceberg
             # reads them by name. Found only when a read fails, so other tables pay nothing.
             by_id, by_name = _split_by_field_ids(unique_paths)
             rows = (
-                _run(session, by_id, planned, settings, "field_id", job_limits, on_progress)
+                _run(
+                    session,
+                    by_id,
+                    planned,
+                    settings,
+                    "field_id",
+                    job_limits,
+                    on_progress,
+                    row_filter=row_filter,
+                )
                 if by_id
                 else []
             )
-            rows += _run(session, by_name, planned, settings, "name", job_limits, on_progress)
+            rows += _run(
+                session,
+                by_name,
+                planned,
+                settings,
+                "name",
+                job_limits,
+                on_progress,
+                row_filter=row_filter,
+            )
 
     by_key: dict[str, dict[int, ColumnSketch]] = {}
     for row in rows:
@@ -195,6 +242,10 @@ def sketch_files(
     unknown = set(by_key) - set(keys.values())
     if unknown:  # would mean the path normalisation is wrong: never drop data silently
         raise SketchError(f"Spark reported files that were not requested: {sorted(unknown)}")
+    if row_filter is not None:
+        row_filter.check(rows)
+        counted = {_spark_key(row["__path"]): int(row["__rows"]) for row in rows}
+        row_filter.live_rows.update({p: counted.get(key, 0) for p, key in keys.items()})
     return result
 
 
@@ -223,6 +274,7 @@ def _run(  # noqa: PLR0917 - private, called once
     on_progress: ProgressFn | None,
     *,
     source: str = "parquet",
+    row_filter: RowFilter | None = None,
 ) -> list[Any]:
     sc = session.sparkContext
     partitions = max(1, min(len(paths), sc.defaultParallelism))
@@ -236,8 +288,18 @@ def _run(  # noqa: PLR0917 - private, called once
         # The whole plan goes over Py4J as one SQL string: building ~150 Column objects one
         # call at a time cost ~0.3 s per job, a third of a small commit's update.
         # _metadata is a hidden column of the file scan: it must be selected before the view
-        df.selectExpr("_metadata.file_path AS __path", "*").createOrReplaceTempView(view)
-        projected = ", ".join(["__path", *[f"{sql} AS {name}" for name, sql in projections]])
+        hidden = ["_metadata.file_path AS __path"]
+        if row_filter is not None and row_filter.needs_row_index:
+            hidden.append("_metadata.row_index AS __row_index")
+        scan = df.selectExpr(*hidden, "*")
+        if row_filter is not None:
+            scan = row_filter.apply(session, scan)
+            aggregates = [*aggregates, *row_filter.aggregates]
+        scan.createOrReplaceTempView(view)
+        extra = list(row_filter.columns) if row_filter is not None else []
+        projected = ", ".join(
+            ["__path", *extra, *[f"{sql} AS {name}" for name, sql in projections]]
+        )
         aggregated_columns = ", ".join(
             ["__path", "count(1) AS __rows", *[f"{sql} AS {name}" for name, sql in aggregates]]
         )
@@ -538,6 +600,11 @@ def _empty_sketch(spec: TypeSpec, settings: SketchSettings) -> ColumnSketch:
 
 
 # -- paths and errors ------------------------------------------------------------------
+
+
+def canonical_path(path: str) -> str:
+    """One spelling per file of a path as a manifest (or a delete file) writes it."""
+    return _input_key(path)
 
 
 def _input_key(path: str) -> str:

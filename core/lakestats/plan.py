@@ -12,10 +12,40 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from lakestats.exceptions import StoreError
-from lakestats.model import ColumnSketch, Commit, DataFile, SegmentEntry, TableSchema
+from lakestats.model import (
+    ColumnMetrics,
+    ColumnSketch,
+    Commit,
+    DataFile,
+    SegmentEntry,
+    TableSchema,
+)
 
 Sketches = Mapping[str, Mapping[int, ColumnSketch]]
 """Block sketches of a batch: data file path → field id → sketch."""
+
+
+@dataclass(frozen=True)
+class LiveRead:
+    """A data file one commit re-added with row-level deletes, read with them applied."""
+
+    sketches: Mapping[int, ColumnSketch]
+    live_rows: int
+    data_read: bool = True  # False: counted from position deletes alone (no sketches)
+
+
+class BatchSketches(dict[str, Mapping[int, ColumnSketch]]):
+    """A batch's sketches (path-keyed, as ``Sketches``) plus the files read with their
+    deletes applied, keyed by (snapshot id, path): one batch may hold the same path
+    twice (added, then re-added with deletes by a later commit)."""
+
+    def __init__(
+        self,
+        sketches: Sketches | None = None,
+        live: Mapping[tuple[int, str], LiveRead] | None = None,
+    ) -> None:
+        super().__init__(sketches or {})
+        self.live: dict[tuple[int, str], LiveRead] = dict(live or {})
 
 
 @dataclass(frozen=True)
@@ -168,11 +198,41 @@ def schema_types(*schemas: TableSchema) -> dict[int, str]:
     return types
 
 
-def attach_sketches(files: Sequence[DataFile], sketches: Sketches) -> tuple[DataFile, ...]:
+def attach_sketches(
+    files: Sequence[DataFile], sketches: Sketches, snapshot_id: int | None = None
+) -> tuple[DataFile, ...]:
     """The files with their block sketches. Columns added after a file was written read as
-    null in Spark: they are absent from the file, not all-null values of it, so dropped."""
+    null in Spark: they are absent from the file, not all-null values of it, so dropped.
+
+    A file with deletes read live (``BatchSketches.live``) gets its live row count and
+    metrics of its live rows (``live_metrics``); one with only deletion vectors gets its
+    exact live row count even without sketches."""
+    from lakestats.deletes.plan import vector_only_live_rows  # noqa: PLC0415 - import cycle
+
+    live = sketches.live if isinstance(sketches, BatchSketches) else {}
     out = []
     for f in files:
+        read = live.get((snapshot_id, f.path)) if snapshot_id is not None else None
+        if read is not None:
+            kept = {fid: s for fid, s in read.sketches.items() if fid in f.field_ids}
+            out.append(
+                replace(
+                    f,
+                    sketches=kept,
+                    live_record_count=read.live_rows,
+                    columns=live_metrics(f, kept, read.live_rows),
+                )
+            )
+            continue
+        if f.deletes:
+            counted = vector_only_live_rows(f)
+            # deletes not applied to its sketches: counted rows only when nothing is sketched
+            if counted is not None and f.path not in sketches:
+                out.append(
+                    replace(f, live_record_count=counted, columns=live_metrics(f, {}, counted))
+                )
+                continue
+            f = replace(f, live_rows_unknown=True)  # noqa: PLW2901 - the file, marked
         per_file = sketches.get(f.path)
         if per_file is None:
             out.append(f)
@@ -210,7 +270,35 @@ def plan_commit(
         schema=schema,
         types=schema_types(current_schema, schema),
         names=names,
-        added=(*attach_sketches(commit.added_files, sketches), *commit.added_delete_files),
+        added=(
+            *attach_sketches(commit.added_files, sketches, commit.snapshot_id),
+            *commit.added_delete_files,
+        ),
         removed=removed,
         tombstones={path: frozenset(files) for path, files in tombstones.items()},
     )
+
+
+def live_metrics(
+    data_file: DataFile, sketches: Mapping[int, ColumnSketch], live_rows: int
+) -> dict[int, ColumnMetrics]:
+    """The file's column metrics for its live rows: counts and bounds from the live read
+    (its sketch scanned min/max of every column); on-disk sizes stay the manifest's. A
+    column the read could not sketch keeps only its size (the manifest's counts and
+    bounds described deleted rows too)."""
+    out: dict[int, ColumnMetrics] = {}
+    for field_id in set(data_file.columns) | set(sketches):
+        size = data_file.columns.get(field_id, ColumnMetrics()).column_size
+        sketch = sketches.get(field_id)
+        if sketch is None:
+            out[field_id] = ColumnMetrics(column_size=size)
+            continue
+        out[field_id] = ColumnMetrics(
+            column_size=size,
+            value_count=live_rows,
+            null_count=sketch.null_count,
+            nan_count=sketch.nan_count,
+            lower=sketch.min,
+            upper=sketch.max,
+        )
+    return out

@@ -9,16 +9,29 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal, Protocol
 
+import structlog
+
 from lakestats.config import Config
-from lakestats.exceptions import DataFileError
+from lakestats.exceptions import DataFileError, SketchError
 from lakestats.locations import LocationMap
-from lakestats.model import ColumnSketch, SketchSettings, TableSchema
+from lakestats.model import (
+    ColumnSketch,
+    DataFile,
+    DeleteSource,
+    DeletionVector,
+    EqualityDeletes,
+    SketchSettings,
+    TableSchema,
+)
 from lakestats.pipeline import ProgressFn
-from lakestats.plan import BatchPlan, Sketches
+from lakestats.plan import BatchPlan, BatchSketches, LiveRead, Sketches
 from lakestats.sketches.constant import constant_sketch
 from lakestats.sketches.spark import SparkSettings, get_spark, spark_started_since
+
+_log = structlog.get_logger(__name__)
 
 
 class Sketcher(Protocol):
@@ -74,7 +87,12 @@ class SparkSketcher:
         schema: TableSchema,
         bounds_for: Collection[int],
         file_format: Literal["PARQUET", "ORC"] = "PARQUET",
+        *,
+        deletes: Mapping[str, Sequence[DeleteSource]] | None = None,
+        location_map: LocationMap | None = None,
     ) -> Mapping[str, Mapping[int, ColumnSketch]]:
+        """With ``deletes`` (path → its deletes), the files are read with them applied
+        (``lakestats.deletes``): the result is a ``LiveSketched`` with each file's live rows."""
         from lakestats.pipeline import JobLimits, sketch_files  # noqa: PLC0415
 
         started = time.perf_counter()
@@ -84,7 +102,14 @@ class SparkSketcher:
             timeout_s=self._config.spark.job_timeout_s,
             executor_wait_s=self._config.spark.executor_wait_s,
         )
-        return sketch_files(
+        row_filter = None
+        if deletes:
+            from lakestats.deletes.plan import plan_live_read  # noqa: PLC0415
+            from lakestats.deletes.spark_filter import LiveRowFilter  # noqa: PLC0415
+
+            plan = plan_live_read({p: deletes.get(p, ()) for p in paths})
+            row_filter = LiveRowFilter(plan, schema, location_map or LocationMap())
+        sketches = sketch_files(
             spark,
             paths,
             schema,
@@ -93,11 +118,24 @@ class SparkSketcher:
             limits=limits,
             on_progress=self.on_progress,
             file_format=file_format,
+            row_filter=row_filter,
         )
+        if row_filter is None:
+            return sketches
+        return LiveSketched(sketches, row_filter.live_rows)
 
 
 def make_sketcher(config: Config) -> SparkSketcher:
     return SparkSketcher(config)
+
+
+class LiveSketched(dict[str, Mapping[int, ColumnSketch]]):
+    """What a sketcher returns for files read with their deletes: path → sketches, and
+    ``live_rows``: path → rows left after the deletes."""
+
+    def __init__(self, sketches: Sketches, live_rows: Mapping[str, int]) -> None:
+        super().__init__(sketches)
+        self.live_rows = dict(live_rows)
 
 
 class MappedSketcher:
@@ -117,8 +155,32 @@ class MappedSketcher:
     ) -> Mapping[str, Mapping[int, ColumnSketch]]:
         mapped = {path: self.mapping.apply(path) for path in paths}
         inner: Any = self.inner  # extra keywords (file_format) only when the caller gave them
+        deletes = kw.get("deletes")
+        if deletes:
+            # delete files are read where they really are; the paths inside position-delete
+            # files are mapped by the reader (``location_map``)
+            kw = {
+                **kw,
+                "deletes": {
+                    mapped[p]: tuple(_mapped_delete(d, self.mapping) for d in sources)
+                    for p, sources in deletes.items()
+                },
+                "location_map": self.mapping,
+            }
         sketches = inner(list(dict.fromkeys(mapped.values())), schema, bounds_for, **kw)
-        return {path: sketches[where] for path, where in mapped.items() if where in sketches}
+        out = {path: sketches[where] for path, where in mapped.items() if where in sketches}
+        if isinstance(sketches, LiveSketched):
+            return LiveSketched(
+                out,
+                {p: sketches.live_rows[w] for p, w in mapped.items() if w in sketches.live_rows},
+            )
+        return out
+
+
+def _mapped_delete(source: DeleteSource, mapping: LocationMap) -> DeleteSource:
+    if isinstance(source, DeletionVector):
+        return source
+    return replace(source, path=mapping.apply(source.path))
 
 
 def with_location_map(sketcher: Sketcher | None, mapping: LocationMap) -> Sketcher | None:
@@ -133,15 +195,29 @@ def sketch_batch(
     batch: BatchPlan,
     schema: TableSchema,
     settings: SketchSettings | None = None,
+    *,
+    location_map: LocationMap | None = None,
 ) -> tuple[Sketches, float, float]:
     """The batch's block sketches, the seconds its Spark job took and the seconds spent
     starting Spark first (0 when it was up). A batch that adds no data file (deletes,
     compactions' removals) reads no data.
 
+    Files added with row-level deletes (``DataFile.deletes``) are read again with them
+    applied, in jobs of their own (``lakestats.deletes``); the result is then a
+    ``BatchSketches`` holding their live reads. ORC files with position deletes cannot be
+    (Spark gives no row positions for ORC): they are sketched whole and their stats say
+    the deletes were not applied.
+
     With ``settings``, identity-partition columns get the sketches of their partition
     value (``DataFile.constants``), as Iceberg readers fill them, whatever the file holds.
+
+    Without a sketcher (metadata-only) and with ``location_map``, files whose deletes are
+    only position deletes and deletion vectors still get exact live row counts, from the
+    delete files alone (``deletes.positions.live_rows_from_positions``).
     """
-    if sketcher is None or not batch.paths:
+    if sketcher is None:
+        return _counted_without_data(batch, location_map), 0.0, 0.0
+    if not batch.paths:
         return {}, 0.0, 0.0
     formats = {f.path: f.file_format for c in batch.commits for f in c.added_files}
     avro = [p for p in batch.paths if formats.get(p) == "AVRO"]
@@ -151,8 +227,20 @@ def sketch_batch(
             "only; set `sketches = false` for this table (or analyze with --no-sketches) "
             "for metadata-only stats"
         )
-    orc = [p for p in batch.paths if formats.get(p) == "ORC"]
-    parquet = [p for p in batch.paths if formats.get(p) != "ORC"]
+    live_files = [
+        (c.snapshot_id, f) for c in batch.commits for f in c.added_files if _live_readable(f)
+    ]
+    live_keys = {(sid, f.path) for sid, f in live_files}
+    plain = list(
+        dict.fromkeys(
+            f.path
+            for c in batch.commits
+            for f in c.added_files
+            if (c.snapshot_id, f.path) not in live_keys
+        )
+    )
+    orc = [p for p in plain if formats.get(p) == "ORC"]
+    parquet = [p for p in plain if formats.get(p) != "ORC"]
     started = time.perf_counter()
     startup = 0.0
     sketches: Sketches = {}
@@ -163,11 +251,111 @@ def sketch_batch(
         orc_sketcher: Any = sketcher  # the ORC keyword is asked of the sketcher only here
         sketches = {**sketches, **orc_sketcher(orc, schema, batch.bounds_for, file_format="ORC")}
         startup += float(getattr(sketcher, "startup_s", 0.0))
+    live: dict[tuple[int, str], LiveRead] = {}
+    for group in _live_rounds(live_files):
+        live.update(_read_live(sketcher, group, schema))
+        startup += float(getattr(sketcher, "startup_s", 0.0))
     if settings is not None:
         sketches = with_constants(sketches, batch, schema, settings)
+        live = _live_with_constants(live, batch, schema, settings)
     total = time.perf_counter() - started
     startup = min(total, startup)
+    if live:
+        return BatchSketches(sketches, live), total - startup, startup
     return sketches, total - startup, startup
+
+
+def _counted_without_data(batch: BatchPlan, location_map: LocationMap | None) -> Sketches:
+    if location_map is None:
+        return {}
+    files = [
+        (c.snapshot_id, f)
+        for c in batch.commits
+        for f in c.added_files
+        if f.deletes and not any(isinstance(d, EqualityDeletes) for d in f.deletes)
+    ]
+    if not files:
+        return {}
+    from lakestats.deletes.positions import live_rows_from_positions  # noqa: PLC0415
+
+    live: dict[tuple[int, str], LiveRead] = {}
+    for group in _live_rounds(files):
+        counted = live_rows_from_positions([f for _, f in group], location_map)
+        live.update(
+            {(sid, f.path): LiveRead({}, counted[f.path], data_read=False) for sid, f in group}
+        )
+    return BatchSketches({}, live)
+
+
+def _live_readable(data_file: DataFile) -> bool:
+    """Whether the sketch job can apply the file's deletes; a warning names the file and
+    why not (its stats then include deleted rows, and say so)."""
+    if not data_file.deletes:
+        return False
+    reason = _unreadable_deletes(data_file)
+    if reason is not None:
+        _log.warning("deletes_not_applied", file=data_file.path, reason=reason)
+        return False
+    return True
+
+
+def _unreadable_deletes(data_file: DataFile) -> str | None:
+    for source in data_file.deletes:
+        if isinstance(source, DeletionVector):
+            positional = True
+        elif isinstance(source, EqualityDeletes):
+            positional = False
+            if source.file_format.upper() != "PARQUET":
+                return f"equality-delete file {source.path} is {source.file_format}: Parquet only"
+        else:
+            positional = True
+            if source.file_format.upper() not in ("PARQUET", "ORC"):
+                return f"position-delete file {source.path} is {source.file_format}"
+        if positional and data_file.file_format == "ORC":
+            return (
+                "Spark gives no row positions for ORC data files: their position deletes "
+                "and deletion vectors are not applied"
+            )
+    return None
+
+
+def _live_rounds(
+    files: Sequence[tuple[int, DataFile]],
+) -> list[list[tuple[int, DataFile]]]:
+    """Jobs for the live reads: each path once per job (a batch may re-add a file with
+    more deletes in a later commit), one file format per job."""
+    rounds: list[list[tuple[int, DataFile]]] = []
+    seen: list[set[tuple[str, str]]] = []
+    for sid, f in files:
+        key = (f.file_format, f.path)
+        for number, keys in enumerate(seen):
+            if key not in keys and all(g.file_format == f.file_format for _, g in rounds[number]):
+                keys.add(key)
+                rounds[number].append((sid, f))
+                break
+        else:
+            seen.append({key})
+            rounds.append([(sid, f)])
+    return rounds
+
+
+def _read_live(
+    sketcher: Sketcher, group: Sequence[tuple[int, DataFile]], schema: TableSchema
+) -> dict[tuple[int, str], LiveRead]:
+    reader: Any = sketcher  # the deletes keyword is asked of the sketcher only here
+    paths = [f.path for _, f in group]
+    every_column = frozenset(c.field_id for c in schema.columns)  # bounds of live rows
+    extra: dict[str, Any] = {"deletes": {f.path: f.deletes for _, f in group}}
+    if group[0][1].file_format == "ORC":
+        extra["file_format"] = "ORC"
+    result = reader(paths, schema, every_column, **extra)
+    if not isinstance(result, LiveSketched):
+        raise SketchError("the sketcher does not apply row-level deletes")
+    return {
+        (sid, f.path): LiveRead(result[f.path], result.live_rows[f.path])
+        for sid, f in group
+        if f.path in result and f.path in result.live_rows
+    }
 
 
 def with_constants(
@@ -182,15 +370,41 @@ def with_constants(
             per_file = out.get(data_file.path)
             if per_file is None or not data_file.constants:
                 continue
-            replaced = dict(per_file)
-            for field_id, value in data_file.constants.items():
-                type_str = types.get(field_id)
-                made = (
-                    constant_sketch(type_str, value, data_file.record_count, settings)
-                    if type_str is not None
-                    else None
-                )
-                if made is not None:
-                    replaced[field_id] = made
-            out[data_file.path] = replaced
+            out[data_file.path] = _constants(
+                per_file, data_file, types, data_file.record_count, settings
+            )
     return out
+
+
+def _live_with_constants(
+    live: Mapping[tuple[int, str], LiveRead],
+    batch: BatchPlan,
+    schema: TableSchema,
+    settings: SketchSettings,
+) -> dict[tuple[int, str], LiveRead]:
+    types = {c.field_id: c.type for c in schema.columns}
+    out = dict(live)
+    for commit in batch.commits:
+        for data_file in commit.added_files:
+            read = out.get((commit.snapshot_id, data_file.path))
+            if read is None or not data_file.constants:
+                continue
+            sketches = _constants(read.sketches, data_file, types, read.live_rows, settings)
+            out[(commit.snapshot_id, data_file.path)] = replace(read, sketches=sketches)
+    return out
+
+
+def _constants(
+    per_file: Mapping[int, ColumnSketch],
+    data_file: DataFile,
+    types: Mapping[int, str],
+    rows: int,
+    settings: SketchSettings,
+) -> dict[int, ColumnSketch]:
+    replaced = dict(per_file)
+    for field_id, value in data_file.constants.items():
+        type_str = types.get(field_id)
+        made = constant_sketch(type_str, value, rows, settings) if type_str is not None else None
+        if made is not None:
+            replaced[field_id] = made
+    return replaced

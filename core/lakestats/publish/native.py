@@ -172,12 +172,32 @@ def column_doc(
 
 
 def merged_record_count(table: PartitionAggregate) -> int | None:
-    """Rows after row-level deletes: exact without delete files, an estimate with
-    position deletes (each deleted position removes one row), unknown with equality
-    deletes (they need a data read)."""
+    """Rows after row-level deletes.
+
+    Exact whenever the format attached its deletes to the data files and the sketch pass
+    applied them (``docs/deletes.md``): the sum of the files' live rows. Unknown when some
+    file's deletes were not applied. Without attached deletes (stores written before live
+    rows existed): exact without delete files, an estimate with position deletes (each
+    deleted position removes one row), unknown with equality deletes.
+    """
+    if table.deletes_unknown_files:
+        return None
+    if table.deletes_applied_files:
+        return table.live_record_count
     if table.equality_delete_files:
         return None
-    return table.record_count - table.position_delete_records
+    return max(0, table.record_count - table.position_delete_records)
+
+
+def deletes_doc(table: PartitionAggregate) -> dict[str, int]:
+    """How row-level deletes entered the stats: files whose live rows were counted (their
+    stats describe live rows only), the rows those deletes removed, and files whose
+    deletes were not applied (their stats still include deleted rows)."""
+    return {
+        "applied_files": table.deletes_applied_files,
+        "deleted_records": table.deleted_records,
+        "unapplied_files": table.deletes_unknown_files,
+    }
 
 
 def columns_doc(
@@ -185,7 +205,11 @@ def columns_doc(
 ) -> dict[str, Any]:
     return {
         col.name: column_doc(
-            table.columns.get(col.field_id), col.field_id, col.type, table.record_count, settings
+            table.columns.get(col.field_id),
+            col.field_id,
+            col.type,
+            table.live_record_count,
+            settings,
         )
         for col in schema.columns
     }
@@ -201,6 +225,7 @@ def partitions_doc(parts: Sequence[PartitionAggregate]) -> list[dict[str, Any]]:
             "total_size_bytes": p.total_size_bytes,
             "position_delete_records": p.position_delete_records,
             "equality_delete_records": p.equality_delete_records,
+            "merged_record_count": merged_record_count(p),
         }
         for p in parts
         if p.file_count or p.position_delete_files or p.equality_delete_files
@@ -268,6 +293,7 @@ def stats_doc(
         "file_count": table.file_count,
         "total_size_bytes": table.total_size_bytes,
         "merged_record_count": merged_record_count(table),
+        "row_deletes": deletes_doc(table),
         "delete_file_count": table.position_delete_files + table.equality_delete_files,
         "columns": columns_doc(stats.schema, table, stats.settings),
         "partitions": partitions_doc(stats.partitions),

@@ -40,6 +40,12 @@ _PARTITION_FIELDS = [
     pa.field("equality_delete_files", pa.int64(), nullable=False),
     pa.field("equality_delete_records", pa.int64(), nullable=False),
 ]
+# added in a minor revision for row-level deletes; files without them read as 0
+_DELETE_FIELDS = [
+    pa.field("deleted_records", pa.int64()),
+    pa.field("deletes_applied_files", pa.int64()),
+    pa.field("deletes_unknown_files", pa.int64()),
+]
 _COLUMN_FIELDS = [
     pa.field("field_id", pa.int32()),
     pa.field("type", pa.string()),
@@ -61,8 +67,9 @@ _COLUMN_FIELDS = [
     pa.field("true_count", pa.int64()),
     pa.field("false_count", pa.int64()),
 ]
-SCHEMA = schema_with_kind(_PARTITION_FIELDS + _COLUMN_FIELDS, KIND)
-OPTIONAL_COLUMNS = ["partition_fields"]
+SCHEMA = schema_with_kind(_PARTITION_FIELDS + _DELETE_FIELDS + _COLUMN_FIELDS, KIND)
+_DELETE_TOTALS = [f.name for f in _DELETE_FIELDS]
+OPTIONAL_COLUMNS = ["partition_fields", *_DELETE_TOTALS]
 COLUMNS = [name for name in SCHEMA.names if name not in OPTIONAL_COLUMNS]
 _PARTITION_TOTALS = [f.name for f in _PARTITION_FIELDS[3:]]
 _NO_COLUMN: dict[str, Any] = {f.name: None for f in _COLUMN_FIELDS}
@@ -109,6 +116,7 @@ def encode_aggregate(parts: Sequence[PartitionAggregate]) -> bytes:
             "partition_fields": partition_fields_json(part.partition),
         }
         part_cells.update({name: getattr(part, name) for name in _PARTITION_TOTALS})
+        part_cells.update({name: getattr(part, name) for name in _DELETE_TOTALS})
         rows = [
             {**part_cells, **_column_cells(part, key, part.columns[key])}
             for key in sorted(part.columns)
@@ -164,6 +172,9 @@ def read_aggregate(path: atomic.PathLike) -> tuple[PartitionAggregate, ...]:
                     false_count=data["false_count"][row],
                 )
             totals = {name: data[name][first] for name in _PARTITION_TOTALS}
+            totals.update(
+                {name: (data[name][first] or 0) for name in _DELETE_TOTALS if name in data}
+            )
             parts.append(
                 PartitionAggregate(
                     partition=partition_from_json(

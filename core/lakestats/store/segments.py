@@ -42,6 +42,9 @@ _FILE_FIELDS = [
     pa.field("partition", pa.string(), nullable=False),
     # added in a minor revision (files without it read as before): [[field_id, type], ...]
     pa.field("partition_fields", pa.string()),
+    # added in a minor revision for row-level deletes (files without them: no deletes)
+    pa.field("live_record_count", pa.int64()),
+    pa.field("live_rows_unknown", pa.bool_()),
 ]
 _FIELD_FIELDS = [
     pa.field("field_id", pa.int32()),
@@ -72,7 +75,7 @@ _SKETCH_FIELDS = [
     pa.field("false_count", pa.int64()),
 ]
 SCHEMA = schema_with_kind(_FILE_FIELDS + _FIELD_FIELDS + _METRIC_FIELDS + _SKETCH_FIELDS, KIND)
-OPTIONAL_COLUMNS = ["partition_fields"]
+OPTIONAL_COLUMNS = ["partition_fields", "live_record_count", "live_rows_unknown"]
 COLUMNS = [name for name in SCHEMA.names if name not in OPTIONAL_COLUMNS]
 
 _EMPTY_METRICS: dict[str, Any] = {f.name: None for f in _METRIC_FIELDS}
@@ -133,6 +136,8 @@ def encode_segment(files: Sequence[DataFile], types: Mapping[int, str]) -> bytes
             "spec_id": data_file.partition.spec_id,
             "partition": partition_json(data_file.partition),
             "partition_fields": partition_fields_json(data_file.partition),
+            "live_record_count": data_file.live_record_count,
+            "live_rows_unknown": data_file.deletes_unknown,
         }
         field_ids = sorted(
             set(data_file.field_ids) | set(data_file.columns) | set(data_file.sketches)
@@ -245,9 +250,17 @@ def read_segment(path: atomic.PathLike) -> tuple[DataFile, ...]:
                     columns=columns,
                     field_ids=frozenset(field_ids),
                     sketches=sketches,
+                    live_record_count=_optional(data, "live_record_count", first),
+                    live_rows_unknown=bool(_optional(data, "live_rows_unknown", first)),
                 )
             )
     return tuple(files)
+
+
+def _optional(data: Mapping[str, list[Any]], name: str, row: int) -> Any:
+    """A cell of a column added by a minor revision (``None`` in files without it)."""
+    values = data.get(name)
+    return None if values is None else values[row]
 
 
 def read_segment_paths(path: atomic.PathLike) -> list[str]:

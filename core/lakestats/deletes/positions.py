@@ -1,0 +1,136 @@
+"""Driver side of position deletes: (data file number, row position) pairs for the job.
+
+Position-delete files are read with pyarrow, two columns only (``file_path``, ``pos``);
+their ``file_path`` values go through the table's location mapping (writers on another
+cluster wrote ``hdfs://…`` names) and are matched to the job's data files by their
+canonical form, each delete file only to the data files the format attached it to.
+Matching works on the distinct paths (few), never row by row in Python. Deletion vectors
+are decoded with pyroaring. The result is one small Arrow table per job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakestats.deletes.plan import LiveReadPlan, plan_live_read
+from lakestats.exceptions import DataFileError
+from lakestats.locations import LocationMap, local_path
+from lakestats.model import DataFile, DeletionVector, PositionDeletes
+from lakestats.pipeline import canonical_path
+
+FID = "__dfid"
+POS = "__dpos"
+POSITIONS_SCHEMA = pa.schema([pa.field(FID, pa.int32()), pa.field(POS, pa.int64())])
+
+
+def decode_vector(vector: DeletionVector) -> np.ndarray:
+    """The deleted 0-based row positions of a deletion vector, ascending."""
+    from pyroaring import BitMap64  # noqa: PLC0415 - imported on use
+
+    try:
+        bitmap = BitMap64.deserialize(vector.bitmap)
+    except (ValueError, OSError) as exc:
+        raise DataFileError(f"cannot decode a deletion vector: {exc}") from exc
+    return np.frombuffer(bitmap.to_array(), dtype=np.uint64).astype(np.int64)
+
+
+def read_position_file(deletes: PositionDeletes) -> pa.Table:
+    """``file_path`` and ``pos`` of a position-delete file (Parquet or ORC)."""
+    fmt = deletes.file_format.upper()
+    try:
+        if fmt == "PARQUET":
+            import pyarrow.parquet as pq  # noqa: PLC0415
+
+            local = local_path(deletes.path, percent_encoded=False)
+            if local is not None:
+                return pq.ParquetFile(str(local)).read(columns=["file_path", "pos"])
+            filesystem, inner = pa.fs.FileSystem.from_uri(deletes.path)
+            with filesystem.open_input_file(inner) as source:
+                return pq.ParquetFile(source).read(columns=["file_path", "pos"])
+        if fmt == "ORC":
+            from pyarrow import orc  # noqa: PLC0415
+
+            local = local_path(deletes.path, percent_encoded=False)
+            if local is not None:
+                return orc.ORCFile(str(local)).read(columns=["file_path", "pos"])
+            filesystem, inner = pa.fs.FileSystem.from_uri(deletes.path)
+            with filesystem.open_input_file(inner) as source:
+                return orc.ORCFile(source).read(columns=["file_path", "pos"])
+    except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataFileError(f"cannot read position-delete file {deletes.path}: {first}") from exc
+    raise DataFileError(
+        f"position-delete file {deletes.path} is {deletes.file_format}: lakestats reads "
+        "Parquet and ORC delete files only"
+    )
+
+
+def positions_table(plan: LiveReadPlan, mapping: LocationMap) -> pa.Table:
+    """Every deleted (data file number, position) of the job's position deletes and
+    deletion vectors. ``plan.paths`` are where the job reads the data files (already
+    mapped); a delete file's ``file_path`` value names one of them when its mapped
+    canonical form (``pipeline.canonical_path``) is equal."""
+    number_of = {canonical_path(path): number for number, path in enumerate(plan.paths)}
+    parts: list[pa.Table] = []
+    for deletes, numbers in plan.positions:
+        rows = read_position_file(deletes)
+        allowed = set(numbers)
+        paths = pc.dictionary_encode(rows.column("file_path").combine_chunks())
+        targets = [
+            number
+            if (number := number_of.get(canonical_path(mapping.apply(value)), -1)) in allowed
+            else -1
+            for value in paths.dictionary.to_pylist()
+        ]
+        fids = pc.take(pa.array(targets, pa.int32()), paths.indices)
+        keep = pc.not_equal(fids, -1)
+        parts.append(
+            pa.table(
+                [pc.filter(fids, keep), pc.filter(rows.column("pos").cast(pa.int64()), keep)],
+                schema=POSITIONS_SCHEMA,
+            )
+        )
+    for vector, number in plan.vectors:
+        positions = decode_vector(vector)
+        parts.append(
+            pa.table(
+                [pa.array(np.full(len(positions), number, dtype=np.int32)), pa.array(positions)],
+                schema=POSITIONS_SCHEMA,
+            )
+        )
+    if not parts:
+        return POSITIONS_SCHEMA.empty_table()
+    return pa.concat_tables(parts)
+
+
+def live_rows_from_positions(files: Sequence[DataFile], mapping: LocationMap) -> dict[str, int]:
+    """Live rows of files whose deletes are only position deletes and deletion vectors,
+    without reading their data: each file's distinct deleted positions below its row
+    count, from the delete files (read on the driver) and the vectors. Keyed by path."""
+    mapped = {f.path: mapping.apply(f.path) for f in files}
+    plan = plan_live_read(
+        {
+            mapped[f.path]: tuple(
+                d if isinstance(d, DeletionVector) else replace(d, path=mapping.apply(d.path))
+                for d in f.deletes
+            )
+            for f in files
+        }
+    )
+    dead = positions_table(plan, mapping)
+    rows = pa.array([f.record_count for f in files], pa.int64())
+    inside = pc.less(dead.column(POS), pc.take(rows, dead.column(FID)))
+    counted = dead.filter(inside).group_by(FID).aggregate([(POS, "count_distinct")])
+    deleted = dict(
+        zip(
+            counted.column(FID).to_pylist(),
+            counted.column(f"{POS}_count_distinct").to_pylist(),
+            strict=True,
+        )
+    )
+    return {f.path: f.record_count - int(deleted.get(i, 0)) for i, f in enumerate(files)}
