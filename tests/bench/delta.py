@@ -141,13 +141,14 @@ def measure(args: argparse.Namespace, parts: Path, run: Path) -> list[str]:
         f"appends + 1 % — {time.strftime('%Y-%m-%d %H:%M %Z')}",
         "",
         f"Command: `.venv/bin/python tests/bench/delta.py --scale-factor {args.scale_factor:g} "
-        f"--commits {args.commits} --repeat {args.repeat}` on {machine()}.",
+        f"--commits {args.commits} --repeat {args.repeat}` on {_machine()}.",
         "",
         "| measurement | seconds |",
         "| --- | --- |",
         f"| load: {args.commits} delta-rs appends ({rows_before:,} rows) | {load_seconds:.2f} |",
         f"| Spark start | {spark_start:.2f} |",
-        f"| lakestats initial analyze ({len(result.commits)} commits) | {initial:.2f} |",
+        f"| lakestats initial analyze ({len(result.commits)} commit(s): a baseline at the "
+        f"newest checkpoint, then the commits after it) | {initial:.2f} |",
         f"| delta-rs append of {append_rows:,} rows | {append_seconds:.2f} |",
         f"| **lakestats incremental update** (best of {args.repeat}; median "
         f"{statistics.median(updates):.2f}) | **{best_update:.2f}** |",
@@ -155,6 +156,11 @@ def measure(args: argparse.Namespace, parts: Path, run: Path) -> list[str]:
         f"{len(live)} files | **{best_analyze:.2f}** |",
         f"| ratio ANALYZE / update | {best_analyze / best_update:.1f}× |",
     ]
+
+
+def _machine() -> str:
+    m = machine()
+    return f"{m['cpus']} CPUs ({m['cpu']}), {m['memory']}, {m['os']}, Python {m['python']}"
 
 
 def _update(table_config: TableConfig, config: Config) -> None:
