@@ -42,7 +42,7 @@ from lakestats.formats.delta.log import (
     read_checkpoint,
     read_commit,
 )
-from lakestats.formats.delta.replay import CommitLog, ReplayState, check_protocol
+from lakestats.formats.delta.replay import CommitLog, ReplayState, check_protocol, file_key
 from lakestats.formats.delta.schema import DeltaSchema, parse_schema
 from lakestats.locations import TableLocation
 from lakestats.model import (
@@ -166,7 +166,7 @@ class DeltaLakeTable:
                     f"table {self._location.uri}: {LOG_DIR}/{commit_name(missing[-1])} after "
                     f"version {after_snapshot_id} is missing; starting over from a checkpoint"
                 )
-            state = self._replay(listing, after_snapshot_id, with_files=False)
+            state = self._replay(listing, after_snapshot_id, with_files=True)
             return self._follow(listing, state, after_snapshot_id, last)
         if view.baseline is not None:
             state = self._replay(listing, view.baseline, with_files=True)
@@ -200,7 +200,11 @@ class DeltaLakeTable:
         commits = []
         for version in range(state.version + 1, last + 1):
             log = self._commit(listing, version)
-            state.apply(log, with_files=False)
+            # a remove of a file that is not live removes nothing (nothing was recorded)
+            removed = {
+                key[0]: remove for remove in log.removes if (key := file_key(remove)) in state.files
+            }
+            state.apply(log, with_files=True)
             where = f"{LOG_DIR}/{commit_name(version)}"
             check_protocol(state.protocol, where=where)
             if not log.adds and not log.removes:
@@ -219,8 +223,8 @@ class DeltaLakeTable:
                         self._data_file(add, schema, where) for add in added.values()
                     ),
                     removed_files=tuple(
-                        _removed_file(self._file_uri(str(remove.get("path"))), remove)
-                        for remove in log.removes
+                        _removed_file(self._file_uri(path), remove)
+                        for path, remove in removed.items()
                     ),
                 )
             )
