@@ -140,6 +140,69 @@ class TestValues:
         assert by_name["skipped"] not in made.columns  # past dataSkippingNumIndexedCols
         assert by_name["n"] == name_field_id("n")  # no column mapping: the name is the id
 
+    def test_id_mode_column_mapping_keys_columns_by_their_mapping_ids(self) -> None:
+        fields = [
+            {
+                "name": "a b",
+                "type": "long",
+                "nullable": True,
+                "metadata": {
+                    "delta.columnMapping.id": 7,
+                    "delta.columnMapping.physicalName": "col-7",
+                },
+            },
+            {
+                "name": "s",
+                "type": {
+                    "type": "struct",
+                    "fields": [
+                        {
+                            "name": "x",
+                            "type": "timestamp_ntz",
+                            "nullable": True,
+                            "metadata": {
+                                "delta.columnMapping.id": 9,
+                                "delta.columnMapping.physicalName": "col-9",
+                            },
+                        }
+                    ],
+                },
+                "nullable": True,
+                "metadata": {
+                    "delta.columnMapping.id": 8,
+                    "delta.columnMapping.physicalName": "col-8",
+                },
+            },
+        ]
+        schema = parse_schema(
+            json.dumps({"type": "struct", "fields": fields}),
+            [],
+            {"delta.columnMapping.mode": "id"},
+            where="test",
+        )
+        assert [(c.column.field_id, c.column.name, c.column.type) for c in schema.columns] == [
+            (7, "a b", "long"),
+            (9, "s.x", "timestamp"),
+        ]
+        assert [c.physical_path for c in schema.columns] == [("col-7",), ("col-8", "col-9")]
+        renamed = json.loads(json.dumps(fields))
+        renamed[0]["name"] = "c"
+        again = parse_schema(
+            json.dumps({"type": "struct", "fields": renamed}),
+            [],
+            {"delta.columnMapping.mode": "id"},
+            where="test",
+        )
+        assert again.columns[0].column.field_id == 7
+        assert again.schema_id != schema.schema_id
+        with pytest.raises(MetadataError, match=r"has no delta\.columnMapping\.id"):
+            parse_schema(
+                json.dumps({"type": "struct", "fields": [{"name": "z", "type": "long"}]}),
+                [],
+                {"delta.columnMapping.mode": "name"},
+                where="test",
+            )
+
 
 class TestDeletionVectors:
     def test_z85_decodes_the_spec_example(self) -> None:
@@ -291,6 +354,23 @@ class TestWrittenTables:
         assert table.current_snapshot_id() == compacted
         assert table.commits_since(compacted) == []
         assert table.snapshot_ids() == {first, second, compacted}
+
+    def test_log_compaction_files_are_ignored(self, tmp_path: Path) -> None:
+        writer = DeltaWriter(tmp_path / "t")
+        writer.create(COLUMNS)
+        for start in (1, 3, 5):
+            writer.append(rows([start, start + 1]))
+        before = [
+            (c.snapshot_id, len(c.added_files)) for c in open_table(writer.path).commits_since(None)
+        ]
+        writer.table().compact_logs(1, 3)
+        assert any(p.name.endswith(".compacted.json") for p in writer.log.iterdir())
+
+        after = [
+            (c.snapshot_id, len(c.added_files)) for c in open_table(writer.path).commits_since(None)
+        ]
+
+        assert after == before == [(1, 1), (2, 1), (3, 1)]
 
     def test_column_mapping_renames_keep_ids_and_drops_forget_them(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

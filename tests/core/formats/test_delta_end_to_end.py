@@ -91,7 +91,9 @@ _ORDER_DEPENDENT = {"quantiles", "histogram"}  # KLL merges depend on order: che
 
 
 def _comparable(doc: dict[str, Any]) -> dict[str, Any]:
-    kept = {k: v for k, v in doc.items() if k not in {"computed_at_ms", "commit", "columns"}}
+    # "published" names the sidecar document each store wrote (their names differ)
+    volatile = {"computed_at_ms", "commit", "columns", "published"}
+    kept = {k: v for k, v in doc.items() if k not in volatile}
     kept["columns"] = {
         name: {k: v for k, v in column.items() if k not in _ORDER_DEPENDENT}
         for name, column in doc["columns"].items()
