@@ -50,17 +50,15 @@ def history(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Iterator[di
     def step() -> None:
         cli("analyze", writer.path, "--state-dir", str(incremental), "-q")
 
+    # analyzed after every second commit or so: each run is a Spark job (time-bounded)
     writer.append(batch(range(0, 400), "a"))
-    step()
     writer.append(batch(range(400, 700), "b"))
     step()
     writer.append(batch(range(1000, 1200), "a"), mode="overwrite")  # replaces every file
-    step()
     writer.append(batch(range(2000, 2300), "c"))
     writer.delete("id < 1050")  # copy-on-write: partition a rewritten
     step()
     writer.update({"name": "'updated'"}, "id >= 2250")
-    step()
     source = pa.table(batch(range(2280, 2400), "c"), schema=writer.arrow_schema())
     (
         writer.table()
@@ -72,7 +70,6 @@ def history(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Iterator[di
     step()
     writer.checkpoint()
     writer.table().optimize.compact()  # dataChange=false: rewrites rows it keeps
-    step()
     writer.vacuum()
     writer.append(batch(range(5000, 5100), "d"))
     step()
