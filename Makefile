@@ -36,9 +36,10 @@ test: lint
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python tests/bench/run.py $(BENCH_ARGS)
+	$(BIN)/python tests/bench/delta.py $(DELTA_BENCH_ARGS)
 	$(BIN)/python tests/bench/latency.py
 	$(BIN)/python tests/bench/advise.py
-	$(BIN)/python tests/bench/paimon.py $(BENCH_PAIMON_ARGS)
+	$(BIN)/python tests/bench/paimon.py $(PAIMON_BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .lakestats demo-warehouse demo-warehouse-paimon .pytest_cache .mypy_cache .ruff_cache

@@ -1,12 +1,13 @@
-"""``make demo``: lakestatsd keeping a live Iceberg table's stats fresh.
+"""``make demo``: lakestatsd keeping a live Iceberg table's and a Delta table's stats fresh.
 
-An example script, not part of the library: it writes the table with pyiceberg directly,
-as a writer would. Builds a demo warehouse with pyiceberg's SQLite catalog under
-``<repository>/demo-warehouse`` (replaced on every run), starts
-``lakestatsd --config <repository>/config/local.toml`` in the background, then writes
-commits (appends, a delete, a compaction) and after each one shows the stats the daemon
-serves over HTTP and how fresh they are; finally stops the daemon with SIGTERM. Needs
-nothing but this package and Java, and runs from any working directory.
+An example script, not part of the library: it writes the tables with pyiceberg and
+deltalake (delta-rs) directly, as writers would. Builds a demo warehouse with pyiceberg's
+SQLite catalog and a Delta table under ``<repository>/demo-warehouse`` (replaced on every
+run), starts ``lakestatsd --config <repository>/config/local.toml`` in the background,
+then writes commits (appends, a delete, a compaction; Delta appends, a delete, an update)
+and after each one shows the stats the daemon serves over HTTP and how fresh they are;
+finally stops the daemon with SIGTERM. Needs this package (with its test extra, which
+brings deltalake) and Java, and runs from any working directory.
 """
 
 from __future__ import annotations
@@ -95,6 +96,19 @@ def build_warehouse(root: Path) -> Table:
     return table
 
 
+DELTA_TABLE = "events"
+
+
+def build_delta_table(location: Path) -> None:
+    """A fresh Delta table (delta-rs), partitioned by region, with one first commit."""
+    from deltalake import write_deltalake  # noqa: PLC0415 - the Delta part of the demo only
+
+    if location.exists():
+        shutil.rmtree(location)
+    location.parent.mkdir(parents=True, exist_ok=True)
+    write_deltalake(str(location), _batch(random.Random(1), 0, 3000), partition_by=["region"])  # noqa: S311
+
+
 def _get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - loopback URL
         return json.loads(response.read())
@@ -125,12 +139,14 @@ def _wait_ready(base: str, daemon: subprocess.Popen[bytes], log: Path) -> None:
 def main() -> int:
     config_path = CONFIG_PATH
     config = load_config(config_path)
-    (table_config,) = config.table
-    assert table_config.location is not None
-    root = Path(table_config.location).resolve().parents[2]  # <root>/warehouse/shop/orders
+    locations = {t.name: t.location for t in config.table}
+    iceberg_location, delta_location = locations["orders"], locations[DELTA_TABLE]
+    assert iceberg_location is not None and delta_location is not None
+    root = Path(iceberg_location).resolve().parents[2]  # <root>/warehouse/shop/orders
     state = Path(config.state_dir)
     print(f"demo: fresh warehouse in {root}", flush=True)
     table = build_warehouse(root)
+    build_delta_table(Path(delta_location).resolve())
     if state.exists():
         shutil.rmtree(state)
     log = root / "lakestatsd.log"
@@ -146,6 +162,7 @@ def main() -> int:
             _wait_ready(base, daemon, log)
             print(" ready", flush=True)
             _write_and_watch(table, config, base)
+            _write_and_watch_delta(str(Path(delta_location).resolve()), config, base)
             doc = _get_json(f"{base}/v1/tables/orders/stats")
             print("\ndemo: final stats, as `lakestats show` prints them:\n", flush=True)
             print(render_stats(doc), flush=True)
@@ -183,6 +200,44 @@ def _write_and_watch(table: Table, config: Config, base: str) -> None:
             f"{_lag(base):>7}",
             flush=True,
         )
+
+
+def _write_and_watch_delta(location: str, config: Config, base: str) -> None:
+    from deltalake import DeltaTable, write_deltalake  # noqa: PLC0415
+
+    rng = random.Random(11)  # noqa: S311 - demo data, not secrets
+    steps: list[tuple[str, Callable[[], None]]] = [
+        (
+            "append 3000 rows",
+            lambda: write_deltalake(location, _batch(rng, 3000, 3000), mode="append"),
+        ),
+        ("delete order_id < 1000", lambda: DeltaTable(location).delete("order_id < 1000")),
+        (
+            "update emea amounts",
+            lambda: DeltaTable(location).update(
+                updates={"amount": "amount * 2"}, predicate="region = 'emea'"
+            ),
+        ),
+    ]
+    print(f"\ndemo: Delta table {DELTA_TABLE!r} ({location})")
+    print(
+        f"demo: {'commit':<24} {'version':>8} {'rows':>6} {'ndv(customer)':>13} "
+        f"{'max(amount)':>11} {'fresh after':>11}"
+    )
+    for label, write in steps:
+        write()
+        committed = time.monotonic()
+        notify(config, DELTA_TABLE, wait=True, timeout_s=config.http.wait_timeout_s)
+        fresh_after = time.monotonic() - committed
+        doc = _get_json(f"{base}/v1/tables/{DELTA_TABLE}/stats")
+        columns = doc["columns"]
+        print(
+            f"demo: {label:<24} {doc['snapshot_id']:>8} {doc['record_count']:>6} "
+            f"{columns['customer'].get('ndv')!s:>13} {columns['amount'].get('max')!s:>11} "
+            f"{fresh_after:>10.2f}s",
+            flush=True,
+        )
+    print(f"demo: Delta stats documents also in {location}/_delta_log/_lakestats/", flush=True)
 
 
 if __name__ == "__main__":

@@ -171,9 +171,10 @@ class _CommitPath:
         self.opened = opened
         self.store: StatsStore = opened.store
         self.settings: SketchSettings = config.sketch.settings()
+        self.location_map = LocationMap.of(opened.config.location_map)
         self.sketcher = with_location_map(
             sketcher if (config.sketch.enabled and opened.config.sketches) else None,
-            LocationMap.of(opened.config.location_map),
+            self.location_map,
         )
         self.writer = SegmentWriter(self.store, self.settings)
         self.publisher: Publisher = publisher_for(opened)
@@ -302,7 +303,12 @@ class _CommitPath:
         times.append(time.perf_counter())
         phases = ("store", "merge", "commit", "publish")
         live = sketches.live if isinstance(sketches, BatchSketches) else {}
-        reread = [f for f in commit.added_files if (commit.snapshot_id, f.path) in live]
+        reread = [
+            f
+            for f in commit.added_files
+            if (read := live.get((commit.snapshot_id, f.path))) is not None and read.data_read
+        ]
+        reread_keys = {(commit.snapshot_id, f.path) for f in reread}
         report = CommitReport(
             table=self.opened.name,
             snapshot_id=commit.snapshot_id,
@@ -314,7 +320,7 @@ class _CommitPath:
             sketched_files=sum(
                 1
                 for f in commit.added_files
-                if (commit.snapshot_id, f.path) in live or f.path in sketches
+                if (commit.snapshot_id, f.path) in reread_keys or f.path in sketches
             ),
             timings={
                 "sketch": sketch_seconds,
@@ -581,7 +587,7 @@ def _analyze_once(
         batches = number + path.batches.batches_for(len(commits) - start)
         progress.started(number, batches, batch)
         sketches, sketch_seconds, startup = sketch_batch(
-            path.sketcher, batch, current_schema, path.settings
+            path.sketcher, batch, current_schema, path.settings, location_map=path.location_map
         )
         progress.sketched(number, batches, batch, sketch_seconds, startup)
         for i, commit in enumerate(batch.commits):

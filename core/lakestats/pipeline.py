@@ -191,6 +191,10 @@ def sketch_files(
                     row_filter=row_filter,
                 )
             else:
+                if match_by == "field_id" and not _split_by_field_ids(unique_paths[:1])[0]:
+                    # the first file has no field ids (Delta without column mapping, Hive
+                    # migrations): one footer read spares a Spark job that would fail
+                    raise _NoFieldIdsError
                 rows = _run(
                     session,
                     unique_paths,

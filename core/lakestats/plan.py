@@ -31,6 +31,7 @@ class LiveRead:
 
     sketches: Mapping[int, ColumnSketch]
     live_rows: int
+    data_read: bool = True  # False: counted from position deletes alone (no sketches)
 
 
 class BatchSketches(dict[str, Mapping[int, ColumnSketch]]):

@@ -195,6 +195,8 @@ def sketch_batch(
     batch: BatchPlan,
     schema: TableSchema,
     settings: SketchSettings | None = None,
+    *,
+    location_map: LocationMap | None = None,
 ) -> tuple[Sketches, float, float]:
     """The batch's block sketches, the seconds its Spark job took and the seconds spent
     starting Spark first (0 when it was up). A batch that adds no data file (deletes,
@@ -208,8 +210,14 @@ def sketch_batch(
 
     With ``settings``, identity-partition columns get the sketches of their partition
     value (``DataFile.constants``), as Iceberg readers fill them, whatever the file holds.
+
+    Without a sketcher (metadata-only) and with ``location_map``, files whose deletes are
+    only position deletes and deletion vectors still get exact live row counts, from the
+    delete files alone (``deletes.positions.live_rows_from_positions``).
     """
-    if sketcher is None or not batch.paths:
+    if sketcher is None:
+        return _counted_without_data(batch, location_map), 0.0, 0.0
+    if not batch.paths:
         return {}, 0.0, 0.0
     formats = {f.path: f.file_format for c in batch.commits for f in c.added_files}
     avro = [p for p in batch.paths if formats.get(p) == "AVRO"]
@@ -255,6 +263,28 @@ def sketch_batch(
     if live:
         return BatchSketches(sketches, live), total - startup, startup
     return sketches, total - startup, startup
+
+
+def _counted_without_data(batch: BatchPlan, location_map: LocationMap | None) -> Sketches:
+    if location_map is None:
+        return {}
+    files = [
+        (c.snapshot_id, f)
+        for c in batch.commits
+        for f in c.added_files
+        if f.deletes and not any(isinstance(d, EqualityDeletes) for d in f.deletes)
+    ]
+    if not files:
+        return {}
+    from lakestats.deletes.positions import live_rows_from_positions  # noqa: PLC0415
+
+    live: dict[tuple[int, str], LiveRead] = {}
+    for group in _live_rounds(files):
+        counted = live_rows_from_positions([f for _, f in group], location_map)
+        live.update(
+            {(sid, f.path): LiveRead({}, counted[f.path], data_read=False) for sid, f in group}
+        )
+    return BatchSketches({}, live)
 
 
 def _live_readable(data_file: DataFile) -> bool:

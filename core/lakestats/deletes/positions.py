@@ -10,14 +10,17 @@ are decoded with pyroaring. The result is one small Arrow table per job.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.deletes.plan import LiveReadPlan
+from lakestats.deletes.plan import LiveReadPlan, plan_live_read
 from lakestats.exceptions import DataFileError
 from lakestats.locations import LocationMap, local_path
-from lakestats.model import DeletionVector, PositionDeletes
+from lakestats.model import DataFile, DeletionVector, PositionDeletes
 from lakestats.pipeline import canonical_path
 
 FID = "__dfid"
@@ -103,3 +106,31 @@ def positions_table(plan: LiveReadPlan, mapping: LocationMap) -> pa.Table:
     if not parts:
         return POSITIONS_SCHEMA.empty_table()
     return pa.concat_tables(parts)
+
+
+def live_rows_from_positions(files: Sequence[DataFile], mapping: LocationMap) -> dict[str, int]:
+    """Live rows of files whose deletes are only position deletes and deletion vectors,
+    without reading their data: each file's distinct deleted positions below its row
+    count, from the delete files (read on the driver) and the vectors. Keyed by path."""
+    mapped = {f.path: mapping.apply(f.path) for f in files}
+    plan = plan_live_read(
+        {
+            mapped[f.path]: tuple(
+                d if isinstance(d, DeletionVector) else replace(d, path=mapping.apply(d.path))
+                for d in f.deletes
+            )
+            for f in files
+        }
+    )
+    dead = positions_table(plan, mapping)
+    rows = pa.array([f.record_count for f in files], pa.int64())
+    inside = pc.less(dead.column(POS), pc.take(rows, dead.column(FID)))
+    counted = dead.filter(inside).group_by(FID).aggregate([(POS, "count_distinct")])
+    deleted = dict(
+        zip(
+            counted.column(FID).to_pylist(),
+            counted.column(f"{POS}_count_distinct").to_pylist(),
+            strict=True,
+        )
+    )
+    return {f.path: f.record_count - int(deleted.get(i, 0)) for i, f in enumerate(files)}

@@ -229,14 +229,17 @@ ENTRIES = (
         extra="iceberg",
         catalogs=True,
     ),
-    # Layouts recognised so that users get a clear answer rather than "not a table".
     FormatEntry(
         name="delta",
         title="Delta",
         layout="_delta_log/",
         detect=_has_directories("_delta_log"),
+        module="lakestats.formats.delta",
+        # a commit is one new <version>.json; checkpoints follow the commit they cover
+        watch=WatchSpec(directories=("_delta_log",), markers=(".json",)),
         extra="delta",
     ),
+    # Layouts recognised so that users get a clear answer rather than "not a table".
     FormatEntry(
         name="paimon",
         title="Paimon",

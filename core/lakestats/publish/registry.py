@@ -23,6 +23,7 @@ PublisherFactory = Callable[[OpenedTable], Publisher | Unpublishable]
 PUBLISHERS: Mapping[str, str] = {
     "iceberg": "lakestats.publish.iceberg:open_publisher",
     "paimon": "lakestats.publish.paimon:open_publisher",
+    "delta": "lakestats.publish.delta:open_publisher",
 }
 
 PUBLISH_OFF = "publishing is off for this table (publish = false)"

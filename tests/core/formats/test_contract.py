@@ -18,6 +18,7 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField
 
+from delta_tables import NO_LOG_RETENTION, DeltaWriter
 from lakestats.exceptions import (
     ExpiryError,
     LineageError,
@@ -253,7 +254,58 @@ class PaimonDriver:
         return snapshot.name
 
 
+class DeltaDriver:
+    """Real delta-rs commits on a column-mapping table; opened by location (read-only).
+
+    Delta versions that change no file (the creation, schema changes) are not snapshots.
+    Expiry is delta-rs' own log cleanup (checkpoint + ``cleanup_metadata``); a rollback
+    cuts the log back (Delta's RESTORE is a new commit, not a rollback).
+    """
+
+    format_name = "delta"
+    can_commit = False
+
+    def __init__(self, root: Path) -> None:
+        self.writer = DeltaWriter(root / "t")
+
+    def create(self, columns: Sequence[tuple[str, str]]) -> None:
+        self.writer.create(columns, column_mapping=True, configuration=NO_LOG_RETENTION)
+
+    def open(self) -> TableFormat:
+        return open_table(self.writer.path)
+
+    def append(self, rows: Rows) -> int:
+        return self.writer.append(rows)
+
+    def delete_where_id_below(self, limit: int) -> int:
+        return self.writer.delete(f"id < {limit}")
+
+    def add_column(self, name: str, type_str: str) -> None:
+        self.writer.add_column(name, type_str)
+
+    def rename_column(self, old: str, new: str) -> None:
+        self.writer.rename_column(old, new)
+
+    def drop_column(self, name: str) -> None:
+        self.writer.drop_column(name)
+
+    def expire(self, snapshot_ids: Iterable[int]) -> None:
+        current = self.writer.version()
+        assert all(v < current for v in snapshot_ids), "Delta expires the oldest versions only"
+        self.writer.cleanup()
+
+    def rollback(self, snapshot_id: int) -> None:
+        self.writer.cut_log_after(snapshot_id)
+
+    def corrupt(self) -> str:
+        commit = self.writer.log / f"{self.writer.version():020d}.json"
+        text = commit.read_bytes()
+        commit.write_bytes(text[: len(text) // 2])
+        return commit.name
+
+
 DRIVERS: dict[str, Callable[[Path], TableDriver]] = {
+    "delta": DeltaDriver,
     "paimon": PaimonDriver,
     "iceberg-location": lambda root: IcebergDriver(root, by_catalog=False),
     "iceberg-catalog": lambda root: IcebergDriver(root, by_catalog=True),

@@ -744,14 +744,13 @@ class TestBadInput:
             open_table(str(tmp_path / "file.txt"))
         assert not is_iceberg_location(str(tmp_path / "nope"))
 
-    def test_other_formats_are_recognised_but_not_supported(self, tmp_path: Path) -> None:
+    def test_other_formats_are_recognised(self, tmp_path: Path) -> None:
         (tmp_path / "delta" / "_delta_log").mkdir(parents=True)
         (tmp_path / "paimon" / "snapshot").mkdir(parents=True)
         (tmp_path / "paimon" / "schema").mkdir()
         (tmp_path / "paimon" / "schema" / "schema-0").write_text("{broken")
 
-        with pytest.raises(TableNotFoundError, match="Delta support is not built yet"):
-            detect_format(str(tmp_path / "delta"))
+        assert detect_format(str(tmp_path / "delta")) == "delta"  # Delta is built (issue 11)
         # Paimon is built now (issue 12): a broken schema file is one line naming it
         with pytest.raises(MetadataError, match=r"schema-0 is not valid JSON"):
             open_table(str(tmp_path / "paimon")).schema()

@@ -162,13 +162,10 @@ class TestMissingDependency:
 
 
 class TestDetection:
-    def test_delta_layout_is_recognised_but_not_built(self, tmp_path: Path) -> None:
+    def test_delta_layout_is_detected_and_an_empty_log_is_no_table(self, tmp_path: Path) -> None:
         (tmp_path / "_delta_log").mkdir()
-        with pytest.raises(
-            TableNotFoundError, match="looks like a Delta table; Delta support is not built yet"
-        ):
-            detect_format(str(tmp_path))
-        with pytest.raises(TableNotFoundError, match="Delta support is not built yet"):
+        assert detect_format(str(tmp_path)) == "delta"
+        with pytest.raises(TableNotFoundError, match=r"is not a Delta table: _delta_log/ is empty"):
             open_table(str(tmp_path))
 
     def test_paimon_schema_files_are_a_paimon_table(self, tmp_path: Path) -> None:
@@ -206,8 +203,10 @@ class TestDetection:
 
 
 class TestCatalogsAndFormats:
-    def test_catalog_tables_of_a_format_not_built_say_so(self) -> None:
-        with pytest.raises(ConfigError, match=r"^Delta support is not built yet$"):
+    def test_catalog_tables_of_a_format_without_catalogs_say_so(self) -> None:
+        with pytest.raises(
+            ConfigError, match=r"^Delta tables cannot be opened through a catalog: give the"
+        ):
             open_table(catalog="c", catalog_properties={}, identifier="db.t", format="delta")
 
     def test_an_unknown_format_is_named(self, tmp_path: Path) -> None:
@@ -241,8 +240,11 @@ class TestWatchSpecs:
             directories=("metadata",), markers=(".metadata.json", "version-hint.text")
         )
 
+    def test_delta_watches_its_log_for_commit_files(self) -> None:
+        assert watch_spec("delta") == WatchSpec(directories=("_delta_log",), markers=(".json",))
+
     def test_formats_not_built_or_unknown_have_no_watch_spec(self) -> None:
-        for name in ("delta", "nope"):  # Paimon is built (issue 12): see the next test
+        for name in ("nope",):  # Delta and Paimon are built (issues 11, 12)
             with pytest.raises(KeyError):
                 watch_spec(name)
 

@@ -24,9 +24,13 @@ from pyiceberg.transforms import IdentityTransform
 from test_paimon_publish import merged as paimon_merged
 
 from lakestats.formats.paimon import open_paimon_location
+from delta_tables import DeltaWriter
+from lakestats.formats.registry import open_table
 from lakestats.merge import aggregate_files, merge_partitions, whole_table
 from lakestats.model import DataFile, SketchSettings, TableSchema
 from lakestats.publish.base import Publisher, SnapshotStats
+from lakestats.publish.delta import FILE_PREFIX as DELTA_PREFIX
+from lakestats.publish.delta import INDEX_NAME, DeltaSidecarPublisher
 from lakestats.publish.iceberg import FILE_PREFIX, IcebergPublisher
 from lakestats.publish.memory import MemoryPublisher, MemoryTarget
 from lakestats.publish.paimon import PaimonPublisher
@@ -83,6 +87,53 @@ def _iceberg(tmp_path: Path) -> Target:
         expire=lambda snapshot_id: wh.expire_snapshots("t", [snapshot_id]),
         break_target=lambda: wh.catalog.drop_table(wh.identifier("t")),
     )
+
+
+def _delta(tmp_path: Path) -> Target:
+    """A delta-rs table; a version expires as log cleanup expires it (a checkpoint of the
+    next version, the older commit files gone)."""
+    writer = DeltaWriter(tmp_path / "t")
+    writer.create([("id", "long"), ("cat", "string")])
+    versions = [writer.append({"id": [s, s + 1], "cat": ["a", "b"]}) for s in (0, 100, 200)]
+    table = open_table(writer.path)
+    sidecar = Path(writer.path) / "_delta_log" / "_lakestats"
+
+    def index() -> dict[str, str]:
+        path = sidecar / INDEX_NAME
+        return dict(json.loads(path.read_text())["versions"]) if path.exists() else {}
+
+    def expire(version: int) -> None:
+        from deltalake import DeltaTable
+
+        DeltaTable(writer.path, version=version + 1).create_checkpoint()
+        for old in range(version + 1):
+            (writer.log / f"{old:020d}.json").unlink(missing_ok=True)
+
+    def break_target() -> None:
+        shutil.rmtree(sidecar, ignore_errors=True)
+        sidecar.write_text("not a directory")
+
+    return Target(
+        publisher=lambda: DeltaSidecarPublisher(open_table(writer.path), "t"),
+        snapshots=versions,
+        stats=lambda version: _merged_stats(_Opened(table), version),  # type: ignore[arg-type]
+        registered=lambda version: {index()[str(version)]} if str(version) in index() else set(),
+        stored=lambda: (
+            {p.name for p in sidecar.iterdir() if p.name.startswith(DELTA_PREFIX)}
+            if sidecar.is_dir()
+            else set()
+        ),
+        version=lambda: (
+            (sidecar / INDEX_NAME).read_bytes() if (sidecar / INDEX_NAME).exists() else b""
+        ),
+        expire=expire,
+        break_target=break_target,
+    )
+
+
+@dataclass
+class _Opened:
+    table: Any
 
 
 def _merged_stats(opened: OpenedTable, snapshot_id: int) -> SnapshotStats:
@@ -162,7 +213,12 @@ def _paimon(tmp_path: Path) -> Target:
     )
 
 
-TARGETS = {"iceberg": _iceberg, "memory": lambda _: _memory(), "paimon": _paimon}
+TARGETS = {
+    "delta": _delta,
+    "iceberg": _iceberg,
+    "memory": lambda _: _memory(),
+    "paimon": _paimon,
+}
 # Targets that register every staged snapshot. Paimon cannot: a snapshot names one
 # statistics file, so a flush registers the newest staged snapshot only (an ANALYZE
 # snapshot), and a file stays while an older ANALYZE snapshot names it; the test after

@@ -37,9 +37,9 @@ def _not_published_warnings(logs: Sequence[dict[str, object]]) -> list[dict[str,
 class _UnpublishedFormat:
     """A table of a format no publisher is registered for (only its name matters here)."""
 
-    format_name = "delta"
-    table_id = "delta-table-0001"
-    location = "file:///nowhere/delta"
+    format_name = "hudi"  # Delta has its publisher now (issue 11)
+    table_id = "hudi-table-0001"
+    location = "file:///nowhere/hudi"
 
     def refresh(self) -> None:
         return None
@@ -112,7 +112,7 @@ def test_a_format_without_publisher_is_described(tmp_path: Path) -> None:
     fmt: TableFormat = _UnpublishedFormat()
     assert isinstance(fmt, TableFormat)
     opened = OpenedTable(
-        config=TableConfig(name="d", location="/nowhere/delta"),
+        config=TableConfig(name="d", location="/nowhere/hudi"),
         table=fmt,
         store=StatsStore(str(tmp_path / "state"), fmt.table_id),
     )
@@ -120,7 +120,7 @@ def test_a_format_without_publisher_is_described(tmp_path: Path) -> None:
         publisher = publisher_for(opened)
         publisher.flush({})
     assert publisher.describe(1, {}) == [
-        "not in table metadata: no metadata publisher for delta tables"
+        "not in table metadata: no metadata publisher for hudi tables"
     ]
     assert len(_not_published_warnings(logs)) == 1
 

@@ -31,6 +31,7 @@ from lakestats.formats.iceberg.commits import (
     live_files_of,
     snapshot_commit,
 )
+from lakestats.formats.iceberg.deletes import TargetCache, baseline_with_deletes, with_deletes
 from lakestats.formats.iceberg.files import FileConverter, table_schema
 from lakestats.formats.iceberg.manifests import ManifestReader
 from lakestats.model import Commit, DataFile, SnapshotInfo, TableSchema
@@ -56,6 +57,7 @@ class IcebergTable:
         self._table = load(None)
         self._reader = ManifestReader(self._table.io, cache_size)
         self._converter = FileConverter(self._table.metadata)
+        self._delete_targets = TargetCache()  # delete files are immutable: kept across refreshes
 
     # --- identity -------------------------------------------------------------------------
 
@@ -199,10 +201,13 @@ class IcebergTable:
             history_cut = inherits_files(chain[0], reader)
         commits: list[Commit] = []
         for index, snapshot in enumerate(chain):
+            targets = self._delete_targets
             if index == 0 and history_cut:
-                commits.append(baseline_commit(snapshot, metadata, reader, converter))
+                commit = baseline_commit(snapshot, metadata, reader, converter)
+                commits.append(baseline_with_deletes(commit, snapshot, reader, converter, targets))
             else:
-                commits.append(snapshot_commit(snapshot, metadata, reader, converter))
+                commit = snapshot_commit(snapshot, metadata, reader, converter)
+                commits.append(with_deletes(commit, snapshot, reader, converter, targets))
         return commits
 
     def live_files(self, snapshot_id: int) -> Sequence[DataFile]:

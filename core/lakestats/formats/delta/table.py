@@ -1,0 +1,506 @@
+"""``DeltaLakeTable``: a Delta table behind the ``TableFormat`` protocol.
+
+A snapshot id is a Delta version. The log is read directly (``log``): deltalake has no
+per-version API, its ``get_add_actions`` ignores checkpoint ``stats_parsed`` and carries
+no deletion vectors (checked with deltalake 1.6). A version is *available* when its
+commit file and every commit back to a complete checkpoint (or to version 0) are present;
+the others are expired (log cleanup). Version 0 of a table created empty (no file added)
+is the table's creation, not a snapshot, as Iceberg's ``CREATE TABLE`` has none.
+
+Bootstrapping (``commits_since(None)``) starts with a baseline at the newest complete
+checkpoint from which the log reaches the current version, then follows the JSON commits;
+without a checkpoint, from version 0.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import pyarrow.parquet as pq
+from pyarrow import fs as pafs
+
+from lakestats.exceptions import (
+    ExpiryError,
+    LineageError,
+    MetadataError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+    first_line,
+)
+from lakestats.formats.delta.dv import DvDescriptor, read_deletion_vector
+from lakestats.formats.delta.files import FileStats, data_file
+from lakestats.formats.delta.log import (
+    LOG_DIR,
+    LogListing,
+    commit_name,
+    list_log,
+    read_checkpoint,
+    read_commit,
+)
+from lakestats.formats.delta.replay import CommitLog, ReplayState, check_protocol, file_key
+from lakestats.formats.delta.schema import DeltaSchema, parse_schema
+from lakestats.locations import TableLocation
+from lakestats.model import (
+    BASELINE_OPERATION,
+    Commit,
+    DataFile,
+    FileContent,
+    SnapshotInfo,
+    TableSchema,
+)
+from lakestats.model import UNPARTITIONED as _UNPARTITIONED
+
+FORMAT_NAME = "delta"
+_CACHE_SIZE = 512
+
+
+class DeltaLakeTable:
+    """A Delta table opened by location. ``refresh()`` lists ``_delta_log/`` again."""
+
+    def __init__(self, location: TableLocation) -> None:
+        self._location = location
+        self._uri = _base_uri(location)
+        self._lock = threading.Lock()
+        # keyed by (version, mtime, size): a log cut back and written again is a new file
+        self._commits: OrderedDict[tuple[int, int, int], CommitLog] = OrderedDict()
+        self._checkpoints: dict[tuple[int, int], list[dict[str, Any]]] = {}
+        self._schemas: dict[int, DeltaSchema] = {}
+        self._views: dict[int, tuple[LogListing, _LogView]] = {}
+        self._file_versions: dict[tuple[int, int, int], bool] = {}  # commit → adds files
+        self._listing = list_log(location)
+        _check_last_checkpoint(self._listing)
+        if self._listing.current_version is None:
+            raise TableNotFoundError(f"{location.uri} is not a Delta table: {LOG_DIR}/ is empty")
+        self._table_id = self._metadata_at(self._listing, self._current(self._listing))["id"]
+
+    # --- identity -------------------------------------------------------------------------
+
+    @property
+    def format_name(self) -> str:
+        return FORMAT_NAME
+
+    @property
+    def table_id(self) -> str:
+        return str(self._table_id)
+
+    @property
+    def location(self) -> str:
+        return self._uri
+
+    def __repr__(self) -> str:
+        return f"DeltaLakeTable({self._location.uri!r})"
+
+    def refresh(self) -> None:
+        listing = list_log(self._location)
+        _check_last_checkpoint(listing)
+        with self._lock:
+            self._listing = listing
+
+    # --- versions ---------------------------------------------------------------------------
+
+    def current_snapshot_id(self) -> int | None:
+        return self._view(self._snapshot()).current
+
+    def snapshot_ids(self) -> frozenset[int]:
+        return self._view(self._snapshot()).snapshots
+
+    def snapshot_infos(self) -> tuple[SnapshotInfo, ...]:
+        """Every available snapshot (for expiry planning), timestamps from the listing."""
+        listing = self._snapshot()
+        infos = []
+        for version in sorted(self._view(listing).snapshots):
+            entry = listing.commits.get(version)
+            checkpoint = listing.checkpoints.get(version)
+            stamp = entry.mtime_ms if entry else (checkpoint.mtime_ms if checkpoint else 0)
+            infos.append(SnapshotInfo(version, stamp, in_main_lineage=True))
+        return tuple(infos)
+
+    def expire_snapshots(self, snapshot_ids: Sequence[int]) -> None:
+        """Delta tables expire their own log: lakestats does not delete log files."""
+        raise ExpiryError(
+            f"table {self._location.uri} is read-only for lakestats: Delta expires versions "
+            "with its own log retention (delta.logRetentionDuration, checkpoints and "
+            "metadata cleanup by the writer); lakestats follows that expiry"
+        )
+
+    def schema(self, schema_id: int | None = None) -> TableSchema:
+        listing = self._snapshot()
+        if schema_id is None:
+            metadata = self._metadata_at(listing, self._current(listing))
+            return self._delta_schema(metadata).table_schema
+        known = self._schemas.get(schema_id)
+        if known is None:
+            self._scan_schemas(listing)
+            known = self._schemas.get(schema_id)
+        if known is None:
+            raise MetadataError(f"table {self._location.uri} has no schema with id {schema_id}")
+        return known.table_schema
+
+    # --- commits ------------------------------------------------------------------------------
+
+    def commits_since(self, after_snapshot_id: int | None) -> Sequence[Commit]:
+        listing = self._snapshot()
+        view = self._view(listing)
+        last = self._current(listing)
+        if after_snapshot_id is not None:
+            if after_snapshot_id not in view.snapshots:
+                reason = (
+                    "its log was cut back"
+                    if after_snapshot_id > last
+                    else "its commit is gone (log cleanup)"
+                )
+                raise LineageError(
+                    f"version {after_snapshot_id} is no longer a version of table "
+                    f"{self._location.uri} ({reason}); starting over from a checkpoint"
+                )
+            missing = [
+                v for v in range(after_snapshot_id + 1, last + 1) if v not in listing.commits
+            ]
+            if missing:
+                raise LineageError(
+                    f"table {self._location.uri}: {LOG_DIR}/{commit_name(missing[-1])} after "
+                    f"version {after_snapshot_id} is missing; starting over from a checkpoint"
+                )
+            state = self._replay(listing, after_snapshot_id, with_files=True)
+            return self._follow(listing, state, after_snapshot_id, last)
+        if view.baseline is not None:
+            state = self._replay(listing, view.baseline, with_files=True)
+            baseline = self._baseline(listing, state)
+            return [baseline, *self._follow(listing, state, view.baseline, last)]
+        missing = [v for v in range(last + 1) if v not in listing.commits]
+        if missing:
+            raise MetadataError(
+                f"table {self._location.uri} cannot be read: {LOG_DIR}/{commit_name(missing[-1])} "
+                "is missing and no checkpoint covers it"
+            )
+        return self._follow(listing, ReplayState(), None, last)
+
+    def live_files(self, snapshot_id: int) -> Sequence[DataFile]:
+        listing = self._snapshot()
+        if snapshot_id not in self._view(listing).snapshots:
+            raise SnapshotNotFoundError(
+                f"version {snapshot_id} is not available in the log of table {self._location.uri}"
+            )
+        state = self._replay(listing, snapshot_id, with_files=True)
+        schema = self._delta_schema(self._require_metadata(state))
+        where = f"version {snapshot_id}"
+        return [self._data_file(add, schema, where) for add in state.files.values()]
+
+    # --- building commits -------------------------------------------------------------------
+
+    def _follow(
+        self, listing: LogListing, state: ReplayState, parent: int | None, last: int
+    ) -> list[Commit]:
+        """The data commits after ``state`` up to ``last``; the others only move metadata."""
+        commits = []
+        for version in range(state.version + 1, last + 1):
+            log = self._commit(listing, version)
+            # a remove of a file that is not live removes nothing (nothing was recorded)
+            removed = {
+                key[0]: remove for remove in log.removes if (key := file_key(remove)) in state.files
+            }
+            state.apply(log, with_files=True)
+            where = f"{LOG_DIR}/{commit_name(version)}"
+            check_protocol(state.protocol, where=where)
+            if not log.adds and not log.removes:
+                continue  # schema, properties, VACUUM, OPTIMIZE of nothing: no new stats
+            schema = self._delta_schema(self._require_metadata(state))
+            added, _ = log.net_changes()
+            commits.append(
+                Commit(
+                    snapshot_id=version,
+                    parent_id=parent,
+                    sequence_number=version,
+                    timestamp_ms=log.timestamp_ms,
+                    operation=log.operation,
+                    schema_id=schema.schema_id,
+                    added_files=tuple(
+                        self._data_file(add, schema, where) for add in added.values()
+                    ),
+                    removed_files=tuple(
+                        _removed_file(self._file_uri(path), remove)
+                        for path, remove in removed.items()
+                    ),
+                )
+            )
+            parent = version
+        return commits
+
+    def _baseline(self, listing: LogListing, state: ReplayState) -> Commit:
+        version = state.version
+        where = f"checkpoint {version}"
+        check_protocol(state.protocol, where=where)
+        schema = self._delta_schema(self._require_metadata(state))
+        entry = listing.commits.get(version)
+        checkpoint = listing.checkpoints.get(version)
+        stamp = entry.mtime_ms if entry else (checkpoint.mtime_ms if checkpoint else 0)
+        if entry is not None:
+            stamp = self._commit(listing, version).timestamp_ms
+        return Commit(
+            snapshot_id=version,
+            parent_id=None,
+            sequence_number=version,
+            timestamp_ms=stamp,
+            operation=BASELINE_OPERATION,
+            schema_id=schema.schema_id,
+            added_files=tuple(self._data_file(add, schema, where) for add in state.files.values()),
+        )
+
+    def _data_file(self, add: Mapping[str, Any], schema: DeltaSchema, where: str) -> DataFile:
+        path = self._file_uri(str(add.get("path")))
+        raw_stats = add.get("stats")
+        if raw_stats is None or raw_stats == "":
+            raw_stats = add.get("stats_parsed")
+        stats = FileStats.parse(raw_stats, where=f"{where}, file {path}")
+        records = stats.num_records if stats is not None else None
+        if records is None:
+            records = self._footer_rows(path)  # writers may keep no stats (delta-rs options)
+        dv_raw = add.get("deletionVector")
+        vector = (
+            read_deletion_vector(
+                DvDescriptor.parse(dv_raw), self._read_dv_file, where=f"{where}, file {path}"
+            )
+            if dv_raw
+            else None
+        )
+        return data_file(
+            path=path,
+            size=int(add.get("size") or 0),
+            schema=schema,
+            stats=stats,
+            record_count=records,
+            partition_values=add.get("partitionValues") or {},
+            deletion_vector=vector,
+            where=where,
+        )
+
+    # --- replay and caches ---------------------------------------------------------------------
+
+    def _replay(self, listing: LogListing, version: int, *, with_files: bool) -> ReplayState:
+        """The state as of ``version`` from the newest checkpoint the log reaches it from."""
+        state = ReplayState()
+        if version < 0:
+            return state
+        base = _rebuild_base(listing, version)
+        if base is None:
+            raise MetadataError(
+                f"version {version} of table {self._location.uri} cannot be rebuilt: its "
+                "commits and checkpoints are gone"
+            )
+        if base >= 0:
+            state.load_checkpoint(base, self._checkpoint_actions(listing, base))
+        for v in range(base + 1, version + 1):
+            state.apply(self._commit(listing, v), with_files=with_files)
+        return state
+
+    def _commit(self, listing: LogListing, version: int) -> CommitLog:
+        entry = listing.commits.get(version)
+        if entry is None:
+            raise MetadataError(
+                f"{LOG_DIR}/{commit_name(version)} of table {self._location.uri} is missing"
+            )
+        key = (version, entry.mtime_ms, entry.size)
+        with self._lock:
+            cached = self._commits.get(key)
+            if cached is not None:
+                self._commits.move_to_end(key)
+                return cached
+        log = CommitLog.of(version, read_commit(self._location, version), entry.mtime_ms)
+        with self._lock:
+            self._commits[key] = log
+            while len(self._commits) > _CACHE_SIZE:
+                self._commits.popitem(last=False)
+        return log
+
+    def _checkpoint_actions(self, listing: LogListing, version: int) -> list[dict[str, Any]]:
+        checkpoint = listing.checkpoints[version]
+        key = (version, checkpoint.mtime_ms)
+        cached = self._checkpoints.get(key)
+        if cached is None:
+            cached = read_checkpoint(self._location, checkpoint)
+            with self._lock:
+                self._checkpoints = {key: cached}  # one checkpoint kept: they can be large
+        return cached
+
+    def _metadata_at(self, listing: LogListing, version: int) -> Mapping[str, Any]:
+        return self._require_metadata(self._replay(listing, version, with_files=False))
+
+    def _require_metadata(self, state: ReplayState) -> Mapping[str, Any]:
+        if state.metadata is None:
+            raise MetadataError(
+                f"table {self._location.uri} has no metaData action up to version {state.version}"
+            )
+        return state.metadata
+
+    def _delta_schema(self, metadata: Mapping[str, Any]) -> DeltaSchema:
+        schema = parse_schema(
+            str(metadata.get("schemaString") or ""),
+            list(metadata.get("partitionColumns") or ()),
+            dict(metadata.get("configuration") or {}),
+            where=f"table {self._location.uri}",
+        )
+        self._schemas.setdefault(schema.schema_id, schema)
+        return schema
+
+    def _scan_schemas(self, listing: LogListing) -> None:
+        """Every schema the available log holds (for ``schema(id)`` of an older commit)."""
+        for version in sorted(_available_versions(listing)):
+            if version in listing.commits:
+                metadata = self._commit(listing, version).metadata
+                if metadata is not None:
+                    self._delta_schema(metadata)
+            elif version in listing.checkpoints:
+                self._metadata_at(listing, version)
+                self._delta_schema(self._metadata_at(listing, version))
+
+    def _view(self, listing: LogListing) -> _LogView:
+        """Which versions are snapshots (computed once per listing)."""
+        cached = self._views.get(id(listing))
+        if cached is not None and cached[0] is listing:
+            return cached[1]
+        available = _available_versions(listing)
+        data = sorted(v for v in available if v in listing.commits and self._has_files(listing, v))
+        base = (
+            _bootstrap_checkpoint(listing, listing.current_version)
+            if listing.current_version is not None
+            else None
+        )
+        baseline = None
+        if base is not None:
+            # the newest data version the checkpoint's state is (it may be a later,
+            # metadata-only version); the checkpoint itself when that data commit is gone
+            baseline = max((v for v in data if v <= base), default=base)
+        snapshots = frozenset(data) | ({baseline} if baseline is not None else frozenset())
+        view = _LogView(snapshots, max(snapshots) if snapshots else None, baseline)
+        self._views = {id(listing): (listing, view)}
+        return view
+
+    def _has_files(self, listing: LogListing, version: int) -> bool:
+        entry = listing.commits[version]
+        key = (version, entry.mtime_ms, entry.size)
+        known = self._file_versions.get(key)
+        if known is None:
+            log = self._commit(listing, version)
+            known = bool(log.adds or log.removes)
+            self._file_versions[key] = known
+        return known
+
+    def _snapshot(self) -> LogListing:
+        with self._lock:
+            return self._listing
+
+    def _current(self, listing: LogListing) -> int:
+        current = listing.current_version
+        if current is None:
+            raise TableNotFoundError(f"{self._location.uri}: {LOG_DIR}/ is empty")
+        return current
+
+    # --- files ------------------------------------------------------------------------------
+
+    def _file_uri(self, path: str) -> str:
+        decoded = unquote(path)
+        if urlsplit(decoded).scheme and not decoded.startswith("/"):
+            return decoded  # absolute (shallow clones, other buckets)
+        return f"{self._uri}/{decoded.lstrip('/')}"
+
+    def _open(self, uri: str) -> tuple[pafs.FileSystem, str]:
+        if uri.startswith(self._uri + "/"):
+            return self._location.filesystem, self._location.fs_path(uri[len(self._uri) + 1 :])
+        filesystem, where = pafs.FileSystem.from_uri(uri)
+        return filesystem, str(where)
+
+    def _footer_rows(self, uri: str) -> int:
+        try:
+            filesystem, where = self._open(uri)
+            return int(pq.ParquetFile(where, filesystem=filesystem).metadata.num_rows)
+        except (OSError, ValueError) as exc:
+            raise MetadataError(
+                f"data file {uri} has no row count in the log and its Parquet footer cannot "
+                f"be read: {first_line(exc)}"
+            ) from exc
+
+    def _read_dv_file(self, path: str, absolute: bool) -> bytes:
+        uri = path if absolute else f"{self._uri}/{path}"
+        try:
+            filesystem, where = self._open(uri)
+            with filesystem.open_input_file(where) as handle:
+                data: bytes = handle.read()
+                return data
+        except (OSError, ValueError) as exc:
+            raise MetadataError(
+                f"cannot read deletion vector file {uri}: {first_line(exc)}"
+            ) from exc
+
+
+@dataclass(frozen=True)
+class _LogView:
+    snapshots: frozenset[int]  # available versions that changed files, and the baseline
+    current: int | None  # the newest snapshot
+    baseline: int | None  # where a run without history starts (newest checkpoint's data)
+
+
+def _base_uri(location: TableLocation) -> str:
+    if isinstance(location.filesystem, pafs.LocalFileSystem):
+        return "file://" + location.root  # not percent-encoded: file paths never are here
+    return location.uri.rstrip("/")
+
+
+def _removed_file(path: str, remove: Mapping[str, Any]) -> DataFile:
+    """A removed file: the store knows its stats by path (delta-rs removes carry none)."""
+    return DataFile(
+        path=path,
+        content=FileContent.DATA,
+        file_format="PARQUET",
+        record_count=0,
+        file_size_bytes=int(remove.get("size") or 0),
+        partition=_UNPARTITIONED,
+    )
+
+
+def _check_last_checkpoint(listing: LogListing) -> None:
+    """The checkpoint ``_last_checkpoint`` names must be whole (parts are written before
+    the hint, so a partial one there is damage, not a writer at work)."""
+    hinted = listing.last_checkpoint
+    checkpoint = listing.checkpoints.get(hinted) if hinted is not None else None
+    if checkpoint is not None and not checkpoint.complete:
+        raise MetadataError(
+            f"checkpoint {hinted} in {LOG_DIR}/ is incomplete: {checkpoint.missing} is "
+            "missing (and _last_checkpoint names it)"
+        )
+
+
+def _rebuild_base(listing: LogListing, version: int) -> int | None:
+    """The newest complete checkpoint ≤ ``version`` whose commits reach it (-1: from the
+    start of the log), or ``None`` when the version cannot be rebuilt."""
+    if version in listing.checkpoints and listing.checkpoints[version].complete:
+        return version
+    v = version
+    while v >= 0:
+        if v in listing.checkpoints and listing.checkpoints[v].complete:
+            return v
+        if v not in listing.commits:
+            return None
+        v -= 1
+    return -1
+
+
+def _available_versions(listing: LogListing) -> set[int]:
+    current = listing.current_version
+    if current is None:
+        return set()
+    return {v for v in listing.versions if _rebuild_base(listing, v) is not None}
+
+
+def _bootstrap_checkpoint(listing: LogListing, current: int) -> int | None:
+    """The newest complete checkpoint from which the commits reach ``current``."""
+    for version in sorted(listing.complete_checkpoints(), reverse=True):
+        if version <= current and all(
+            v in listing.commits for v in range(version + 1, current + 1)
+        ):
+            return version
+    return None

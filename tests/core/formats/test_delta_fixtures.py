@@ -1,0 +1,118 @@
+"""The Delta tables written by Spark, Databricks and delta-rs (``../shared/fixtures/delta``),
+analyzed in place and checked against DuckDB's delta extension (an independent reader that
+applies deletion vectors and column mapping) and deltalake's own query engine.
+
+What is compared, for every fixture: the current version, the physical rows of the live
+files (``record_count``), the live rows (``merged_record_count``: deletion vectors
+applied) and every column's null count, min, max and NDV over the live rows (tiny tables:
+theta sketches are exact).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from delta_tables import FIXTURE_ROWS, duckdb_with_delta, fixture_path, live_rows, needs_fixtures
+from lakestats.cli import main
+from lakestats.formats.registry import open_table
+from lakestats.values import to_json
+
+pytestmark = [needs_fixtures]
+
+WITH_DELETION_VECTORS = {
+    "delta-golden/dv-partitioned-with-checkpoint",
+    "delta-rs/table-with-dv-small",
+    "delta-rs/table_with_deletion_logs",
+}
+
+
+@pytest.fixture(scope="module")
+def duck() -> Iterator[Any]:
+    con = duckdb_with_delta()
+    con.execute("SET TimeZone = 'UTC'")
+    yield con
+    con.close()
+
+
+def cli(*args: str) -> str:
+    out = io.StringIO()
+    code = main(list(args), out=out)
+    assert code == 0, out.getvalue()
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_ROWS))
+def test_live_rows_from_the_log_equal_deltalake_and_duckdb(name: str, duck: Any) -> None:
+    """Metadata only: live files' rows minus deletion vectors, from scratch and commit by
+    commit, against two readers of the data."""
+    path = fixture_path(name)
+    table = open_table(path)
+    current = table.current_snapshot_id()
+    assert current is not None
+    live = table.live_files(current)
+    from_log = sum(f.record_count - sum(d.cardinality for d in f.deletes) for f in live)  # type: ignore[union-attr]
+
+    replayed: dict[str, Any] = {}
+    for commit in table.commits_since(None):
+        for removed in commit.removed_files:
+            replayed.pop(removed.path, None)
+        replayed.update({f.path: f for f in commit.added_files})
+
+    duck_rows = duck.execute(f"SELECT count(*) FROM delta_scan('{path}')").fetchone()[0]  # noqa: S608
+    assert from_log == live_rows(path).num_rows == duck_rows == FIXTURE_ROWS[name]
+    assert {f.path for f in live} == set(replayed)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FIXTURE_ROWS))
+def test_fixture_stats_equal_duckdb(name: str, duck: Any, spark: Any, tmp_path: Path) -> None:
+    # a copy: analyzing publishes a sidecar into the table (_delta_log/_lakestats/)
+    path, state = str(tmp_path / "table"), str(tmp_path / "stats")
+    shutil.copytree(fixture_path(name), path)
+    cli("analyze", path, "--state-dir", state, "-q")
+    doc = json.loads(cli("show", path, "--state-dir", state, "--json"))
+    table = open_table(path)
+    current = table.current_snapshot_id()
+    assert current is not None
+    files = table.live_files(current)
+
+    assert doc["format"] == "delta"
+    assert doc["snapshot_id"] == current
+    assert doc["record_count"] == sum(f.record_count for f in files)
+    assert doc["merged_record_count"] == FIXTURE_ROWS[name]
+    if name in WITH_DELETION_VECTORS:
+        vectors = sum(d.cardinality for f in files for d in f.deletes)  # type: ignore[union-attr]
+        assert doc["record_count"] == FIXTURE_ROWS[name] + vectors
+        assert doc["row_deletes"]["deleted_records"] == vectors
+    else:
+        assert doc["record_count"] == FIXTURE_ROWS[name]
+    _assert_columns_equal_duckdb(doc, duck, path)
+
+
+def _assert_columns_equal_duckdb(doc: dict[str, Any], duck: Any, path: str) -> None:
+    for column, got in doc["columns"].items():
+        quoted = ".".join('"' + part.replace('"', '""') + '"' for part in column.split("."))
+        # through Arrow: DuckDB's own conversion of time zones to Python needs pytz
+        ((nulls, lo, hi, ndv),) = [
+            tuple(row.values())
+            for row in duck.execute(
+                f"SELECT count(*) - count({quoted}), min({quoted}), max({quoted}), "  # noqa: S608
+                f"count(DISTINCT {quoted}) FROM delta_scan('{path}')"
+            )
+            .fetch_arrow_table()
+            .to_pylist()
+        ]
+        assert got["null_count"] == nulls, column
+        if got["ndv"] is not None:
+            assert got["ndv"] == ndv, column
+        if isinstance(lo, bytes | bytearray):
+            continue  # binary bounds are not kept
+        assert (got["min"], got["max"]) == (to_json(lo), to_json(hi)), column

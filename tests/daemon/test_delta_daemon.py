@@ -1,0 +1,198 @@
+"""A real ``lakestatsd`` following a Delta table that delta-rs commits to: end to end, and
+SIGKILLed over and over while the writer commits (the Iceberg crash suite's Delta twin).
+
+Sketches are off so a restart takes a second (no JVM); the log reading, the commit path,
+the store and the sidecar publisher are the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lakestatsd_harness import DaemonProcess
+
+from delta_tables import DeltaWriter, live_rows
+from lakestats.analyze import analyze_table, read_stats
+from lakestats.config import load_config
+from lakestats.publish.delta import FILE_PREFIX, INDEX_NAME
+from lakestats.store import StatsStore
+from lakestats.tables import open_configured
+
+KILLS = 15  # the Iceberg suite kills 50 times; this twin checks the Delta paths
+VOLATILE = {"computed_at_ms", "published"}
+
+
+def config_text(location: str, state_dir: Path) -> str:
+    return f"""
+state_dir = "{state_dir}"
+[http]
+listen = "127.0.0.1:0"
+[sketch]
+enabled = false
+[watch]
+poll_interval_s = 0.5
+debounce_s = 0.05
+backoff_initial_s = 0.1
+backoff_max_s = 0.5
+[maintenance]
+enabled = false
+grace_period = "1s"
+[daemon]
+shutdown_timeout_s = 5
+[[table]]
+name = "t"
+location = "{location}"
+"""
+
+
+class Writer(threading.Thread):
+    """delta-rs appends until stopped (the daemon never commits to the log)."""
+
+    def __init__(self, writer: DeltaWriter) -> None:
+        super().__init__(name="delta-crash-writer", daemon=True)
+        self.writer = writer
+        self.stop = threading.Event()
+        self.commits = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        rng = random.Random(7)
+        try:
+            while not self.stop.is_set():
+                i = self.commits
+                self.writer.append(
+                    {"id": [i * 10 + k for k in range(10)], "cat": [f"c{i % 4}"] * 10}
+                )
+                self.commits += 1
+                self.stop.wait(rng.uniform(0.1, 0.6))
+        except BaseException as exc:
+            self.error = exc
+
+
+def new_table(root: Path) -> DeltaWriter:
+    writer = DeltaWriter(root / "t")
+    writer.create([("id", "long"), ("cat", "string")], partition_by=["cat"])
+    writer.append({"id": [0], "cat": ["c0"]})
+    return writer
+
+
+def sidecar(writer: DeltaWriter) -> tuple[dict[str, str], set[str]]:
+    folder = writer.log / "_lakestats"
+    index_file = folder / INDEX_NAME
+    index = dict(json.loads(index_file.read_text())["versions"]) if index_file.exists() else {}
+    on_disk = {p.name for p in folder.iterdir() if p.name.startswith(FILE_PREFIX)}
+    return index, on_disk
+
+
+def processed(state_dir: Path) -> int:
+    tables = [p for p in state_dir.iterdir() if p.is_dir()] if state_dir.exists() else []
+    if not tables:
+        return 0
+    state = StatsStore(state_dir, tables[0].name).current()
+    return 0 if state is None else len(state.stats)
+
+
+def test_the_daemon_follows_delta_commits(
+    tmp_path: Path, run_daemon: Callable[..., DaemonProcess]
+) -> None:
+    writer = new_table(tmp_path)
+    daemon = run_daemon(config_text(writer.path, tmp_path / "state"))
+    for i in range(1, 4):
+        writer.append({"id": [i, i + 100], "cat": ["c1", "c2"]})
+    writer.delete("id = 1")
+    version = writer.version()
+
+    def served() -> Any:
+        resp = daemon.request("GET", "/v1/tables/t/stats")
+        return resp.json() if resp.status == 200 else None
+
+    deadline = time.monotonic() + 60
+    while (doc := served()) is None or doc.get("snapshot_id") != version:
+        assert time.monotonic() < deadline, daemon.tail()
+        time.sleep(0.2)
+    assert doc["format"] == "delta"
+    assert doc["record_count"] == doc["merged_record_count"] == live_rows(writer.path).num_rows
+    assert doc["columns"]["id"]["max"] == 103
+    index, _ = sidecar(writer)
+    deadline = time.monotonic() + 30
+    while str(version) not in index:
+        assert time.monotonic() < deadline, daemon.tail()
+        time.sleep(0.2)
+        index, _ = sidecar(writer)
+    assert daemon.terminate() == 0
+
+
+@pytest.mark.slow
+def test_sigkill_while_delta_rs_commits_strands_nothing(
+    tmp_path: Path, run_daemon: Callable[..., DaemonProcess]
+) -> None:
+    writer = new_table(tmp_path)
+    state_dir = tmp_path / "state"
+    text = config_text(writer.path, state_dir)
+    committer = Writer(writer)
+    committer.start()
+    rng = random.Random(1)
+    progress: list[int] = []
+    try:
+        for kill in range(KILLS):
+            daemon = run_daemon(text, wait_ready=False)
+            daemon.wait_event("http_listening", timeout_s=30)
+            if kill % 3 == 0:
+                daemon.wait_event("commit_processed", timeout_s=30)
+                time.sleep(rng.uniform(0, 0.2))
+            else:
+                time.sleep(rng.uniform(0.05, 1.5))
+            daemon.proc.kill()
+            daemon.proc.wait(10)
+            progress.append(processed(state_dir))
+    finally:
+        committer.stop.set()
+        committer.join(30)
+    assert committer.error is None, committer.error
+    assert committer.commits >= KILLS
+    assert progress == sorted(progress), progress
+    assert progress[-1] >= (KILLS + 2) // 3, progress
+
+    daemon = run_daemon(text)
+    current = writer.version()
+
+    def settled() -> bool:
+        resp = daemon.request("GET", "/v1/tables/t/stats")
+        served = resp.json().get("snapshot_id") if resp.status == 200 else None
+        index, _ = sidecar(writer)
+        return served == current and str(current) in index
+
+    deadline = time.monotonic() + 60
+    while not settled():
+        assert time.monotonic() < deadline, daemon.tail()
+        time.sleep(0.2)
+    assert daemon.terminate() == 0
+    failures = [e for e in daemon.events() if e.get("event") == "table_run_failed"]
+    assert not failures, daemon.tail()
+
+    time.sleep(1.2)  # past the grace period: the next run sweeps what killed runs left
+    config = load_config(tmp_path / "lakestatsd.toml")
+    opened = open_configured(config.table[0], config)
+    analyze_table(opened, config=config, sketcher=None)
+    versions = {str(v) for v in opened.table.snapshot_ids()}
+    index, on_disk = sidecar(writer)
+    assert set(index) == versions
+    assert on_disk == set(index.values()), sorted(on_disk - set(index.values()))
+    state = opened.store.current()
+    assert state is not None and {str(s) for s in state.stats} == versions
+
+    fresh_config = config.model_copy(update={"state_dir": str(tmp_path / "fresh")})
+    fresh = open_configured(config.table[0].model_copy(update={"publish": False}), fresh_config)
+    analyze_table(fresh, config=fresh_config, sketcher=None)
+    assert strip(read_stats(opened)) == strip(read_stats(fresh))
+
+
+def strip(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k not in VOLATILE}
