@@ -23,8 +23,8 @@ from publish_helpers import PySketcher, catalog_config, local
 from pyiceberg.transforms import IdentityTransform
 from test_paimon_publish import merged as paimon_merged
 
-from lakestats.formats.paimon import open_paimon_location
 from delta_tables import DeltaWriter
+from lakestats.formats.paimon import open_paimon_location
 from lakestats.formats.registry import open_table
 from lakestats.merge import aggregate_files, merge_partitions, whole_table
 from lakestats.model import DataFile, SketchSettings, TableSchema
