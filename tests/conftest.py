@@ -6,6 +6,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import structlog
+
+# The in-process CLI tests share this process with the session's SparkSession, so the CLI
+# warns that its own Spark settings are ignored. Keeping structlog's default output (stdout,
+# looked up per message) here leaves stderr to what those tests assert on; the CLI's own
+# routing of log events to stderr is tested in a subprocess (tests/core/test_cli_ops.py).
+structlog.configure(logger_factory=structlog.PrintLoggerFactory())
 
 
 @pytest.fixture(scope="session")
