@@ -9,6 +9,7 @@ pyarrow over the table's own scan.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import math
 import random
 from collections.abc import Iterator
@@ -267,3 +268,26 @@ def test_kll_error_rate_derives_k_and_is_validated() -> None:
             SketchConfig(**bad)
     with pytest.raises(ConfigError, match="does not match"):
         validate_sketch_settings(SketchSettings(kll_k=200, kll_error_rate=0.0025))
+
+
+def test_show_draws_the_histogram_it_serves(
+    analyzed: Analyzed, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lakestats.cli import main
+
+    for name in ("day", "qty"):
+        out = io.StringIO()
+        state = ["--state-dir", analyzed.config.state_dir]
+        assert main(["show", analyzed.location, *state, "--histogram", name], out=out) == 0
+        text = out.getvalue()
+        drawn = text[text.index(f"histogram of {name}") :].splitlines()
+        served = analyzed.doc["columns"][name]["histogram"]
+        assert len(drawn) == 3 + len(served)  # title, header, rule, a line per bucket
+        for line, bucket in zip(drawn[3:], served, strict=True):
+            assert f"{bucket['lower']}, {bucket['upper']}]" in line
+            assert f"~{bucket['count']}" in line and "█" in line
+    capsys.readouterr()
+    args = ["show", analyzed.location, "--state-dir", analyzed.config.state_dir]
+    assert main([*args, "--histogram", "nope"], out=io.StringIO()) != 0
+    err = capsys.readouterr().err
+    assert "no column 'nope'" in err and "Traceback" not in err
