@@ -35,6 +35,7 @@ test: lint
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python tests/bench/run.py $(BENCH_ARGS)
+	$(BIN)/python tests/bench/qerror.py
 	$(BIN)/python tests/bench/latency.py
 	$(BIN)/python tests/bench/advise.py
 

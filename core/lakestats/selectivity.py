@@ -163,25 +163,34 @@ class _Buckets:
         """Rows with a value <= x."""
         rows = 0.0
         for j, count in enumerate(self.counts):
-            lower, upper = self.lowers[j], self.uppers[j]
-            if upper <= x:
+            if self.uppers[j] <= x:
                 rows += count
             elif self._holds(j, x):
-                rows += count * self._share(lower, upper, x, first=j == 0)
+                rows += count * self._share(j, x)
             else:
                 break
         return rows
 
-    def _share(self, lower: float, upper: float, x: float, *, first: bool) -> float:
-        """The share of a bucket's values that are <= x, values spread evenly."""
+    def _share(self, j: int, x: float) -> float:
+        """The share of bucket ``j``'s rows whose value is <= x (lower < x < upper, or
+        lower <= x for the first bucket). Its ``ndv`` distinct values are taken as evenly
+        spaced up to ``upper`` (a value that exists): a single-value bucket has none below
+        its upper bound. Without an NDV, values spread evenly over the range."""
+        lower, upper, first = self.lowers[j], self.uppers[j], j == 0
         if upper <= lower:
             return 1.0
-        if self.step is not None:
-            # representable values: (lower, upper] holds (upper - lower) / step of them
-            values = (upper - lower) / self.step + (1 if first else 0)
-            below = math.floor((x - lower) / self.step + 1e-9) + (1 if first else 0)
-            return min(1.0, max(0.0, below / values))
-        return (x - lower) / (upper - lower)
+        fraction = (x - lower) / (upper - lower)
+        ndv = self.ndvs[j]
+        if ndv is None and self.step is not None:
+            ndv = self._values(j)
+        if ndv is None or ndv < 1:
+            return fraction
+        values = max(1, round(ndv))
+        if first:  # [lower, upper]: values at lower, …, upper
+            below = math.floor(fraction * (values - 1) + 1e-9) + 1 if values > 1 else 0
+        else:  # (lower, upper]: values at the top of each of ndv equal steps
+            below = math.floor(fraction * values + 1e-9)
+        return min(1.0, below / values)
 
     def equal(self, x: float) -> float:
         """Rows with the value x."""
