@@ -314,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--show-worst", type=float, default=0.0, help="print q-errors above")
     parser.add_argument("--spark-master", default="local[2]")
     args = parser.parse_args(argv)
-    work = Path(args.work_dir)
+    work = Path(args.work_dir).resolve()  # Spark resolves a relative LOCATION elsewhere
     if args.files:
         label = f"Parquet files {args.files}"
         files = sorted(glob.glob(args.files, recursive=True))  # noqa: PTH207 - a user's glob
