@@ -291,3 +291,31 @@ def test_show_draws_the_histogram_it_serves(
     assert main([*args, "--histogram", "nope"], out=io.StringIO()) != 0
     err = capsys.readouterr().err
     assert "no column 'nope'" in err and "Traceback" not in err
+
+
+def test_a_rare_minimum_below_a_hot_value_gets_its_own_bucket() -> None:
+    """Zipf-like days: the minimum once, the next value half the rows. Without its own
+    bucket the minimum shared one with the hot value and `< hot` came out as half the rows
+    (q-error 265,888 in tests/bench/qerror.py)."""
+    from datasketches import kll_doubles_sketch
+
+    from lakestats.sketches.histogram import equi_depth_histogram
+
+    values = [0.0] + [1.0] * 50_000 + [float(2 + i % 3000) for i in range(49_999)]
+    sketch = kll_doubles_sketch(1481)
+    for v in values:
+        sketch.update(v)
+    buckets = equi_depth_histogram(bytes(sketch.serialize()), 3002.0, 100, value_step=1.0)
+    assert (buckets[0].lower, buckets[0].upper) == (0.0, 0.0)
+    assert (buckets[1].lower, buckets[1].upper, buckets[1].ndv) == (0.0, 1.0, 1.0)
+    error = math.ceil(kll_pmf_error(1481) * len(values))
+    assert abs(buckets[1].count - 50_000) <= error
+    histogram = [
+        {"lower": b.lower, "upper": b.upper, "count": round(b.count), "ndv": b.ndv} for b in buckets
+    ]
+    doc = {
+        "record_count": len(values),
+        "columns": {"d": {"type": "long", "null_count": 0, "ndv": 3002, "histogram": histogram}},
+    }
+    assert selectivity(doc, Predicate("d", "<", (1,))) * len(values) <= error + 1
+    assert abs(selectivity(doc, Predicate("d", "=", (1,))) * len(values) - 50_000) <= error

@@ -103,13 +103,20 @@ def equi_depth_histogram(
             others = rows_below - (ends[-1] if ends else 0.0)  # rows in (lower, value)
             # decimals' steps are not exact in binary: 0.07 - 0.01 > 0.06
             # the first bucket holds the minimum: split it even if the sketch kept no
-            # other row below the hot value (a compacted tail)
-            if (others > 0 or not ends) and below - lower > (value_step or 0.0) / 2:
+            # other row below the hot value (a compacted tail), down to [min, min]
+            if not ends and lower < value:
+                below = max(below, lower)
+                if below - lower <= (value_step or 0.0) / 2:
+                    below = lower
+                    single.add(0)
+            elif not (others > 0 and below - lower > (value_step or 0.0) / 2):
+                below = value  # nothing to split off
+            if below < value:
                 lowers.append(lower)
                 uppers.append(below)
                 ends.append(rows_below)
                 lower, others = below, 0.0
-            if others <= 0 and (ends or lower >= value):  # [min, value] holds min too
+            if others <= 0:
                 single.add(len(uppers))
         lowers.append(lower)
         uppers.append(value)
