@@ -37,6 +37,7 @@ bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python tests/bench/run.py $(BENCH_ARGS)
 	$(BIN)/python tests/bench/delta.py $(DELTA_BENCH_ARGS)
+	$(BIN)/python tests/bench/qerror.py
 	$(BIN)/python tests/bench/latency.py
 	$(BIN)/python tests/bench/advise.py
 	$(BIN)/python tests/bench/paimon.py $(PAIMON_BENCH_ARGS)

@@ -31,6 +31,10 @@ _EXPORTS = {
     "TableConfig": "lakestats.config",
     "load_config": "lakestats.config",
     "LakestatsError": "lakestats.exceptions",
+    "estimate": "lakestats.selectivity",
+    "Estimate": "lakestats.selectivity",
+    "Predicate": "lakestats.selectivity",
+    "parse_predicate": "lakestats.selectivity",
 }
 
 __all__ = [
@@ -38,14 +42,18 @@ __all__ = [
     "AnalyzeResult",
     "CommitReport",
     "Config",
+    "Estimate",
     "LakestatsError",
     "OpenedTable",
+    "Predicate",
     "TableConfig",
     "__version__",
     "analyze_table",
+    "estimate",
     "list_commit_docs",
     "load_config",
     "open_table",
+    "parse_predicate",
     "read_stats",
 ]
 
@@ -54,6 +62,7 @@ if TYPE_CHECKING:
     from lakestats.config import Config, TableConfig, load_config
     from lakestats.exceptions import LakestatsError
     from lakestats.read import list_commit_docs, read_stats
+    from lakestats.selectivity import Estimate, Predicate, estimate, parse_predicate
     from lakestats.tables import OpenedTable, open_table
 
 

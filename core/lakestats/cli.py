@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from lakestats import __version__
 from lakestats.config import Config, TableConfig, load_config
 from lakestats.exceptions import ConfigError, LakestatsError
-from lakestats.render import render_commits, render_stats, render_table
+from lakestats.render import render_commits, render_histogram, render_stats, render_table
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -84,6 +84,13 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("table", metavar="TABLE")
     show.add_argument("--snapshot", metavar="ID", type=int, help="a snapshot id (default: current)")
     show.add_argument("--json", action="store_true", help="machine-readable JSON")
+    show.add_argument(
+        "--histogram",
+        metavar="COLUMN",
+        action="append",
+        default=[],
+        help="also draw this column's histogram bucket by bucket (repeatable)",
+    )
 
     status = sub.add_parser(
         "status",
@@ -274,6 +281,11 @@ def _cmd_show(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO
             print(f"lakestats: warning: {behind}", file=err)
     else:
         out.write(render_stats(doc, behind=behind))
+        for name in args.histogram:
+            column = doc["columns"].get(name)
+            if column is None:
+                raise LakestatsError(f"no column {name!r} in the stats of {doc['table']}")
+            out.write("\n" + render_histogram(name, column))
     return EXIT_OK
 
 

@@ -45,6 +45,11 @@ from pydantic import (
 from lakestats.exceptions import ConfigError
 from lakestats.locations import local_path
 from lakestats.model import SketchSettings
+from lakestats.sketches.spec import (
+    default_kll_error_rate,
+    kll_k_for_error,
+    validate_sketch_settings,
+)
 
 ENV_PREFIX = "LAKESTATS_"
 DEFAULT_STATE_DIR = ".lakestats"
@@ -167,7 +172,9 @@ class SparkConfig(ConfigSection):
 
 class SketchConfig(ConfigSection):
     enabled: bool = True
-    kll_k: Annotated[int, Field(ge=8, le=65535)] = 200
+    # k directly, or derived from the error rate (default: a quarter of a bucket's share)
+    kll_k: Annotated[int, Field(ge=8, le=65535)] | None = None
+    kll_error_rate: Annotated[float, Field(gt=0, lt=1)] | None = None
     theta_lg_k: Annotated[int, Field(ge=5, le=26)] = 12  # Python datasketches merges need ≥ 5
     histogram_buckets: Annotated[int, Field(ge=1, le=10000)] = 100
     quantiles: tuple[float, ...] = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
@@ -199,9 +206,30 @@ class SketchConfig(ConfigSection):
             raise ValueError("ranks must be sorted and unique")
         return value
 
+    @model_validator(mode="after")
+    def _one_kll_parameter(self) -> Self:
+        if self.kll_k is not None and self.kll_error_rate is not None:
+            raise ValueError("set kll_k or kll_error_rate, not both (k derives from the rate)")
+        if self.kll_error_rate is not None:
+            try:
+                validate_sketch_settings(self.settings())
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return self
+
     def settings(self) -> SketchSettings:
+        """The sketch parameters; ``kll_k`` derives from ``kll_error_rate`` (by default
+        ``spec.default_kll_error_rate`` of the bucket count) unless set directly."""
+        rate = self.kll_error_rate
+        if self.kll_k is not None:
+            k = self.kll_k
+        else:
+            if rate is None:
+                rate = default_kll_error_rate(self.histogram_buckets)
+            k = kll_k_for_error(rate)
         return SketchSettings(
-            kll_k=self.kll_k,
+            kll_k=k,
+            kll_error_rate=rate,
             theta_lg_k=self.theta_lg_k,
             histogram_buckets=self.histogram_buckets,
             quantiles=self.quantiles,

@@ -261,10 +261,14 @@ BASELINE_OPERATION = "baseline"
 class SketchSettings:
     """Sketch parameters; validated by ``lakestats.config``."""
 
-    kll_k: int = 200
+    # k 1481 is what the default error rate needs (``sketches.spec.kll_k_for_error``)
+    kll_k: int = 1481
     theta_lg_k: int = 12
     histogram_buckets: int = 100
     quantiles: tuple[float, ...] = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
+    # the KLL bucket-mass error ``kll_k`` was derived from (config ``sketch.kll_error_rate``,
+    # by default a quarter of a bucket's share); None: k was given directly
+    kll_error_rate: float | None = None
 
 
 @dataclass(frozen=True)

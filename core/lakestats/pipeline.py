@@ -1,10 +1,12 @@
 """The sketch pipeline: one Spark job over new data files → per-file, per-column sketches.
 
 One call reads exactly the given Parquet files, matched to the table schema by field id,
-groups rows by ``_metadata.file_path`` and computes every column's statistics in one
-``agg``: Spark's DataSketches aggregates (``theta_sketch_agg``, ``kll_sketch_agg_double``)
-plus plain counts, min/max and lengths. The per-row work stays in the JVM; Python only
-receives one row per file.
+groups rows by file and computes every column's statistics in one ``agg``: Spark's
+DataSketches aggregates (``theta_sketch_agg``, ``kll_sketch_agg_double``) plus plain counts,
+min/max and lengths. The per-row work stays in the JVM; Python only receives one row per
+file. Each file is one Spark partition, read whole by one task (Spark would split files
+over 128 MiB between tasks): rows are grouped by partition id, not by path (see
+``_FILE_ROWS``).
 
 *One job*: the query runs in a private child session of the caller's SparkSession with
 adaptive query execution off (AQE submits each shuffle map stage as a separate job) and
@@ -48,7 +50,7 @@ import structlog
 from lakestats.exceptions import DataFileError, SketchError, SparkUnavailableError
 from lakestats.locations import is_local, local_path
 from lakestats.model import Column, ColumnSketch, SketchSettings, TableSchema
-from lakestats.sketches.hashing import theta_input_sql
+from lakestats.sketches.hashing import ANSI_OFF, theta_input_sql
 from lakestats.sketches.merge import empty_kll, empty_theta, normalize_theta
 from lakestats.sketches.spark import stop_reason
 from lakestats.sketches.spec import TypeSpec, type_spec, validate_sketch_settings
@@ -71,7 +73,24 @@ _JOB_CONF = {
     # Iceberg writes proleptic Gregorian dates; never "rebase" or refuse ancient values.
     "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
     "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
+    **ANSI_OFF,  # the spec hashing of decimals (sketches/hashing.py)
+    # Every data file is one scan partition, never split and never packed with another
+    # (each file "costs" more than a partition holds), so a file's rows are exactly one
+    # Spark partition's: see _FILE_ROWS.
+    "spark.sql.files.maxPartitionBytes": str((1 << 40) - 1),
+    "spark.sql.files.openCostInBytes": str(1 << 40),
 }
+# Spark re-packs partitions past this many (unset by default): never, here.
+_JOB_CONF_UNSET = ("spark.sql.files.maxPartitionNum",)
+# The job groups rows by Spark partition id (an int), one partition per file, and takes
+# the file's path from the partition's first row only. Grouping by the path itself had
+# Spark copy and hash the path string for every row: measured, the largest per-row cost
+# of a job after the sketches themselves (docs/benchmarks.md, "Full build").
+_FIRST_ROW_OF_PARTITION = f"(monotonically_increasing_id() & {(1 << 33) - 1}) = 0"
+_FILE_ROWS = (
+    "spark_partition_id() AS __part",
+    f"CASE WHEN {_FIRST_ROW_OF_PARTITION} THEN _metadata.file_path END AS __path",
+)
 
 _lock = threading.Lock()
 _job_sessions: dict[int, tuple[Any, Any]] = {}
@@ -236,6 +255,9 @@ def sketch_files(
 
     by_key: dict[str, dict[int, ColumnSketch]] = {}
     for row in rows:
+        if row["__path"] is None or _spark_key(row["__path"]) in by_key:
+            # one partition per file is Spark's documented packing; never guess otherwise
+            raise SketchError("Spark did not read each data file as one partition")
         by_key[_spark_key(row["__path"])] = {
             p.column.field_id: _column_sketch(row, p) for p in planned
         }
@@ -265,6 +287,8 @@ def _job_session(spark: Any) -> Any:
     child = spark.newSession()
     for key, value in _JOB_CONF.items():
         child.conf.set(key, value)
+    for key in _JOB_CONF_UNSET:
+        child.conf.unset(key)
     _job_sessions[id(spark)] = (spark, child)
     return child
 
@@ -293,23 +317,31 @@ def _run(  # noqa: PLR0917 - private, called once
         # The whole plan goes over Py4J as one SQL string: building ~150 Column objects one
         # call at a time cost ~0.3 s per job, a third of a small commit's update.
         # _metadata is a hidden column of the file scan: it must be selected before the view
-        hidden = ["_metadata.file_path AS __path"]
-        if row_filter is not None and row_filter.needs_row_index:
-            hidden.append("_metadata.row_index AS __row_index")
-        scan = df.selectExpr(*hidden, "*")
-        if row_filter is not None:
-            scan = row_filter.apply(session, scan)
+        if row_filter is None:
+            df.selectExpr(*_FILE_ROWS, "*").createOrReplaceTempView(view)
+            group_by, extra = "__part", ["__part"]
+        else:
+            # deletes are anti-joined by file and row: every row needs its path, and after
+            # the join a Spark partition no longer holds exactly one file's rows
+            hidden = ["_metadata.file_path AS __path"]
+            if row_filter.needs_row_index:
+                hidden.append("_metadata.row_index AS __row_index")
+            scan = row_filter.apply(session, df.selectExpr(*hidden, "*"))
             aggregates = [*aggregates, *row_filter.aggregates]
-        scan.createOrReplaceTempView(view)
-        extra = list(row_filter.columns) if row_filter is not None else []
+            scan.createOrReplaceTempView(view)
+            group_by, extra = "__path", list(row_filter.columns)
         projected = ", ".join(
-            ["__path", *extra, *[f"{sql} AS {name}" for name, sql in projections]]
+            [*extra, "__path", *[f"{sql} AS {name}" for name, sql in projections]]
         )
         aggregated_columns = ", ".join(
-            ["__path", "count(1) AS __rows", *[f"{sql} AS {name}" for name, sql in aggregates]]
+            [
+                "max(__path) AS __path",
+                "count(1) AS __rows",
+                *[f"{sql} AS {name}" for name, sql in aggregates],
+            ]
         )
         aggregated = session.sql(
-            f"SELECT {aggregated_columns} FROM (SELECT {projected} FROM {view}) GROUP BY __path"  # noqa: S608 - our own expressions; column names are quoted
+            f"SELECT {aggregated_columns} FROM (SELECT {projected} FROM {view}) GROUP BY {group_by}"  # noqa: S608 - our own expressions; column names are quoted
         )
         with _JobMonitor(sc, limits, on_progress) as monitor:
             try:

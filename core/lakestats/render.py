@@ -108,6 +108,31 @@ def _format_terms(doc: dict[str, Any]) -> list[str]:
     return [f"{title:<9} {line}" for line in summary] if isinstance(summary, list) else []
 
 
+def render_histogram(name: str, column: dict[str, Any], width: int = 40) -> str:
+    """One column's histogram as served, a bucket a line: its value range, rows, distinct
+    values and a bar of its rows (dates, timestamps and decimals print as the document has
+    them)."""
+    buckets = column.get("histogram") or []
+    if not buckets:
+        return f"histogram of {name}: none (type {column['type']} has no histogram)\n"
+    quantiles = (column.get("sketch") or {}).get("quantiles") or {}
+    peak = max(float(b["count"]) for b in buckets) or 1.0
+    rows = []
+    for j, b in enumerate(buckets):
+        rows.append(
+            [
+                f"{'[' if j == 0 else '('}{b['lower']}, {b['upper']}]",
+                f"{'~' if b.get('approximate') else ''}{b['count']}",
+                None if b.get("ndv") is None else f"{b['ndv']:.4g}",
+                "█" * max(1 if b["count"] else 0, round(float(b["count"]) / peak * width)),
+            ]
+        )
+    error = quantiles.get("bucket_count_error")
+    note = f"; ~ counts within ±{error} rows (~99 %)" if error else ""
+    head = f"histogram of {name} ({column['type']}, {len(buckets)} buckets{note})\n"
+    return head + _table(["values", "rows", "ndv≈", ""], rows, wide_last=True)
+
+
 def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
     """``behind``: a note that the table has commits these stats do not reflect."""
     out = [

@@ -54,7 +54,9 @@ def test_defaults_without_a_file() -> None:
     assert config.state_dir == ".lakestats"
     assert config.http.listen == "127.0.0.1:8765"
     assert config.spark.master == "local[*]"
-    assert config.sketch.kll_k == 200 and config.sketch.theta_lg_k == 12
+    # issue 14: k derives from the default error rate (a quarter of a bucket's share); it
+    # was a fixed 200 (1.65 % error against a bucket's 1 %)
+    assert config.sketch.settings().kll_k == 1481 and config.sketch.theta_lg_k == 12
 
 
 def test_environment_overrides_every_level(tmp_path: Path) -> None:

@@ -138,7 +138,11 @@ def spark_jobs(spark: Any) -> int:
     return len(spark.sparkContext.statusTracker().getJobIdsForGroup(JOB_GROUP))
 
 
-def test_sketches_incremental_deletes_and_compaction(spark: Any, tmp_path: Path) -> None:
+def test_sketches_incremental_deletes_and_compaction(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # k given directly (the default derives k from sketch.kll_error_rate): RANK_ERROR's k
+    monkeypatch.setenv("LAKESTATS_SKETCH__KLL_K", "200")
     rng = random.Random(42)
     wh = IcebergWarehouse(tmp_path / "wh")
     wh.create_table("t", SCHEMA)

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from datasketches import kll_doubles_sketch
+
 from lakestats.merge import whole_table
 from lakestats.model import (
     ColumnAggregate,
@@ -25,7 +27,6 @@ from lakestats.model import (
 from lakestats.publish.base import SnapshotStats
 from lakestats.sketches.histogram import equi_depth_histogram
 from lakestats.sketches.merge import (
-    kll_normalized_rank_error,
     kll_quantiles,
     theta_estimate,
 )
@@ -92,13 +93,19 @@ def _sketch_fields(
         out["quantiles"] = {
             _rank_key(q): to_json(kll_value(column.type, v)) for q, v in quantiles.items()
         }
-        buckets = equi_depth_histogram(column.kll, column.theta, settings.histogram_buckets)
+        buckets = equi_depth_histogram(
+            column.kll,
+            column.theta,
+            settings.histogram_buckets,
+            value_step=_value_step(column.type),
+        )
         out["histogram"] = [
             {
                 "lower": to_json(kll_value(column.type, b.lower)),
                 "upper": to_json(kll_value(column.type, b.upper)),
-                "count": b.count,
+                "count": round(b.count),  # whole rows; exact unless "approximate"
                 "ndv": b.ndv,
+                "approximate": b.approximate,
             }
             for b in buckets
         ]
@@ -115,15 +122,30 @@ def _sketch_fields(
             "approximate": True,
         }
     if column.kll is not None:
-        sketch["quantiles"] = {
-            "kind": "kll_doubles",
-            "k": settings.kll_k,
-            "normalized_rank_error": kll_normalized_rank_error(settings.kll_k),
-            "histogram_buckets": settings.histogram_buckets,
-            "approximate": True,
-        }
+        sketch["quantiles"] = _kll_doc(column.kll, settings)
     out["sketch"] = sketch
     return out
+
+
+def _kll_doc(kll: bytes, settings: SketchSettings) -> dict[str, Any]:
+    """The quantile sketch's parameters and the error bounds that hold for this column.
+
+    Errors come from the merged sketch itself: files sketched with a smaller k (an older
+    setting) keep the merge at their error until they are gone.
+    """
+    merged = kll_doubles_sketch.deserialize(kll)
+    pmf_error = float(merged.normalized_rank_error(True))
+    return {
+        "kind": "kll_doubles",
+        "k": settings.kll_k,
+        "error_rate": settings.kll_error_rate,
+        "normalized_rank_error": float(merged.normalized_rank_error(False)),
+        "bucket_rank_error": pmf_error,
+        # a bucket's row count is within this many rows of the truth (~99 % confidence)
+        "bucket_count_error": math.ceil(pmf_error * merged.n) if merged.is_estimation_mode() else 0,
+        "histogram_buckets": settings.histogram_buckets,
+        "approximate": bool(merged.is_estimation_mode()),
+    }
 
 
 def _rank_key(q: float) -> str:

@@ -53,6 +53,9 @@ from lakestats.sketches.spec import decimal_precision_scale, type_spec
 from lakestats.values import is_decimal
 
 THETA_SEED = 9001  # DataSketches' DEFAULT_UPDATE_SEED, the seed the Puffin spec requires
+# The Spark SQL conf the expressions of ``theta_input_sql`` need (decimals cast BIGINT to
+# BINARY, which ANSI mode refuses); every other expression here means the same either way.
+ANSI_OFF = {"spark.sql.ansi.enabled": "false"}
 
 _MASK64 = (1 << 64) - 1
 _C1 = 0x87C37B91114253D5
@@ -107,11 +110,17 @@ def _decimal_bytes_sql(type_str: str, v: str) -> str:
         # decimal(p,s) * 10^s has type decimal(p+s+2, s) <= decimal(38, s): exact, no
         # precision loss, and an integer, so the BIGINT cast is exact too.
         unscaled = f"CAST({v} * {10**scale}BD AS BIGINT)" if scale else f"CAST({v} AS BIGINT)"
-        be8 = f"unhex(lpad(hex({unscaled}), 16, '0'))"  # hex(long) is two's complement
+        # BIGINT → BINARY is the 8 big-endian two's-complement bytes. Spark allows that cast
+        # only with ANSI mode off (``ANSI_OFF``, which the sketch job's session sets); it is
+        # ~3× cheaper per row than building the bytes from hex strings, as before.
+        be8 = f"CAST({unscaled} AS BINARY)"
         return f"substring({be8}, -{_min_bytes_sql(unscaled, 8)})"
     # Up to 38 digits need 16 bytes. The multiply above could overflow Spark's decimal
     # result type here, so the unscaled digits come from the plain-string form instead.
-    unscaled = f"CAST(regexp_replace(CAST({v} AS STRING), '[.]', '') AS DECIMAL(38,0))"
+    # to_char, not CAST AS STRING: with ANSI off that cast writes 1E-10 for small values
+    digits = "0" * max(precision - scale, 1) + ("." + "0" * scale if scale else "")
+    plain = f"to_char({v}, 'S{digits}')"  # sign and every digit, never an exponent
+    unscaled = f"CAST(regexp_replace({plain}, '[.]', '') AS DECIMAL(38,0))"
     two64 = f"{1 << 64}BD"
     two32 = f"{1 << 32}BD"
     q = f"({unscaled} div {two64})"  # truncates toward zero

@@ -18,11 +18,14 @@ int/long/date/timestamp micros, 10^-scale for decimals), more than the number of
 representable values in its range. What a cap cuts off is shared among the other buckets
 (water-filling), so the bucket NDVs sum to the total NDV whenever the caps allow it. It is
 biased high for buckets holding one very frequent value among continuous (float) data and
-low for sparse tails. Counts and NDVs are approximate and say so (``approximate``).
+low for sparse tails. Counts are whole numbers, exact when the sketch kept every value
+(``approximate=False``), else within the KLL bucket-mass error; NDVs are estimates.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from datasketches import kll_doubles_sketch
@@ -34,8 +37,9 @@ from lakestats.sketches.merge import theta_estimate
 class HistogramBucket:
     lower: float
     upper: float
-    count: float  # rows in the bucket, from the KLL CDF (approximate)
+    count: float  # rows in the bucket, from the KLL CDF (a whole number)
     ndv: float | None  # distinct values in the bucket, estimated by proportion (approximate)
+    # False when the sketch kept every value (not in estimation mode): bounds and count exact
     approximate: bool = True
 
 
@@ -46,10 +50,14 @@ def equi_depth_histogram(
     *,
     value_step: float | None = None,
 ) -> list[HistogramBucket]:
-    """Equi-depth histogram of at most ``buckets`` buckets; ``[]`` for an empty sketch.
+    """Equi-depth histogram of at most ``buckets`` buckets (plus one per hot value); ``[]``
+    for an empty sketch.
 
     ``theta_blob_or_ndv`` is the column's theta sketch or an NDV already estimated from it;
-    ``None`` leaves bucket NDVs unset.
+    ``None`` leaves bucket NDVs unset. A value holding at least one bucket's share of the
+    rows (by the sketch: its weight, within the bucket-mass error) gets a bucket of its own,
+    ``(previous value, value]``: with ``value_step`` the previous representable value, else
+    the next float below, so the range holds that one value and its count is the value's.
     """
     if buckets < 1:
         raise ValueError(f"buckets must be >= 1, got {buckets}")
@@ -59,6 +67,7 @@ def equi_depth_histogram(
     if sketch.is_empty():
         return []
     n = float(sketch.n)
+    approximate = bool(sketch.is_estimation_mode())
     inner = sketch.get_quantiles([i / buckets for i in range(1, buckets)], True)
     # the true extremes, not KLL's quantile 0/1 (retained items only)
     cuts = [sketch.get_min_value(), *inner, sketch.get_max_value()]
@@ -69,26 +78,82 @@ def equi_depth_histogram(
     total_ndv = _total_ndv(theta_blob_or_ndv)
     if len(bounds) == 1:
         ndv = None if total_ndv is None else 1.0
-        return [HistogramBucket(bounds[0], bounds[0], n, ndv)]
+        return [HistogramBucket(bounds[0], bounds[0], n, ndv, approximate)]
 
-    cdf = sketch.get_cdf(bounds[1:], True)  # cdf[j] = fraction of rows <= bounds[j + 1]
-    # KLL's CDF is a cumulative weight divided by n: scaled back and rounded it is the exact
-    # integer weight, so counts print as 640.0 and not 639.9999999999999
-    cumulative = [float(round(n * c)) for c in cdf]
-    counts = [cumulative[j] - (cumulative[j - 1] if j else 0.0) for j in range(len(bounds) - 1)]
+    def rows_to(value: float, inclusive: bool = True) -> float:
+        # KLL's rank is a cumulative weight divided by n: scaled back and rounded it is the
+        # exact integer weight, so counts print as 640.0 and not 639.9999999999999
+        return float(round(n * sketch.get_rank(value, inclusive)))
+
+    hot = _hot_values(bounds, n / buckets, rows_to) if buckets > 1 else set()
+    lowers: list[float] = []
+    uppers: list[float] = []
+    ends: list[float] = []  # rows <= each upper
+    single: set[int] = set()  # buckets that hold one value
+    if bounds[0] in hot:  # a hot minimum: the first bucket [min, min]
+        single.add(0)
+        lowers.append(bounds[0])
+        uppers.append(bounds[0])
+        ends.append(rows_to(bounds[0]))
+    for value in bounds[1:]:
+        lower = uppers[-1] if uppers else bounds[0]
+        if value in hot:
+            below = _previous_value(value, value_step)
+            rows_below = rows_to(value, inclusive=False)
+            others = rows_below - (ends[-1] if ends else 0.0)  # rows in (lower, value)
+            # decimals' steps are not exact in binary: 0.07 - 0.01 > 0.06
+            # the first bucket holds the minimum: split it even if the sketch kept no
+            # other row below the hot value (a compacted tail), down to [min, min]
+            if not ends and lower < value:
+                below = max(below, lower)
+                if below - lower <= (value_step or 0.0) / 2:
+                    below = lower
+                    single.add(0)
+            elif not (others > 0 and below - lower > (value_step or 0.0) / 2):
+                below = value  # nothing to split off
+            if below < value:
+                lowers.append(lower)
+                uppers.append(below)
+                ends.append(rows_below)
+                lower, others = below, 0.0
+            if others <= 0:
+                single.add(len(uppers))
+        lowers.append(lower)
+        uppers.append(value)
+        ends.append(rows_to(value))
+    ends[-1] = n  # the maximum: every row
+    counts = [ends[j] - (ends[j - 1] if j else 0.0) for j in range(len(ends))]
     ndvs: list[float | None] = [None] * len(counts)
     if total_ndv is not None:
         caps = []
         for j, count in enumerate(counts):
             cap = max(count, 1.0)
-            if value_step is not None and value_step > 0:
-                span = (bounds[j + 1] - bounds[j]) / value_step
+            if j in single:
+                cap = 1.0
+            elif value_step is not None and value_step > 0:
+                span = (uppers[j] - lowers[j]) / value_step
                 cap = min(cap, span + (1.0 if j == 0 else 0.0))
             caps.append(max(cap, 1.0))
         ndvs = list(_water_fill(total_ndv, counts, caps))
     return [
-        HistogramBucket(bounds[j], bounds[j + 1], counts[j], ndvs[j]) for j in range(len(counts))
+        HistogramBucket(lowers[j], uppers[j], counts[j], ndvs[j], approximate)
+        for j in range(len(counts))
     ]
+
+
+def _hot_values(
+    candidates: list[float], bucket_rows: float, rows_to: Callable[[float, bool], float]
+) -> set[float]:
+    """Values with at least ``bucket_rows`` rows. A value that heavy spans a bucket's
+    share of ranks, so it is one of the quantile cuts: only those are checked."""
+    return {v for v in candidates if rows_to(v, True) - rows_to(v, False) >= bucket_rows}
+
+
+def _previous_value(value: float, value_step: float | None) -> float:
+    """The representable value just below ``value`` in KLL units."""
+    if value_step is not None and value_step > 0 and math.isfinite(value):
+        return value - value_step
+    return math.nextafter(value, -math.inf)
 
 
 def _total_ndv(source: bytes | float | None) -> float | None:

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from numbers import Real
 
+from datasketches import kll_doubles_sketch
+
 from lakestats.exceptions import ConfigError
 from lakestats.model import SketchSettings
 
@@ -24,6 +26,12 @@ THETA_LG_K_MIN, THETA_LG_K_MAX = 5, 26
 # KLL at its largest k resolves ranks to ~0.01 %, so more buckets than this only repeat
 # boundaries; the cap also keeps a typo (1e9) from allocating a billion buckets.
 HISTOGRAM_BUCKETS_MAX = 10_000
+# The default KLL error: a quarter of one histogram bucket's share of the rows, so a
+# bucket's row count is within ±25 % of its size at ~99 % confidence even in the worst
+# case (typically within a few %). Chosen from the measurement in docs/benchmarks.md
+# ("KLL k: store bytes and sketch time"): k 1,600 (what a quarter of 1 % needs) costs
+# ~5× the store bytes of k 200 and no measurable sketch time.
+DEFAULT_BUCKET_ERROR_SHARE = 0.25
 
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 _FIXED = re.compile(r"^fixed\[\s*(\d+)\s*\]$")
@@ -98,6 +106,40 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def kll_pmf_error(k: int) -> float:
+    """Normalized rank error of a bucket's mass (a difference of two ranks) at ~99 %
+    confidence for KLL parameter ``k``: DataSketches' own published formula."""
+    return float(kll_doubles_sketch.get_normalized_rank_error(k, True))
+
+
+def kll_k_for_error(error_rate: float) -> int:
+    """The smallest KLL ``k`` whose bucket-mass error (``kll_pmf_error``) is at most
+    ``error_rate``; ``ConfigError`` if no k in Spark's accepted range reaches it."""
+    given: object = error_rate  # config may hand over anything; the annotation is a promise
+    if isinstance(given, bool) or not isinstance(given, Real) or not math.isfinite(float(given)):
+        raise ConfigError(f"sketch.kll_error_rate must be a number, got {error_rate!r}")
+    best, worst = kll_pmf_error(KLL_K_MAX), kll_pmf_error(KLL_K_MIN)
+    if not best <= float(error_rate) <= worst:
+        raise ConfigError(
+            f"sketch.kll_error_rate must be between {best:.6f} (k {KLL_K_MAX}) and "
+            f"{worst:.4f} (k {KLL_K_MIN}), got {error_rate!r}"
+        )
+    low, high = KLL_K_MIN, KLL_K_MAX  # the error falls as k grows: bisect
+    while low < high:
+        mid = (low + high) // 2
+        if kll_pmf_error(mid) <= error_rate:
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def default_kll_error_rate(histogram_buckets: int) -> float:
+    """``DEFAULT_BUCKET_ERROR_SHARE`` of one bucket's share of the rows, but never finer
+    than the largest k can give (10,000 buckets would ask for more)."""
+    return max(DEFAULT_BUCKET_ERROR_SHARE / histogram_buckets, kll_pmf_error(KLL_K_MAX))
+
+
 def validate_sketch_settings(settings: SketchSettings) -> SketchSettings:
     """Return ``settings`` if every parameter is usable, else raise ``ConfigError``.
 
@@ -120,6 +162,19 @@ def validate_sketch_settings(settings: SketchSettings) -> SketchSettings:
             f"sketch.histogram_buckets must be an integer between 1 and "
             f"{HISTOGRAM_BUCKETS_MAX}, got {b!r}"
         )
+    rate = settings.kll_error_rate
+    if rate is not None:
+        if kll_k_for_error(rate) != k:
+            raise ConfigError(
+                f"sketch.kll_k {k} does not match sketch.kll_error_rate {rate!r} "
+                f"(which needs k {kll_k_for_error(rate)}): set one of them"
+            )
+        if rate >= 1 / b:
+            raise ConfigError(
+                f"sketch.kll_error_rate {rate!r} is not below one histogram bucket's share "
+                f"of the rows (1/{b} = {1 / b:g}): bucket counts could be off by a whole "
+                "bucket; lower the rate or use fewer histogram_buckets"
+            )
     qs = settings.quantiles
     if not isinstance(qs, tuple | list):
         raise ConfigError(f"sketch.quantiles must be a list of numbers in [0, 1], got {qs!r}")
