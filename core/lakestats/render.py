@@ -100,6 +100,24 @@ def sparkline(histogram: Sequence[dict[str, Any]], width: int = 24) -> str | Non
     return "".join(_SPARK_BARS[round(v / peak * (len(_SPARK_BARS) - 1))] for v in bins)
 
 
+def _deletes_lines(deletes: dict[str, Any] | None) -> list[str]:
+    """What row-level deletes did to the stats; nothing when there were none."""
+    if not deletes or not (deletes.get("applied_files") or deletes.get("unapplied_files")):
+        return []
+    lines = []
+    if deletes.get("applied_files"):
+        lines.append(
+            f"deletes   applied to {deletes['applied_files']} files: "
+            f"{deletes['deleted_records']} rows deleted, stats describe live rows"
+        )
+    if deletes.get("unapplied_files"):
+        lines.append(
+            f"APPROX    deletes of {deletes['unapplied_files']} files not applied: their "
+            "stats include deleted rows (docs/deletes.md)"
+        )
+    return lines
+
+
 def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
     """``behind``: a note that the table has commits these stats do not reflect."""
     out = [
@@ -113,6 +131,7 @@ def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
             else ""
         ),
         f"files     {doc['file_count']}  bytes {doc['total_size_bytes']}",
+        *_deletes_lines(doc.get("row_deletes")),
         "",
     ]
     rows = []
