@@ -27,7 +27,14 @@ from lakestats.formats.base import SupportsFormatTerms
 from lakestats.locations import LocationMap
 from lakestats.maintenance import expire_stats, stale_stats
 from lakestats.merge import merge_partitions, whole_table
-from lakestats.model import Commit, PartitionAggregate, SketchSettings, StateVersion
+from lakestats.model import (
+    Commit,
+    DataFile,
+    PartitionAggregate,
+    SegmentEntry,
+    SketchSettings,
+    StateVersion,
+)
 from lakestats.plan import (
     BatchPlan,
     BatchSizer,
@@ -172,6 +179,7 @@ class _CommitPath:
         self.store: StatsStore = opened.store
         self.settings: SketchSettings = config.sketch.settings()
         self.location_map = LocationMap.of(opened.config.location_map)
+        self.approximate_equality = opened.config.equality_deletes == "approximate"
         self.sketcher = with_location_map(
             sketcher if (config.sketch.enabled and opened.config.sketches) else None,
             self.location_map,
@@ -213,13 +221,17 @@ class _CommitPath:
     def plan(self, state: StateVersion, commit: Commit, sketches: Sketches) -> CommitPlan:
         fmt = self.opened.table
         removed = [f.path for f in (*commit.removed_files, *commit.removed_delete_files)]
-        return plan_commit(
+        located = self.store.locate(removed, state) if removed else {}
+        plan = plan_commit(
             commit,
             schema=fmt.schema(commit.schema_id),
             current_schema=fmt.schema(),
             sketches=sketches,
-            located=self.store.locate(removed, state) if removed else {},
+            located=located,
         )
+        if self.approximate_equality:
+            plan = with_earlier_stats(plan, located, self.store)
+        return plan
 
     def merge(self, state: StateVersion, plan: CommitPlan, stored: StoredCommit) -> SnapshotStats:
         """The table merged once; publishers and the native document read this value."""
@@ -424,6 +436,34 @@ class _CommitPath:
         )
 
 
+def with_earlier_stats(
+    plan: CommitPlan, located: Mapping[str, SegmentEntry], store: StatsStore
+) -> CommitPlan:
+    """Files re-added with equality deletes that were not re-read (``equality_deletes =
+    "approximate"``) keep the stats the store had for them (no data read); they stay
+    marked as not reflecting their deletes."""
+    kept: dict[str, DataFile] = {}
+    segments: dict[str, tuple[DataFile, ...]] = {}
+    for f in plan.added:
+        segment = located.get(f.path)
+        if not f.deletes_unknown or f.sketches or segment is None:
+            continue
+        if segment.path not in segments:
+            segments[segment.path] = store.read_segment(segment.path)
+        earlier = next((e for e in segments[segment.path] if e.path == f.path), None)
+        if earlier is not None:
+            kept[f.path] = replace(
+                f,
+                columns=earlier.columns,
+                sketches=earlier.sketches,
+                live_record_count=None,
+                live_rows_unknown=True,
+            )
+    if not kept:
+        return plan
+    return replace(plan, added=tuple(kept.get(f.path, f) for f in plan.added))
+
+
 def unregistered_stats(opened: OpenedTable) -> bool:
     """Whether a processed snapshot still waits for its stats to be registered in the
     table (a run was killed before its batch's catalog commit). Cheap: the state and the
@@ -587,7 +627,12 @@ def _analyze_once(
         batches = number + path.batches.batches_for(len(commits) - start)
         progress.started(number, batches, batch)
         sketches, sketch_seconds, startup = sketch_batch(
-            path.sketcher, batch, current_schema, path.settings, location_map=path.location_map
+            path.sketcher,
+            batch,
+            current_schema,
+            path.settings,
+            location_map=path.location_map,
+            approximate_equality=path.approximate_equality,
         )
         progress.sketched(number, batches, batch, sketch_seconds, startup)
         for i, commit in enumerate(batch.commits):

@@ -29,7 +29,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Self, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeVar
 from urllib.parse import urlparse
 
 from pydantic import (
@@ -296,6 +296,10 @@ class TableConfig(ConfigSection):
     # path prefix written in the metadata → where those files really are (copied tables,
     # restores, mounted buckets); see ``lakestats.locations.LocationMap``
     location_map: dict[str, str] = Field(default_factory=dict)
+    # "apply": data files touched by equality deletes are re-read with them applied
+    # (exact); "approximate": they are not re-read for equality deletes, and their stats
+    # (then including deleted rows) say so (docs/deletes.md)
+    equality_deletes: Literal["apply", "approximate"] = "apply"
 
     @field_validator("location_map")
     @classmethod

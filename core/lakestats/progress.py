@@ -34,10 +34,16 @@ def commit_line(report: CommitReport) -> str:
         if report.batch_commits > 1 and report.batch_sketch_s
         else ""
     )
+    reread = (
+        f", {report.deletes_reread_files} re-read for row-level deletes "
+        f"({report.deletes_reread_rows} rows)"
+        if report.deletes_reread_files
+        else ""
+    )
     return (
         f"  snapshot {report.snapshot_id} ({report.operation}): "
         f"+{report.added_files} / -{report.removed_files} files, "
-        f"{report.added_records} rows added, {report.sketched_files} sketched "
+        f"{report.added_records} rows added, {report.sketched_files} sketched{reread} "
         f"[{seconds:.2f}s{shared}]"
     )
 

@@ -133,6 +133,24 @@ def render_histogram(name: str, column: dict[str, Any], width: int = 40) -> str:
     return head + _table(["values", "rows", "ndv≈", ""], rows, wide_last=True)
 
 
+def _deletes_lines(deletes: dict[str, Any] | None) -> list[str]:
+    """What row-level deletes did to the stats; nothing when there were none."""
+    if not deletes or not (deletes.get("applied_files") or deletes.get("unapplied_files")):
+        return []
+    lines = []
+    if deletes.get("applied_files"):
+        lines.append(
+            f"deletes   applied to {deletes['applied_files']} files: "
+            f"{deletes['deleted_records']} rows deleted, stats describe live rows"
+        )
+    if deletes.get("unapplied_files"):
+        lines.append(
+            f"APPROX    deletes of {deletes['unapplied_files']} files not applied: their "
+            "stats include deleted rows (docs/deletes.md)"
+        )
+    return lines
+
+
 def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
     """``behind``: a note that the table has commits these stats do not reflect."""
     out = [
@@ -147,6 +165,7 @@ def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
         ),
         f"files     {doc['file_count']}  bytes {doc['total_size_bytes']}",
         *_format_terms(doc),
+        *_deletes_lines(doc.get("row_deletes")),
         "",
     ]
     rows = []

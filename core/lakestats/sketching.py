@@ -197,6 +197,7 @@ def sketch_batch(
     settings: SketchSettings | None = None,
     *,
     location_map: LocationMap | None = None,
+    approximate_equality: bool = False,
 ) -> tuple[Sketches, float, float]:
     """The batch's block sketches, the seconds its Spark job took and the seconds spent
     starting Spark first (0 when it was up). A batch that adds no data file (deletes,
@@ -210,6 +211,11 @@ def sketch_batch(
 
     With ``settings``, identity-partition columns get the sketches of their partition
     value (``DataFile.constants``), as Iceberg readers fill them, whatever the file holds.
+
+    With ``approximate_equality`` (the table's ``equality_deletes = "approximate"``), a file
+    with equality deletes is not re-read for them: re-added by its commit, it is not read
+    at all (the caller keeps its earlier stats); new, it is sketched whole. Its stats then
+    say its deletes were not applied.
 
     Without a sketcher (metadata-only) and with ``location_map``, files whose deletes are
     only position deletes and deletion vectors still get exact live row counts, from the
@@ -227,8 +233,17 @@ def sketch_batch(
             "only; set `sketches = false` for this table (or analyze with --no-sketches) "
             "for metadata-only stats"
         )
+    approximate = {
+        (c.snapshot_id, f.path): f.path in {r.path for r in c.removed_files}
+        for c in batch.commits
+        for f in c.added_files
+        if approximate_equality and any(isinstance(d, EqualityDeletes) for d in f.deletes)
+    }
     live_files = [
-        (c.snapshot_id, f) for c in batch.commits for f in c.added_files if _live_readable(f)
+        (c.snapshot_id, f)
+        for c in batch.commits
+        for f in c.added_files
+        if (c.snapshot_id, f.path) not in approximate and _live_readable(f)
     ]
     live_keys = {(sid, f.path) for sid, f in live_files}
     plain = list(
@@ -237,6 +252,7 @@ def sketch_batch(
             for c in batch.commits
             for f in c.added_files
             if (c.snapshot_id, f.path) not in live_keys
+            and not approximate.get((c.snapshot_id, f.path), False)
         )
     )
     orc = [p for p in plain if formats.get(p) == "ORC"]

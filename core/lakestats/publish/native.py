@@ -211,14 +211,16 @@ def merged_record_count(table: PartitionAggregate) -> int | None:
     return max(0, table.record_count - table.position_delete_records)
 
 
-def deletes_doc(table: PartitionAggregate) -> dict[str, int]:
+def deletes_doc(table: PartitionAggregate) -> dict[str, Any]:
     """How row-level deletes entered the stats: files whose live rows were counted (their
     stats describe live rows only), the rows those deletes removed, and files whose
-    deletes were not applied (their stats still include deleted rows)."""
+    deletes were not applied (their stats still include deleted rows: ``exact`` is then
+    false, and so are the counts, bounds and sketches of those files' columns)."""
     return {
         "applied_files": table.deletes_applied_files,
         "deleted_records": table.deleted_records,
         "unapplied_files": table.deletes_unknown_files,
+        "exact": table.deletes_unknown_files == 0,
     }
 
 

@@ -31,7 +31,7 @@ from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, 
 from pyiceberg.table.snapshots import Snapshot
 
 from lakestats.exceptions import MetadataError
-from lakestats.formats.iceberg.files import FileConverter, referenced_data_file
+from lakestats.formats.iceberg.files import FileConverter, referenced_data_file, v3_field
 from lakestats.formats.iceberg.manifests import ManifestReader
 from lakestats.model import (
     Commit,
@@ -179,8 +179,8 @@ def read_vector(reader: ManifestReader, entry: ManifestEntry) -> DeletionVector:
     bitmap, u32 BE CRC-32 of magic + bitmap."""
     data_file = entry.data_file
     path = data_file.file_path
-    offset = getattr(data_file, "content_offset", None)
-    size = getattr(data_file, "content_size_in_bytes", None)
+    offset = v3_field(data_file, "content_offset")
+    size = v3_field(data_file, "content_size_in_bytes")
     if offset is None or size is None:
         raise MetadataError(f"deletion vector in {path} has no content offset/size")
     raw = _read_bytes(reader, path, f"deletion-vector file {path}")

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from pyiceberg.manifest import DATA_FILE_TYPE, DataFileContent
 from pyiceberg.manifest import DataFile as IcebergDataFile
-from pyiceberg.manifest import DataFileContent
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
@@ -316,7 +316,7 @@ def _constant_metrics(known: ColumnMetrics | None, value: Any, rows: int) -> Col
 def referenced_data_file(data_file: IcebergDataFile) -> str | None:
     """The one data file a position delete file applies to, if its metadata says so:
     ``referenced_data_file`` (v3), else equal lower/upper bounds of its ``file_path``."""
-    referenced = getattr(data_file, "referenced_data_file", None)
+    referenced = v3_field(data_file, "referenced_data_file")
     if referenced:
         return str(referenced)
     lower = _as_dict(data_file.lower_bounds).get(_DELETE_FILE_PATH_FIELD_ID)
@@ -327,6 +327,20 @@ def referenced_data_file(data_file: IcebergDataFile) -> str | None:
         return bytes(lower).decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def v3_field(data_file: IcebergDataFile, name: str) -> Any:
+    """A field of a v3 manifest's data file (``referenced_data_file``, ``content_offset``,
+    ``content_size_in_bytes``): pyiceberg 0.12 reads them but has no property for them."""
+    value = getattr(data_file, name, None)
+    if value is not None:
+        return value
+    index = _V3_FIELD_INDEX.get(name)
+    values = getattr(data_file, "_data", ())
+    return values[index] if index is not None and index < len(values) else None
+
+
+_V3_FIELD_INDEX = {f.name: i for i, f in enumerate(DATA_FILE_TYPE[3].fields)}
 
 
 def _as_dict(value: Mapping[int, Any] | None) -> dict[int, Any]:

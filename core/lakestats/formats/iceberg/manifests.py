@@ -19,10 +19,21 @@ import zlib
 from collections import OrderedDict
 from typing import TypeVar, cast
 
+from pyiceberg.avro.file import AvroFile
 from pyiceberg.exceptions import ResolveError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile
-from pyiceberg.manifest import ManifestEntry, ManifestFile, read_manifest_list
+from pyiceberg.manifest import (
+    MANIFEST_ENTRY_SCHEMAS,
+    DataFile,
+    DataFileContent,
+    FileFormat,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    _inherit_from_manifest,
+    read_manifest_list,
+)
 from pyiceberg.table.snapshots import Snapshot
 
 from lakestats.exceptions import MetadataError, first_line
@@ -85,9 +96,7 @@ class ManifestReader:
         what = f"manifest {path}"
         data = self._read(path, what)
         try:
-            entries = tuple(
-                manifest.fetch_manifest_entry(_OneFileIO(path, data), discard_deleted=False)
-            )
+            entries = _read_entries(manifest, _OneFileIO(path, data))
         except _DECODE_ERRORS as exc:
             raise MetadataError(f"{what} is not a valid Avro file ({first_line(exc)})") from exc
         expected = _listed_entry_count(manifest)
@@ -126,6 +135,19 @@ class ManifestReader:
             cache.move_to_end(key)
             while len(cache) > self._cache_size:
                 cache.popitem(last=False)
+
+
+def _read_entries(manifest: ManifestFile, file_io: FileIO) -> tuple[ManifestEntry, ...]:
+    """Every entry, read with the v3 schema (pyiceberg's ``fetch_manifest_entry`` reads
+    v2 fields only, losing ``referenced_data_file`` and the deletion vectors' offsets);
+    older manifests read the same, their missing optional fields as null."""
+    with AvroFile[ManifestEntry](
+        file_io.new_input(manifest.manifest_path),
+        MANIFEST_ENTRY_SCHEMAS[3],
+        read_types={-1: ManifestEntry, 2: DataFile},
+        read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
+    ) as reader:
+        return tuple(_inherit_from_manifest(entry, manifest) for entry in reader)
 
 
 def _listed_entry_count(manifest: ManifestFile) -> int | None:
