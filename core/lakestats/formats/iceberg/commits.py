@@ -207,18 +207,6 @@ def _applies(delete_file: DataFile, live_data: set[str], key: Callable[[str], st
     return target is None or key(target) in live_data
 
 
-def _live_entries(
-    snapshot: Snapshot, reader: ManifestReader, content: ManifestContent
-) -> list[ManifestEntry]:
-    return [
-        entry
-        for manifest in reader.manifests(snapshot)
-        if manifest.content == content
-        for entry in reader.entries(manifest)
-        if entry.status != ManifestEntryStatus.DELETED
-    ]
-
-
 def _without_dangling(
     snapshot: Snapshot,
     metadata: TableMetadata,
@@ -231,7 +219,7 @@ def _without_dangling(
 ) -> tuple[list[DataFile], list[DataFile]]:
     key = _path_key(reader)
     live_now = {
-        key(e.data_file.file_path) for e in _live_entries(snapshot, reader, ManifestContent.DATA)
+        key(e.data_file.file_path) for e in reader.live_entries(snapshot, ManifestContent.DATA)
     }
     parent = (
         metadata.snapshot_by_id(snapshot.parent_snapshot_id)
@@ -241,7 +229,7 @@ def _without_dangling(
     live_before: set[str] = set()
     if parent is not None:
         live_before = {
-            key(e.data_file.file_path) for e in _live_entries(parent, reader, ManifestContent.DATA)
+            key(e.data_file.file_path) for e in reader.live_entries(parent, ManifestContent.DATA)
         }
     # born dangling: never enters the stats
     added = [d for d in added_deletes if _applies(d, live_now, key)]
@@ -254,7 +242,7 @@ def _without_dangling(
         schema_id = (
             snapshot.schema_id if snapshot.schema_id is not None else metadata.current_schema_id
         )
-        for entry in _live_entries(parent, reader, ManifestContent.DELETES):
+        for entry in reader.live_entries(parent, ManifestContent.DELETES):
             converted = conv.convert(entry.data_file, _writer_schema(entry, conv, schema_id))
             target = converted.referenced_path
             if (

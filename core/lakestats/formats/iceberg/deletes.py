@@ -205,7 +205,7 @@ def with_deletes(
     cache: TargetCache,
 ) -> Commit:
     """``commit`` with Iceberg's deletes attached (see the module docstring)."""
-    delete_entries = _live(snapshot, reader, ManifestContent.DELETES)
+    delete_entries = reader.live_entries(snapshot, ManifestContent.DELETES)
     changed = [
         e
         for manifest in reader.manifests(snapshot)
@@ -222,17 +222,10 @@ def with_deletes(
     added_paths = {f.path for f in commit.added_files}
     removed_paths = {f.path for f in commit.removed_files}
     new_entries = _added_data_entries(snapshot, reader) if index else {}
-    added: list[DataFile] = []
-    for data_file in commit.added_files:
-        entry = new_entries.get(data_file.path)
-        if entry is None:
-            added.append(data_file)
-            continue
-        applying = index.applying(entry, data_file.partition)
-        added.append(replace(data_file, deletes=index.sources(applying)))
+    added = _attach(commit.added_files, new_entries, index)
     removed = list(commit.removed_files)
     if changes:
-        for entry in _live(snapshot, reader, ManifestContent.DATA):
+        for entry in reader.live_entries(snapshot, ManifestContent.DATA):
             path = entry.data_file.file_path
             if path in added_paths or path in removed_paths:
                 continue
@@ -254,32 +247,29 @@ def baseline_with_deletes(
     cache: TargetCache,
 ) -> Commit:
     """A baseline's data files with their complete deletes."""
-    delete_entries = _live(snapshot, reader, ManifestContent.DELETES)
+    delete_entries = reader.live_entries(snapshot, ManifestContent.DELETES)
     if not delete_entries:
         return commit
     index = DeleteIndex(delete_entries, conv, reader, commit.schema_id, cache)
-    entries = {e.data_file.file_path: e for e in _live(snapshot, reader, ManifestContent.DATA)}
-    added = []
-    for data_file in commit.added_files:
+    entries = {
+        e.data_file.file_path: e for e in reader.live_entries(snapshot, ManifestContent.DATA)
+    }
+    return replace(commit, added_files=tuple(_attach(commit.added_files, entries, index)))
+
+
+def _attach(
+    files: Iterable[DataFile], entries: dict[str, ManifestEntry], index: DeleteIndex
+) -> list[DataFile]:
+    """Each data file with the deletes that apply to it (files without an entry as they are)."""
+    attached = []
+    for data_file in files:
         entry = entries.get(data_file.path)
         if entry is None:
-            added.append(data_file)
+            attached.append(data_file)
             continue
         applying = index.applying(entry, data_file.partition)
-        added.append(replace(data_file, deletes=index.sources(applying)))
-    return replace(commit, added_files=tuple(added))
-
-
-def _live(
-    snapshot: Snapshot, reader: ManifestReader, content: ManifestContent
-) -> list[ManifestEntry]:
-    return [
-        entry
-        for manifest in reader.manifests(snapshot)
-        if manifest.content == content
-        for entry in reader.entries(manifest)
-        if entry.status != ManifestEntryStatus.DELETED
-    ]
+        attached.append(replace(data_file, deletes=index.sources(applying)))
+    return attached
 
 
 def _added_data_entries(snapshot: Snapshot, reader: ManifestReader) -> dict[str, ManifestEntry]:

@@ -28,6 +28,7 @@ from pyiceberg.manifest import (
     DataFile,
     DataFileContent,
     FileFormat,
+    ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
@@ -108,6 +109,16 @@ class ManifestReader:
             )
         self._put(self._entries, path, entries)
         return entries
+
+    def live_entries(self, snapshot: Snapshot, content: ManifestContent) -> list[ManifestEntry]:
+        """The entries of ``content`` manifests that are live in ``snapshot`` (not DELETED)."""
+        return [
+            entry
+            for manifest in self.manifests(snapshot)
+            if manifest.content == content
+            for entry in self.entries(manifest)
+            if entry.status != ManifestEntryStatus.DELETED
+        ]
 
     def _read(self, path: str, what: str) -> bytes:
         try:
