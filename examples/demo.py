@@ -13,20 +13,16 @@ brings deltalake) and Java, and runs from any working directory.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import random
 import shutil
-import signal
-import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
+from demo_daemon import base_url, get_json, run_beside_daemon
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -43,7 +39,6 @@ from pyiceberg.types import (
 
 from lakestats.config import Config, load_config
 from lakestats.notify import notify
-from lakestats.render import render_stats
 
 # the repository's example config, wherever the script is started from
 CONFIG_PATH = Path(__file__).resolve().parents[1] / "config" / "local.toml"
@@ -109,31 +104,12 @@ def build_delta_table(location: Path) -> None:
     write_deltalake(str(location), _batch(random.Random(1), 0, 3000), partition_by=["region"])  # noqa: S311
 
 
-def _get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - loopback URL
-        return json.loads(response.read())
-
-
 def _lag(base: str) -> str:
     with urllib.request.urlopen(f"{base}/metrics", timeout=10) as response:  # noqa: S310
         for line in response.read().decode().splitlines():
             if line.startswith('lakestats_freshness_lag_seconds{table="orders"}'):
                 return f"{float(line.split()[-1]):.1f}s"
     return "n/a"
-
-
-def _wait_ready(base: str, daemon: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if daemon.poll() is not None:
-            raise SystemExit(f"demo: lakestatsd exited early; see {log}")
-        try:
-            _get_json(f"{base}/readyz")
-            return
-        except (urllib.error.URLError, OSError):
-            print(".", end="", flush=True)
-            time.sleep(1)
-    raise SystemExit(f"demo: lakestatsd was not ready within 180 s; see {log}")
 
 
 def main() -> int:
@@ -149,28 +125,13 @@ def main() -> int:
     build_delta_table(Path(delta_location).resolve())
     if state.exists():
         shutil.rmtree(state)
-    log = root / "lakestatsd.log"
-    base = f"http://{config.http.host}:{config.http.port}"
-    print(f"demo: starting lakestatsd --config {config_path} (log: {log})", end="", flush=True)
-    with log.open("wb") as log_file:
-        daemon = subprocess.Popen(  # noqa: S603 - our own console script
-            [sys.executable, "-m", "lakestatsd", "--config", str(config_path)],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            _wait_ready(base, daemon, log)
-            print(" ready", flush=True)
-            _write_and_watch(table, config, base)
-            _write_and_watch_delta(str(Path(delta_location).resolve()), config, base)
-            doc = _get_json(f"{base}/v1/tables/orders/stats")
-            print("\ndemo: final stats, as `lakestats show` prints them:\n", flush=True)
-            print(render_stats(doc), flush=True)
-        finally:
-            daemon.send_signal(signal.SIGTERM)
-            code = daemon.wait(timeout=60)
-    print(f"demo: lakestatsd stopped with exit code {code} after SIGTERM", flush=True)
-    return code
+    base = base_url(config)
+
+    def writes(_: object) -> None:
+        _write_and_watch(table, config, base)
+        _write_and_watch_delta(str(Path(delta_location).resolve()), config, base)
+
+    return run_beside_daemon(config_path, config, root / "lakestatsd.log", writes)
 
 
 def _write_and_watch(table: Table, config: Config, base: str) -> None:
@@ -191,7 +152,7 @@ def _write_and_watch(table: Table, config: Config, base: str) -> None:
         committed = time.monotonic()
         notify(config, "orders", wait=True, timeout_s=config.http.wait_timeout_s)
         fresh_after = time.monotonic() - committed
-        doc = _get_json(f"{base}/v1/tables/orders/stats")
+        doc = get_json(f"{base}/v1/tables/orders/stats")
         columns = doc["columns"]
         p50 = (columns["amount"].get("quantiles") or {}).get("0.5")
         print(
@@ -229,7 +190,7 @@ def _write_and_watch_delta(location: str, config: Config, base: str) -> None:
         committed = time.monotonic()
         notify(config, DELTA_TABLE, wait=True, timeout_s=config.http.wait_timeout_s)
         fresh_after = time.monotonic() - committed
-        doc = _get_json(f"{base}/v1/tables/{DELTA_TABLE}/stats")
+        doc = get_json(f"{base}/v1/tables/{DELTA_TABLE}/stats")
         columns = doc["columns"]
         print(
             f"demo: {label:<24} {doc['snapshot_id']:>8} {doc['record_count']:>6} "

@@ -16,21 +16,19 @@ import datetime as dt
 import json
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from demo_daemon import base_url, run_beside_daemon
 from pypaimon import CatalogFactory, Schema
 
 from lakestats.config import load_config
-from lakestats.render import render_stats
 
 CONFIG_PATH = Path(__file__).resolve().parents[1] / "config" / "local-paimon.toml"
 SCHEMA = pa.schema(
@@ -88,11 +86,6 @@ def build_warehouse(root: Path) -> Any:
     return table
 
 
-def _get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - loopback URL
-        return json.loads(response.read())
-
-
 def _wait(predicate: Callable[[], bool], timeout_s: float, daemon: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -118,40 +111,26 @@ def main() -> int:
     table = build_warehouse(root)
     if state.exists():
         shutil.rmtree(state)
-    log = root / "lakestatsd.log"
-    base = f"http://{config.http.host}:{config.http.port}"
-    print(f"demo: starting lakestatsd --config {CONFIG_PATH} (log: {log})", flush=True)
-    with log.open("wb") as log_file:
-        daemon = subprocess.Popen(  # noqa: S603 - our own console script
-            [sys.executable, "-m", "lakestatsd", "--config", str(CONFIG_PATH)],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            _wait(lambda: bool(_get_json(f"{base}/readyz")), 180, daemon)
-            rng = random.Random(7)  # noqa: S311 - demo data
-            steps: list[tuple[str, Callable[[], None]]] = [
-                ("first commit", lambda: None),
-                ("append 5000 rows", lambda: _write(table, _batch(rng, 5000, 5000))),
-                ("append 5000 rows", lambda: _write(table, _batch(rng, 10000, 5000))),
-                (
-                    "overwrite region=apac",
-                    lambda: _write(
-                        table, _batch(rng, 20000, 100, "apac"), overwrite={"region": "apac"}
-                    ),
+    base = base_url(config)
+
+    def writes(daemon: subprocess.Popen[bytes]) -> None:
+        rng = random.Random(7)  # noqa: S311 - demo data
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("first commit", lambda: None),
+            ("append 5000 rows", lambda: _write(table, _batch(rng, 5000, 5000))),
+            ("append 5000 rows", lambda: _write(table, _batch(rng, 10000, 5000))),
+            (
+                "overwrite region=apac",
+                lambda: _write(
+                    table, _batch(rng, 20000, 100, "apac"), overwrite={"region": "apac"}
                 ),
-            ]
-            for label, step in steps:
-                step()
-                _show_step(label, location, base, daemon)
-            doc = _get_json(f"{base}/v1/tables/orders/stats")
-            print("\ndemo: final stats, as `lakestats show` prints them:\n", flush=True)
-            print(render_stats(doc), flush=True)
-        finally:
-            daemon.send_signal(signal.SIGTERM)
-            code = daemon.wait(timeout=60)
-    print(f"demo: lakestatsd stopped with exit code {code} after SIGTERM", flush=True)
-    return code
+            ),
+        ]
+        for label, step in steps:
+            step()
+            _show_step(label, location, base, daemon)
+
+    return run_beside_daemon(CONFIG_PATH, config, root / "lakestatsd.log", writes)
 
 
 def _show_step(label: str, location: Path, base: str, daemon: subprocess.Popen[bytes]) -> None:

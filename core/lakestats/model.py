@@ -35,10 +35,39 @@ class Column:
     type: str  # Iceberg type string
 
 
+# Field ids below zero name sketches of no single column: the sketch job makes them from
+# several columns (``KeySketch``). Real field ids are never negative in any format.
+KEY_SKETCH_ID = -1  # the primary key of every row, as one value
+RETRACTED_KEY_SKETCH_ID = -2  # the primary keys of rows that retract their key
+KEY_SKETCH_TYPE = "binary"  # the type the store records for them (no bounds)
+
+
+@dataclass(frozen=True)
+class KeySketch:
+    """A primary key the sketch job sketches as one value per row (theta, ``KEY_SKETCH_ID``).
+
+    Each row's key is its columns' hash inputs (``sketches/hashing.py``), each prefixed by
+    its length, concatenated into one binary value: a theta sketch of it counts distinct
+    keys, however many columns the key has. Where files mark rows that retract their key
+    (Paimon's ``_VALUE_KIND`` -U/-D), ``RETRACTED_KEY_SKETCH_ID`` sketches those rows' keys.
+    """
+
+    field_ids: tuple[int, ...]
+    row_kind_column: str | None = None  # read by name, or by ``row_kind_field_id``
+    row_kind_field_id: int | None = None
+    retract_kinds: tuple[int, ...] = ()
+
+    @property
+    def sketch_ids(self) -> tuple[int, ...]:
+        retracts = self.row_kind_column is not None and bool(self.retract_kinds)
+        return (KEY_SKETCH_ID, RETRACTED_KEY_SKETCH_ID) if retracts else (KEY_SKETCH_ID,)
+
+
 @dataclass(frozen=True)
 class TableSchema:
     schema_id: int
     columns: tuple[Column, ...]  # leaf primitive columns, in schema order
+    key: KeySketch | None = None  # a primary key to sketch as one value (Paimon)
 
     def by_id(self) -> dict[int, Column]:
         return {c.field_id: c for c in self.columns}

@@ -31,6 +31,9 @@ Units and conventions of the results (``ColumnSketch``):
 * A column whose field id is absent from a file reads as all nulls there
   (``null_count`` = rows). Files with zero rows come back with empty sketches and zero counts.
 * Columns of types ``spec.type_spec`` does not support are omitted from the result.
+* ``schema.key`` (a primary key, ``model.KeySketch``): each file also gets a theta sketch
+  of its rows' keys as one value (``sketches/key.py``) under ``KEY_SKETCH_ID``, and of
+  the keys of its retracting rows under ``RETRACTED_KEY_SKETCH_ID`` — in the same job.
 """
 
 from __future__ import annotations
@@ -49,8 +52,17 @@ import structlog
 
 from lakestats.exceptions import DataFileError, SketchError, SparkUnavailableError
 from lakestats.locations import is_local, local_path
-from lakestats.model import Column, ColumnSketch, SketchSettings, TableSchema
+from lakestats.model import (
+    KEY_SKETCH_ID,
+    RETRACTED_KEY_SKETCH_ID,
+    Column,
+    ColumnSketch,
+    KeySketch,
+    SketchSettings,
+    TableSchema,
+)
 from lakestats.sketches.hashing import ANSI_OFF, theta_input_sql
+from lakestats.sketches.key import key_sql
 from lakestats.sketches.merge import empty_kll, empty_theta, normalize_theta
 from lakestats.sketches.spark import stop_reason
 from lakestats.sketches.spec import TypeSpec, type_spec, validate_sketch_settings
@@ -151,6 +163,35 @@ class _Planned:
         return self.bounds and self.spec.bounds and not self.spec.booleans
 
 
+@dataclass(frozen=True)
+class _PlannedKey:
+    """The key sketch of ``schema.key``: its value SQL and, where rows can retract their
+    key, the row-kind column and the kinds that retract."""
+
+    key: KeySketch
+    value_sql: str
+
+    @property
+    def retracts(self) -> bool:
+        return RETRACTED_KEY_SKETCH_ID in self.key.sketch_ids
+
+
+def _plan_key(schema: TableSchema, planned: Sequence[_Planned]) -> _PlannedKey | None:
+    """``None`` without a key, or when a key column has no hash input (no sketch then)."""
+    if schema.key is None or not schema.key.field_ids:
+        return None
+    by_id = {p.column.field_id: p for p in planned}
+    if any(fid not in by_id for fid in schema.key.field_ids):
+        return None
+    value = key_sql(
+        [
+            (by_id[fid].spec.type, _quote_path(by_id[fid].column.name))
+            for fid in schema.key.field_ids
+        ]
+    )
+    return None if value is None else _PlannedKey(schema.key, value)
+
+
 def sketch_files(
     spark: Any,
     paths: Sequence[str],
@@ -192,6 +233,7 @@ def sketch_files(
         for i, c in enumerate(schema.columns)
         if (s := type_spec(c.type)) is not None
     ]
+    key_plan = _plan_key(schema, planned)
     with _lock:
         session = _job_session(spark)
         job_limits = limits or JobLimits()
@@ -208,6 +250,7 @@ def sketch_files(
                     on_progress,
                     source="orc",
                     row_filter=row_filter,
+                    key=key_plan,
                 )
             else:
                 if match_by == "field_id" and not _split_by_field_ids(unique_paths[:1])[0]:
@@ -223,6 +266,7 @@ def sketch_files(
                     job_limits,
                     on_progress,
                     row_filter=row_filter,
+                    key=key_plan,
                 )
         except _NoFieldIdsError:
             # Files written without Parquet field ids (Hive migrations, Impala): Iceberg
@@ -238,6 +282,7 @@ def sketch_files(
                     job_limits,
                     on_progress,
                     row_filter=row_filter,
+                    key=key_plan,
                 )
                 if by_id
                 else []
@@ -251,6 +296,7 @@ def sketch_files(
                 job_limits,
                 on_progress,
                 row_filter=row_filter,
+                key=key_plan,
             )
 
     by_key: dict[str, dict[int, ColumnSketch]] = {}
@@ -259,9 +305,15 @@ def sketch_files(
             # one partition per file is Spark's documented packing; never guess otherwise
             raise SketchError("Spark did not read each data file as one partition")
         by_key[_spark_key(row["__path"])] = {
-            p.column.field_id: _column_sketch(row, p) for p in planned
+            **{p.column.field_id: _column_sketch(row, p) for p in planned},
+            **_key_sketches(row, key_plan),
         }
     empty = {p.column.field_id: _empty_sketch(p.spec, settings) for p in planned}
+    if key_plan is not None:
+        empty |= {
+            i: ColumnSketch(theta=empty_theta(settings.theta_lg_k), null_count=0)
+            for i in key_plan.key.sketch_ids
+        }
     result: dict[str, dict[int, ColumnSketch]] = {}
     for p, key in keys.items():
         # groupBy emits no row for a file with no rows; it still gets (empty) sketches.
@@ -304,15 +356,16 @@ def _run(  # noqa: PLR0917 - private, called once
     *,
     source: str = "parquet",
     row_filter: RowFilter | None = None,
+    key: _PlannedKey | None = None,
 ) -> list[Any]:
     sc = session.sparkContext
     partitions = max(1, min(len(paths), sc.defaultParallelism))
     session.conf.set("spark.sql.shuffle.partitions", str(partitions))
-    projections, aggregates = _plan_sql(planned, settings)
+    projections, aggregates = _plan_sql(planned, settings, key)
     sc.setJobGroup(JOB_GROUP, f"lakestats: sketch {len(paths)} data files", False)
     view = f"lakestats_sketch_{uuid.uuid4().hex}"
     try:
-        reader = session.read.schema(_read_schema(planned, match_by == "field_id"))
+        reader = session.read.schema(_read_schema(planned, match_by == "field_id", key))
         df = reader.orc(*paths) if source == "orc" else reader.parquet(*paths)
         # The whole plan goes over Py4J as one SQL string: building ~150 Column objects one
         # call at a time cost ~0.3 s per job, a third of a small commit's update.
@@ -461,7 +514,7 @@ class _JobMonitor:
 
 
 def _plan_sql(
-    planned: list[_Planned], settings: SketchSettings
+    planned: list[_Planned], settings: SketchSettings, key: _PlannedKey | None = None
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(projection, aggregate) SQL per column. Heavy per-row expressions (hash inputs,
     java_method) go in the projection: it is code-generated, while the input expressions of
@@ -496,6 +549,17 @@ def _plan_sql(
         if spec.booleans:
             aggregates.append((f"t{i}", f"count_if(v{i})"))
             aggregates.append((f"f{i}", f"count_if(NOT v{i})"))
+    if key is not None:
+        lg_k = settings.theta_lg_k
+        projections.append(("hkey", key.value_sql))
+        aggregates.append(("thetakey", f"theta_sketch_agg(hkey, {lg_k})"))
+        if key.retracts and key.key.row_kind_column is not None:
+            kind = _quote_path(key.key.row_kind_column)
+            kinds = ", ".join(str(int(k)) for k in key.key.retract_kinds)
+            projections.append(
+                ("hretract", f"CASE WHEN {kind} IN ({kinds}) THEN {key.value_sql} END")
+            )
+            aggregates.append(("thetaretract", f"theta_sketch_agg(hretract, {lg_k})"))
     return projections, aggregates
 
 
@@ -552,9 +616,10 @@ def _spark_type(spec: TypeSpec) -> Any:
     return T.DecimalType(int(m.group(1)), int(m.group(2)))
 
 
-def _read_schema(planned: list[_Planned], by_id: bool) -> Any:
+def _read_schema(planned: list[_Planned], by_id: bool, key: _PlannedKey | None = None) -> Any:
     """The read schema: leaves carry their field id; struct parents (whose ids the model
-    does not carry) are matched by name."""
+    does not carry) are matched by name. A key whose rows may retract it adds its row-kind
+    column (by field id where the format gives one: its name is no column's)."""
     from pyspark.sql import types as T  # noqa: N812, PLC0415 - lazy; pyspark's own name
 
     tree: dict[str, Any] = {}
@@ -580,7 +645,12 @@ def _read_schema(planned: list[_Planned], by_id: bool) -> Any:
                 fields.append(T.StructField(name, _spark_type(child.spec), True, metadata))
         return T.StructType(fields)
 
-    return build(tree)
+    schema = build(tree)
+    if key is not None and key.retracts and key.key.row_kind_column is not None:
+        kind_id = key.key.row_kind_field_id
+        metadata = {FIELD_ID_KEY: kind_id} if by_id and kind_id is not None else {}
+        schema = schema.add(T.StructField(key.key.row_kind_column, T.ByteType(), True, metadata))
+    return schema
 
 
 # -- results ---------------------------------------------------------------------------
@@ -615,6 +685,16 @@ def _column_sketch(row: Any, p: _Planned) -> ColumnSketch:
         values["min"] = False if falses else (True if trues else None)
         values["max"] = True if trues else (False if falses else None)
     return ColumnSketch(**values)
+
+
+def _key_sketches(row: Any, key: _PlannedKey | None) -> dict[int, ColumnSketch]:
+    if key is None:
+        return {}
+    out = {KEY_SKETCH_ID: ColumnSketch(theta=normalize_theta(bytes(row["thetakey"])), null_count=0)}
+    if key.retracts:
+        theta = normalize_theta(bytes(row["thetaretract"]))
+        out[RETRACTED_KEY_SKETCH_ID] = ColumnSketch(theta=theta, null_count=0)
+    return out
 
 
 def _to_value(type_str: str, value: Any) -> Any:

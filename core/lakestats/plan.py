@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from lakestats.exceptions import StoreError
 from lakestats.model import (
+    KEY_SKETCH_TYPE,
     ColumnMetrics,
     ColumnSketch,
     Commit,
@@ -191,10 +192,13 @@ def _batch(commits: Sequence[Commit]) -> BatchPlan:
 
 
 def schema_types(*schemas: TableSchema) -> dict[int, str]:
-    """field id → type; later schemas win (a promoted type replaces the old one)."""
+    """field id → type; later schemas win (a promoted type replaces the old one). A
+    schema's key sketches (``model.KeySketch``) are typed too, so the store keeps them."""
     types: dict[int, str] = {}
     for schema in schemas:
         types.update({c.field_id: c.type for c in schema.columns})
+        if schema.key is not None:
+            types.update(dict.fromkeys(schema.key.sketch_ids, KEY_SKETCH_TYPE))
     return types
 
 
@@ -214,7 +218,7 @@ def attach_sketches(
     for f in files:
         read = live.get((snapshot_id, f.path)) if snapshot_id is not None else None
         if read is not None:
-            kept = {fid: s for fid, s in read.sketches.items() if fid in f.field_ids}
+            kept = _kept(read.sketches, f)
             out.append(
                 replace(
                     f,
@@ -237,9 +241,14 @@ def attach_sketches(
         if per_file is None:
             out.append(f)
             continue
-        kept = {fid: s for fid, s in per_file.items() if fid in f.field_ids}
-        out.append(replace(f, sketches=kept))
+        out.append(replace(f, sketches=_kept(per_file, f)))
     return tuple(out)
+
+
+def _kept(sketches: Mapping[int, ColumnSketch], data_file: DataFile) -> dict[int, ColumnSketch]:
+    """The sketches of columns the file has, and its key sketches (negative ids: of the
+    file's rows, not of one column)."""
+    return {fid: s for fid, s in sketches.items() if fid in data_file.field_ids or fid < 0}
 
 
 def plan_commit(

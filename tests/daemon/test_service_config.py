@@ -136,6 +136,7 @@ def test_the_demo_finds_the_repository_config_from_anywhere(
 ) -> None:
     repo = Path(__file__).resolve().parents[2]
     monkeypatch.chdir(tmp_path)  # not the repository
+    monkeypatch.syspath_prepend(str(repo / "examples"))  # as for a script: its shared module
     spec = importlib.util.spec_from_file_location("demo_example", repo / "examples" / "demo.py")
     assert spec is not None and spec.loader is not None
     demo = importlib.util.module_from_spec(spec)

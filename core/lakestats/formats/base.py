@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from lakestats.model import (
     Commit,
@@ -72,6 +72,28 @@ class TableFormat(Protocol):
     def live_files(self, snapshot_id: int) -> Sequence[DataFile]:
         """Every live data and delete file of a snapshot (for recomputes and checks)."""
         ...
+
+
+class TableIdentity:
+    """``TableFormat``'s identity properties for a table that knows them once opened: the
+    class's ``FORMAT_NAME``, and the ``_table_id`` and ``_location_uri`` its ``__init__``
+    sets."""
+
+    FORMAT_NAME: ClassVar[str]
+    _table_id: str
+    _location_uri: str
+
+    @property
+    def format_name(self) -> str:
+        return self.FORMAT_NAME
+
+    @property
+    def table_id(self) -> str:
+        return self._table_id
+
+    @property
+    def location(self) -> str:
+        return self._location_uri
 
 
 @runtime_checkable

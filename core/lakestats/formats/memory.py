@@ -22,6 +22,7 @@ from lakestats.exceptions import (
     MetadataError,
     SnapshotNotFoundError,
 )
+from lakestats.formats.base import TableIdentity
 from lakestats.model import (
     BASELINE_OPERATION,
     UNPARTITIONED,
@@ -46,12 +47,14 @@ class _Snapshot:
     live: tuple[DataFile, ...]  # every live data and delete file after it
 
 
-class MemoryTable:
+class MemoryTable(TableIdentity):
     """A ``TableFormat`` whose metadata is a few Python objects.
 
     ``columns`` are ``(name, Iceberg type string)`` pairs of the first schema; field ids
     are given from 1 in order, and new columns get the next id never used, as in Iceberg.
     """
+
+    FORMAT_NAME = FORMAT_NAME
 
     def __init__(
         self,
@@ -66,6 +69,7 @@ class MemoryTable:
         )
         self._name = name
         self._table_id = table_id or f"memory-{name}"
+        self._location_uri = f"memory://{name}"
         self._schemas: dict[int, TableSchema] = {0: first}
         self._current_schema_id = 0
         self._last_field_id = len(columns)
@@ -77,18 +81,6 @@ class MemoryTable:
         self._unreadable: str | None = None
 
     # --- identity -------------------------------------------------------------------------
-
-    @property
-    def format_name(self) -> str:
-        return FORMAT_NAME
-
-    @property
-    def table_id(self) -> str:
-        return self._table_id
-
-    @property
-    def location(self) -> str:
-        return f"memory://{self._name}"
 
     @property
     def metadata_location(self) -> str:

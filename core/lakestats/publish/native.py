@@ -277,6 +277,7 @@ def _side_doc(
                 "bounds_exact": col.bounds_complete and not col.bounds_may_be_truncated,
             }
             for fid, col in total.columns.items()
+            if fid >= 0  # key sketches (``model.KeySketch``) are no column
         },
     }
 

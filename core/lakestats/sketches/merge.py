@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from datasketches import (
     compact_theta_sketch,
     kll_doubles_sketch,
+    theta_a_not_b,
     theta_union,
     update_theta_sketch,
 )
@@ -58,6 +59,15 @@ def union_theta(blobs: Iterable[bytes | None], lg_k: int) -> bytes | None:
 def theta_estimate(blob: bytes) -> float:
     """Distinct-count estimate of a theta sketch."""
     return float(compact_theta_sketch.deserialize(blob, THETA_SEED).get_estimate())
+
+
+def theta_difference(blob: bytes, minus: bytes | None) -> bytes:
+    """The sketch of values in ``blob``'s set and not in ``minus``'s (theta A-not-B)."""
+    a = compact_theta_sketch.deserialize(blob, THETA_SEED)
+    if minus is None:
+        return bytes(a.serialize(False))
+    b = compact_theta_sketch.deserialize(minus, THETA_SEED)
+    return bytes(theta_a_not_b(THETA_SEED).compute(a, b).serialize(False))
 
 
 def theta_bounds(blob: bytes, num_std_devs: int = DEFAULT_NUM_STD_DEVS) -> tuple[float, float]:

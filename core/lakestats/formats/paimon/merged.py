@@ -4,8 +4,10 @@
 * deletion vectors: readers see compacted (level > 0) files minus their vectors — exact;
 * primary key, every bucket fully compacted (one sorted run: all of its files in one level
   above 0, no retraction rows): keys are unique — exact;
-* otherwise an estimate: the distinct count of the primary key over the live files (its
-  theta sketch, when the key is one column), or unknown for a composite key.
+* otherwise an estimate (``KeyEstimate``): the distinct primary keys over the live files
+  minus the keys retracted there (the theta sketch of the key, any number of columns,
+  made in the sketch job: ``model.KeySketch``); from stores without it, the one key
+  column's theta sketch; unknown when neither exists (no sketches).
 """
 
 from __future__ import annotations
@@ -23,17 +25,27 @@ UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
+class KeyEstimate:
+    """Distinct live primary keys estimated from the stats, with its ~95 % bounds."""
+
+    value: int
+    why: str
+    bounds: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
 class MergedCount:
     value: int | None
     how: str  # EXACT, ESTIMATED or UNKNOWN
     why: str  # one phrase for ``show`` and the docs
+    bounds: tuple[int, int] | None = None  # of an estimate (~95 %)
 
 
 def merged_record_count(
-    table: PaimonTable, snapshot_id: int, key_ndv: int | None = None
+    table: PaimonTable, snapshot_id: int, key: KeyEstimate | None = None
 ) -> MergedCount:
-    """The snapshot's merged row count. ``key_ndv``: the estimated distinct count of a
-    one-column primary key over the live files (from the stats), used when not exact."""
+    """The snapshot's merged row count. ``key``: the distinct live keys estimated from
+    the stats (``statistics.key_estimate``), used when the count is not exact."""
     snapshot = table.snapshot(snapshot_id)
     schema = table.paimon_schema(snapshot.schema_id)
     entries = table.live_entries(snapshot)
@@ -55,8 +67,12 @@ def merged_record_count(
     if retractions == 0 and all(len(ls) == 1 and min(ls) > 0 for ls in levels.values()):
         rows = sum(e.row_count for e in entries.values())
         return MergedCount(rows, EXACT, "fully compacted: one sorted run per bucket")
-    if key_ndv is not None and len(schema.primary_keys) == 1:
-        return MergedCount(key_ndv, ESTIMATED, "distinct primary keys (theta sketch)")
+    if key is not None:
+        return MergedCount(key.value, ESTIMATED, key.why, key.bounds)
+    what = "composite key" if len(schema.primary_keys) > 1 else "key"
     return MergedCount(
-        None, UNKNOWN, "primary-key table not fully compacted (composite key: no estimate)"
+        None,
+        UNKNOWN,
+        f"primary-key table not fully compacted ({what}: no sketch of it in the stats — "
+        "analyzed without sketches, or files sketched before lakestats kept key sketches)",
     )

@@ -11,14 +11,22 @@ bound) and only for types with a string form.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from lakestats.formats.paimon.merged import merged_record_count
+from lakestats.formats.paimon.merged import KeyEstimate, merged_record_count
 from lakestats.formats.paimon.serialize import to_paimon_string
 from lakestats.formats.paimon.table import PaimonTable
 from lakestats.formats.paimon.types import PaimonSchema
-from lakestats.model import ColumnAggregate, PartitionAggregate, SketchSettings
+from lakestats.model import (
+    KEY_SKETCH_ID,
+    RETRACTED_KEY_SKETCH_ID,
+    ColumnAggregate,
+    PartitionAggregate,
+    SketchSettings,
+)
 from lakestats.publish.native import column_doc
+from lakestats.sketches.merge import theta_bounds, theta_difference, theta_estimate
 
 _LENGTH_ROOTS = frozenset({"CHAR", "VARCHAR", "STRING", "BINARY", "VARBINARY", "BYTES"})
 
@@ -89,7 +97,7 @@ def paimon_terms(
     statistics file: ``mergedRecordCount`` with how it is known, and the file's document."""
     snapshot = paimon.snapshot(snapshot_id)
     schema = paimon.paimon_schema(snapshot.schema_id)
-    merged = merged_record_count(paimon, snapshot_id, key_ndv(schema, table, settings))
+    merged = merged_record_count(paimon, snapshot_id, key_estimate(schema, table, settings))
     document = statistics_document(
         snapshot_id=snapshot_id,
         schema=schema,
@@ -102,15 +110,30 @@ def paimon_terms(
         "merged_record_count": merged.value,
         "merged_record_count_is": merged.how,
         "merged_record_count_why": merged.why,
+        "merged_record_count_bounds": list(merged.bounds) if merged.bounds else None,
         "statistics": document,
         "summary": [f"mergedRecordCount {shown} ({merged.how}: {merged.why})"],
     }
 
 
-def key_ndv(
+def key_estimate(
     schema: PaimonSchema, table: PartitionAggregate, settings: SketchSettings
-) -> int | None:
-    """The estimated distinct count of a one-column primary key over the live files."""
+) -> KeyEstimate | None:
+    """Distinct primary keys over the live files minus the keys retracted there (-U/-D
+    rows), from the key's theta sketches (``KEY_SKETCH_ID`` minus
+    ``RETRACTED_KEY_SKETCH_ID``, theta A-not-B) when every live file has them; else, for
+    a one-column key, that column's distinct count (stores from before key sketches)."""
+    keys = table.columns.get(KEY_SKETCH_ID)
+    if keys is not None and keys.theta is not None and keys.sketched_files == table.file_count:
+        retracted = table.columns.get(RETRACTED_KEY_SKETCH_ID)
+        live = theta_difference(keys.theta, retracted.theta if retracted else None)
+        low, high = theta_bounds(live)
+        return KeyEstimate(
+            round(theta_estimate(live)),
+            "distinct primary keys over the live files minus retracted keys (theta sketch "
+            f"of the key, lg_k {settings.theta_lg_k})",
+            (math.floor(low), math.ceil(high)),
+        )
     if len(schema.primary_keys) != 1:
         return None
     key = schema.by_name()[schema.primary_keys[0]]
@@ -118,4 +141,6 @@ def key_ndv(
     if column is None:
         return None
     ndv = column_doc(column, key.field_id, column.type, table.record_count, settings).get("ndv")
-    return round(ndv) if isinstance(ndv, int | float) else None
+    if not isinstance(ndv, int | float):
+        return None
+    return KeyEstimate(round(ndv), "distinct primary keys (theta sketch of the key column)")

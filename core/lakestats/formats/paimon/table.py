@@ -18,6 +18,7 @@ from typing import Any
 from pyarrow import fs as pafs
 
 from lakestats.exceptions import ExpiryError, LineageError, MetadataError, SnapshotNotFoundError
+from lakestats.formats.base import TableIdentity
 from lakestats.formats.paimon.changes import (
     FileKey,
     delta_changes,
@@ -53,11 +54,14 @@ FORMAT_NAME = "paimon"
 _CACHE_SIZE = 512
 
 
-class PaimonTable:
+class PaimonTable(TableIdentity):
     """A Paimon table opened by location (``TableFormat``, ``SupportsSnapshotExpiry``)."""
+
+    FORMAT_NAME = FORMAT_NAME
 
     def __init__(self, location: TableLocation, description: str | None = None) -> None:
         self._location = location
+        self._location_uri = location.uri
         self._description = description or location.uri
         self.files = MetaFiles(location)
         self._lock = threading.Lock()
@@ -73,18 +77,6 @@ class PaimonTable:
         self._converter = EntryConverter(self.paimon_schema, self._locate, self._options())
 
     # --- identity -------------------------------------------------------------------------
-
-    @property
-    def format_name(self) -> str:
-        return FORMAT_NAME
-
-    @property
-    def table_id(self) -> str:
-        return self._table_id
-
-    @property
-    def location(self) -> str:
-        return self._location.uri
 
     @property
     def table_location(self) -> TableLocation:

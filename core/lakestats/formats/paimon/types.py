@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakestats.model import Column, TableSchema
+from lakestats.model import Column, KeySketch, TableSchema
 
 _ATOMIC = re.compile(
     r"^\s*(?P<root>[A-Z_]+(?:\s+[A-Z_]+)*?)\s*(?:\((?P<args>[^)]*)\))?"
@@ -30,6 +30,11 @@ _ALIASES = {
     "TIMESTAMP WITH LOCAL TIME ZONE": "TIMESTAMP_LTZ",
     "DOUBLE PRECISION": "DOUBLE",
 }
+# Paimon's system column of a primary-key table's data files: each row's RowKind byte
+# (+I 0, -U 1, +U 2, -D 3), Java's ``SpecialFields.VALUE_KIND`` id (Integer.MAX_VALUE - 2).
+VALUE_KIND_COLUMN = "_VALUE_KIND"
+VALUE_KIND_FIELD_ID = 2_147_483_645
+RETRACT_KINDS = (1, 3)  # -U and -D retract their key
 _DEFAULT_PRECISION = {"TIMESTAMP": 6, "TIMESTAMP_LTZ": 6, "TIME": 0, "DECIMAL": 10}
 _ICEBERG = {
     "BOOLEAN": "boolean",
@@ -121,7 +126,17 @@ class PaimonSchema:
 
     @property
     def table_schema(self) -> TableSchema:
-        """Leaf columns lakestats keeps stats for: every field of an atomic type."""
+        """Leaf columns lakestats keeps stats for: every field of an atomic type; a primary
+        key is sketched as one value per row, and its retractions apart (``KeySketch``)."""
+        key = None
+        by_name = self.by_name()
+        if self.primary_keys and all(k in by_name for k in self.primary_keys):
+            key = KeySketch(
+                field_ids=tuple(by_name[k].field_id for k in self.primary_keys),
+                row_kind_column=VALUE_KIND_COLUMN,
+                row_kind_field_id=VALUE_KIND_FIELD_ID,
+                retract_kinds=RETRACT_KINDS,
+            )
         return TableSchema(
             schema_id=self.schema_id,
             columns=tuple(
@@ -129,6 +144,7 @@ class PaimonSchema:
                 for f in self.fields
                 if (iceberg := f.type.iceberg_type) is not None
             ),
+            key=key,
         )
 
 
