@@ -19,6 +19,7 @@ from datasketches import compact_theta_sketch
 
 from lakestats.analyze import analyze_table
 from lakestats.config import Config, SketchConfig, TableConfig
+from lakestats.formats.paimon.types import parse_schema
 from lakestats.model import KEY_SKETCH_ID, RETRACTED_KEY_SKETCH_ID
 from lakestats.read import read_stats
 from lakestats.sketches.hashing import THETA_SEED, theta_hash
@@ -203,3 +204,41 @@ def test_files_without_key_sketches_leave_the_count_unknown_not_low(
     rebuilt = read_stats("t", config=config)["paimon"]
     assert (rebuilt["merged_record_count"], rebuilt["merged_record_count_is"]) == (40, "estimated")
     assert merged_rows(warehouse) == 40
+
+
+@pytest.mark.parametrize(
+    ("options", "retracting"),
+    [
+        ({}, (1, 3)),  # deduplicate: a key whose newest row is -U or -D is gone
+        ({"ignore-delete": "true"}, ()),
+        ({"deduplicate.ignore-delete": "true"}, ()),
+        ({"merge-engine": "first-row"}, ()),
+        ({"merge-engine": "partial-update"}, ()),  # a -D retracts nothing (or fails)
+        (
+            {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"},
+            (3,),
+        ),
+        ({"merge-engine": "aggregation"}, ()),  # a -D retracts field values, not the key
+        ({"merge-engine": "aggregation", "aggregation.remove-record-on-delete": "true"}, (3,)),
+    ],
+)
+def test_which_rows_retract_their_key_follows_the_merge_engine(
+    options: dict[str, str], retracting: tuple[int, ...]
+) -> None:
+    schema = parse_schema(
+        {
+            "id": 0,
+            "fields": [
+                {"id": 0, "name": "a", "type": "INT NOT NULL"},
+                {"id": 1, "name": "b", "type": "STRING NOT NULL"},
+                {"id": 2, "name": "v", "type": "DOUBLE"},
+            ],
+            "primaryKeys": ["b", "a"],
+            "options": options,
+        }
+    )
+    key = schema.table_schema.key
+    assert key is not None and key.field_ids == (1, 0)  # in key order
+    assert key.retract_kinds == retracting
+    assert key.sketch_ids == ((KEY_SKETCH_ID, RETRACTED_KEY_SKETCH_ID) if retracting else (-1,))
+    assert parse_schema({"id": 0, "fields": []}).table_schema.key is None  # append-only

@@ -34,7 +34,29 @@ _ALIASES = {
 # (+I 0, -U 1, +U 2, -D 3), Java's ``SpecialFields.VALUE_KIND`` id (Integer.MAX_VALUE - 2).
 VALUE_KIND_COLUMN = "_VALUE_KIND"
 VALUE_KIND_FIELD_ID = 2_147_483_645
-RETRACT_KINDS = (1, 3)  # -U and -D retract their key
+UPDATE_BEFORE, DELETE = 1, 3
+
+
+def retract_kinds(options: Mapping[str, str]) -> tuple[int, ...]:
+    """Row kinds whose row removes its key from what readers see, by merge engine (Java
+    Paimon's merge functions): deduplicate drops a key whose newest row is -U or -D;
+    partial-update and aggregation only on -D, and only with their
+    ``*.remove-record-on-delete`` (otherwise a -D retracts field values or fails);
+    first-row ignores retractions; ``ignore-delete`` ignores them everywhere."""
+
+    def enabled(key: str) -> bool:
+        return options.get(key, "false").strip().lower() == "true"
+
+    engine = options.get("merge-engine", "deduplicate").strip().lower()
+    if enabled("ignore-delete") or enabled(f"{engine}.ignore-delete"):  # and its old name
+        return ()
+    if engine == "deduplicate":
+        return (UPDATE_BEFORE, DELETE)
+    if engine in ("partial-update", "aggregation") and enabled(f"{engine}.remove-record-on-delete"):
+        return (DELETE,)
+    return ()
+
+
 _DEFAULT_PRECISION = {"TIMESTAMP": 6, "TIMESTAMP_LTZ": 6, "TIME": 0, "DECIMAL": 10}
 _ICEBERG = {
     "BOOLEAN": "boolean",
@@ -135,7 +157,7 @@ class PaimonSchema:
                 field_ids=tuple(by_name[k].field_id for k in self.primary_keys),
                 row_kind_column=VALUE_KIND_COLUMN,
                 row_kind_field_id=VALUE_KIND_FIELD_ID,
-                retract_kinds=RETRACT_KINDS,
+                retract_kinds=retract_kinds(self.options),
             )
         return TableSchema(
             schema_id=self.schema_id,
