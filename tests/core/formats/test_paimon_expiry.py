@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from lakestats.cli import main
+from lakestats.exceptions import ExpiryError
 from lakestats.formats.paimon import open_paimon_location
 from lakestats.formats.paimon.expire import duration_seconds, referenced_files, retention
 from paimon_fixtures import copy_fixture, needs_paimon_fixtures, read_rows
@@ -117,3 +118,44 @@ class TestPaimonRetentionRules:
             0.5,
             172800,
         ]
+
+
+def test_changelog_files_expire_with_their_snapshots(tmp_path: Path) -> None:
+    """``changelog-producer = input`` (pypaimon writes changelog files): an expired
+    snapshot's changelog files, manifests and manifest list go with it, as in Java; the
+    retained snapshots' stay, and pypaimon still reads the table."""
+    warehouse = PaimonWarehouse(tmp_path / "wh")
+    options = {"changelog-producer": "input", "bucket": "1", "metadata.stats-mode": "full"}
+    location = warehouse.create(
+        "c", [("k", "long"), ("v", "string")], primary_keys=["k"], options=options
+    )
+    for i in range(4):
+        warehouse.write("c", {"k": [i, i + 1], "v": [f"x{i}", "y"]})
+    table = open_paimon_location(str(location))
+    changelog = {
+        i: {f for f in referenced_files(table, table.snapshot(i)) if "changelog" in f.name}
+        for i in (1, 2, 3, 4)
+    }
+    # each snapshot: its manifest list, one manifest, one changelog data file
+    assert all(len(files) == 3 for files in changelog.values()), changelog
+    assert all((location / f).exists() for files in changelog.values() for f in files)
+
+    table.expire_snapshots([1, 2])
+
+    assert not any((location / f).exists() for i in (1, 2) for f in changelog[i])
+    assert all((location / f).exists() for i in (3, 4) for f in changelog[i])
+    read = warehouse.table("c").new_read_builder()
+    assert read.new_read().to_arrow(read.new_scan().plan().splits()).num_rows == 5
+
+
+def test_a_table_whose_changelog_outlives_its_snapshots_is_refused(tmp_path: Path) -> None:
+    warehouse = PaimonWarehouse(tmp_path / "wh")
+    options = {"changelog-producer": "input", "changelog.num-retained.max": "100"}
+    location = warehouse.create("d", [("k", "long")], primary_keys=["k"], options=options)
+    warehouse.write("d", {"k": [1]})
+    warehouse.write("d", {"k": [2]})
+    table = open_paimon_location(str(location))
+    with pytest.raises(ExpiryError, match=r"changelog\.num-retained\.max") as raised:
+        table.expire_snapshots([1])
+    assert "\n" not in str(raised.value)
+    assert sorted(table.snapshot_ids()) == [1, 2]  # nothing was touched

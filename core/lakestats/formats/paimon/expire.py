@@ -4,7 +4,11 @@ Paimon expires a prefix of its history: snapshots ``[earliest, end)``. A file go
 expired snapshots when no retained snapshot and no tag references it any more: data files,
 manifests, manifest lists, index manifests and index files (deletion vectors), and the
 statistics files snapshots name in ``statistics`` (``FileDeletionBase``: a stats file
-survives iff a retained snapshot or a tag names it). Then ``EARLIEST`` = ``end``.
+survives iff a retained snapshot or a tag names it), and the changelog files, manifests and
+manifest list of ``changelog-producer`` tables (their changelog lives as long as their
+snapshots unless ``changelog.*`` retention keeps it longer: Java then moves it under
+``changelog/``, which lakestats does not do — such tables are refused). Then ``EARLIEST``
+= ``end``.
 
 Unlike Java Paimon (which deletes data files first), the snapshot files are deleted first:
 a crash in between leaves unreferenced files (harmless, found by orphan cleanup) rather
@@ -32,6 +36,10 @@ from lakestats.formats.paimon.snapshots import PaimonSnapshot
 from lakestats.formats.paimon.table import PaimonTable
 
 _DURATION_UNITS = {"ms": 0.001, "s": 1, "min": 60, "m": 60, "h": 3600, "d": 86400}
+# options that give the changelog a lifecycle of its own (``changelogLifecycleDecoupled``)
+_CHANGELOG_RETENTION = frozenset(
+    {"changelog.num-retained.min", "changelog.num-retained.max", "changelog.time-retained"}
+)
 
 
 def referenced_files(table: PaimonTable, snapshot: PaimonSnapshot) -> set[Path]:
@@ -44,9 +52,7 @@ def referenced_files(table: PaimonTable, snapshot: PaimonSnapshot) -> set[Path]:
             names.add(Path(MANIFEST_DIR, str(record["_FILE_NAME"])))
     for entry in table.live_entries(snapshot).values():
         if not entry.external_path:
-            data = table.data_file(entry)
-            root = table.table_location.root.rstrip("/") + "/"
-            names.add(Path(data.path.removeprefix(root)))
+            names.add(_relative(table, table.data_file(entry).path))
     if snapshot.index_manifest:
         names.add(Path(MANIFEST_DIR, snapshot.index_manifest))
         for record in files.manifest_records(snapshot.index_manifest):
@@ -54,7 +60,29 @@ def referenced_files(table: PaimonTable, snapshot: PaimonSnapshot) -> set[Path]:
                 names.add(Path(INDEX_DIR, str(record["_FILE_NAME"])))
     if snapshot.statistics:
         names.add(Path(STATISTICS_DIR, snapshot.statistics))
+    if snapshot.changelog_manifest_list:
+        names.add(Path(MANIFEST_DIR, snapshot.changelog_manifest_list))
+        for record in files.manifest_records(snapshot.changelog_manifest_list):
+            names.add(Path(MANIFEST_DIR, str(record["_FILE_NAME"])))
+        for entry in table.manifest_entries(snapshot.changelog_manifest_list):
+            if entry.kind == 0 and not entry.external_path:
+                names.add(_relative(table, table.data_file(entry).path))
     return names
+
+
+def _relative(table: PaimonTable, path: str) -> Path:
+    root = table.table_location.root.rstrip("/") + "/"
+    return Path(path.removeprefix(root))
+
+
+def _check_changelog_coupled(table: PaimonTable) -> None:
+    decoupled = sorted(k for k in table.paimon_schema().options if k in _CHANGELOG_RETENTION)
+    if decoupled:
+        raise ExpiryError(
+            f"{table.location}: the table keeps its changelog apart from its snapshots "
+            f"({', '.join(decoupled)}); lakestats does not expire such tables — use "
+            "Paimon's own expire_snapshots"
+        )
 
 
 def expire(table: PaimonTable, snapshot_ids: Iterable[int]) -> list[int]:
@@ -67,6 +95,7 @@ def expire(table: PaimonTable, snapshot_ids: Iterable[int]) -> list[int]:
     wanted = set(snapshot_ids)
     if not ids or not wanted:
         return []
+    _check_changelog_coupled(table)
     current = ids[-1]
     if current in wanted:
         raise ExpiryError(f"{table.location}: the current snapshot {current} cannot be expired")

@@ -26,6 +26,7 @@ class PaimonSnapshot:
     index_manifest: str | None = None
     statistics: str | None = None
     commit_user: str | None = None
+    changelog_manifest_list: str | None = None  # changelog files (``changelog-producer``)
 
 
 def parse_snapshot(document: Mapping[str, Any], where: str) -> PaimonSnapshot:
@@ -41,6 +42,7 @@ def parse_snapshot(document: Mapping[str, Any], where: str) -> PaimonSnapshot:
             index_manifest=document.get("indexManifest"),
             statistics=document.get("statistics"),
             commit_user=document.get("commitUser"),
+            changelog_manifest_list=document.get("changelogManifestList"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise MetadataError(f"{where}: not a Paimon snapshot ({exc!r})") from exc
