@@ -22,6 +22,7 @@ from lakestats.config import Config, SketchConfig, TableConfig
 from lakestats.formats.paimon.types import parse_schema
 from lakestats.model import KEY_SKETCH_ID, RETRACTED_KEY_SKETCH_ID
 from lakestats.read import read_stats
+from lakestats.render import render_stats
 from lakestats.sketches.hashing import THETA_SEED, theta_hash
 from lakestats.sketches.key import key_bytes
 from lakestats.sketching import SparkSketcher
@@ -113,6 +114,8 @@ def test_a_composite_key_is_estimated_within_the_theta_bound(built: dict[str, An
     low, high = terms["merged_record_count_bounds"]
     assert low <= exact <= high
     assert abs(terms["merged_record_count"] - exact) <= 3 * THETA_RSE * exact
+    shown = f"mergedRecordCount {terms['merged_record_count']} (~95 % within {low}-{high})"
+    assert shown in render_stats(doc)
     assert doc["merged_record_count"] == doc["record_count"]  # no row-level deletes applied
     # the first step is an estimate of its own merged count (6000 keys inserted)
     first = built["docs"][0]["paimon"]

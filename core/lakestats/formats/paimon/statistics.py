@@ -106,6 +106,8 @@ def paimon_terms(
         merged_record_count=merged.value,
     )
     shown = "unknown" if merged.value is None else str(merged.value)
+    if merged.bounds is not None:
+        shown += f" (~95 % within {merged.bounds[0]}-{merged.bounds[1]})"
     return {
         "merged_record_count": merged.value,
         "merged_record_count_is": merged.how,
