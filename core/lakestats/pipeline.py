@@ -554,12 +554,11 @@ def _plan_sql(
         projections.append(("hkey", key.value_sql))
         aggregates.append(("thetakey", f"theta_sketch_agg(hkey, {lg_k})"))
         if key.retracts and key.key.row_kind_column is not None:
-            kind = _quote_path(key.key.row_kind_column)
+            # the key is built once per row (above); the aggregate picks retracting rows
+            projections.append(("rowkind", _quote_path(key.key.row_kind_column)))
             kinds = ", ".join(str(int(k)) for k in key.key.retract_kinds)
-            projections.append(
-                ("hretract", f"CASE WHEN {kind} IN ({kinds}) THEN {key.value_sql} END")
-            )
-            aggregates.append(("thetaretract", f"theta_sketch_agg(hretract, {lg_k})"))
+            retracted = f"CASE WHEN rowkind IN ({kinds}) THEN hkey END"
+            aggregates.append(("thetaretract", f"theta_sketch_agg({retracted}, {lg_k})"))
     return projections, aggregates
 
 
