@@ -37,7 +37,7 @@ class Column:
 
 # Field ids below zero name sketches of no single column: the sketch job makes them from
 # several columns (``KeySketch``). Real field ids are never negative in any format.
-KEY_SKETCH_ID = -1  # the primary key of every row, as one value
+KEY_SKETCH_ID = -1  # the primary key of every row that adds it (not -U/-D), as one value
 RETRACTED_KEY_SKETCH_ID = -2  # the primary keys of rows that retract their key
 KEY_SKETCH_TYPE = "binary"  # the type the store records for them (no bounds)
 
@@ -48,13 +48,16 @@ class KeySketch:
 
     Each row's key is its columns' hash inputs (``sketches/hashing.py``), each prefixed by
     its length, concatenated into one binary value: a theta sketch of it counts distinct
-    keys, however many columns the key has. Where files mark rows that retract their key
-    (Paimon's ``_VALUE_KIND`` -U/-D), ``RETRACTED_KEY_SKETCH_ID`` sketches those rows' keys.
+    keys, however many columns the key has. Where files mark each row's kind (Paimon's
+    ``_VALUE_KIND``), rows of ``non_add_kinds`` (-U/-D) put no key in that sketch, and
+    ``RETRACTED_KEY_SKETCH_ID`` sketches the keys of rows of ``retract_kinds`` (the rows
+    that remove their key, by the table's rules).
     """
 
     field_ids: tuple[int, ...]
     row_kind_column: str | None = None  # read by name, or by ``row_kind_field_id``
     row_kind_field_id: int | None = None
+    non_add_kinds: tuple[int, ...] = ()
     retract_kinds: tuple[int, ...] = ()
 
     @property

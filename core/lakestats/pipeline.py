@@ -552,14 +552,24 @@ def _plan_sql(
     if key is not None:
         lg_k = settings.theta_lg_k
         projections.append(("hkey", key.value_sql))
-        aggregates.append(("thetakey", f"theta_sketch_agg(hkey, {lg_k})"))
-        if key.retracts and key.key.row_kind_column is not None:
-            # the key is built once per row (above); the aggregate picks retracting rows
+        keyed = "hkey"
+        if key.key.row_kind_column is not None:
+            # the key is built once per row (above); the aggregates pick rows by their kind
             projections.append(("rowkind", _quote_path(key.key.row_kind_column)))
-            kinds = ", ".join(str(int(k)) for k in key.key.retract_kinds)
-            retracted = f"CASE WHEN rowkind IN ({kinds}) THEN hkey END"
-            aggregates.append(("thetaretract", f"theta_sketch_agg({retracted}, {lg_k})"))
+            if key.key.non_add_kinds:
+                kinds = _kinds_sql(key.key.non_add_kinds)
+                keyed = f"CASE WHEN rowkind IN ({kinds}) THEN NULL ELSE hkey END"
+            if key.retracts:
+                retracted = (
+                    f"CASE WHEN rowkind IN ({_kinds_sql(key.key.retract_kinds)}) THEN hkey END"
+                )
+                aggregates.append(("thetaretract", f"theta_sketch_agg({retracted}, {lg_k})"))
+        aggregates.append(("thetakey", f"theta_sketch_agg({keyed}, {lg_k})"))
     return projections, aggregates
+
+
+def _kinds_sql(kinds: Sequence[int]) -> str:
+    return ", ".join(str(int(k)) for k in kinds)
 
 
 def _kll_input_sql(spec: TypeSpec, v: str) -> str:
@@ -617,8 +627,8 @@ def _spark_type(spec: TypeSpec) -> Any:
 
 def _read_schema(planned: list[_Planned], by_id: bool, key: _PlannedKey | None = None) -> Any:
     """The read schema: leaves carry their field id; struct parents (whose ids the model
-    does not carry) are matched by name. A key whose rows may retract it adds its row-kind
-    column (by field id where the format gives one: its name is no column's)."""
+    does not carry) are matched by name. A key sketch adds the row-kind column, if any
+    (by field id where the format gives one: its name is no column's)."""
     from pyspark.sql import types as T  # noqa: N812, PLC0415 - lazy; pyspark's own name
 
     tree: dict[str, Any] = {}
@@ -645,7 +655,7 @@ def _read_schema(planned: list[_Planned], by_id: bool, key: _PlannedKey | None =
         return T.StructType(fields)
 
     schema = build(tree)
-    if key is not None and key.retracts and key.key.row_kind_column is not None:
+    if key is not None and key.key.row_kind_column is not None:
         kind_id = key.key.row_kind_field_id
         metadata = {FIELD_ID_KEY: kind_id} if by_id and kind_id is not None else {}
         schema = schema.add(T.StructField(key.key.row_kind_column, T.ByteType(), True, metadata))

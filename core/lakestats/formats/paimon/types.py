@@ -157,6 +157,7 @@ class PaimonSchema:
                 field_ids=tuple(by_name[k].field_id for k in self.primary_keys),
                 row_kind_column=VALUE_KIND_COLUMN,
                 row_kind_field_id=VALUE_KIND_FIELD_ID,
+                non_add_kinds=(UPDATE_BEFORE, DELETE),
                 retract_kinds=retract_kinds(self.options),
             )
         return TableSchema(
