@@ -240,3 +240,113 @@ class NameSketcher:
                 )
             out[path] = sketches
         return out
+
+
+def compact_fully(warehouse: PaimonWarehouse, name: str) -> int:
+    """Commit a ``COMPACT`` snapshot as Java's full compaction of a deduplicate table
+    writes it; the new id. pypaimon has no compaction, so this is written here: per
+    (partition, bucket), one file at the top level (4 of ``num-levels`` 5) holding each
+    key's newest row, retractions (-U/-D) dropped; its manifest entry with the min/max
+    keys and full value stats as BinaryRows (pypaimon's serializer); the old files'
+    entries deleted. Data files are Parquet in the table's own file layout."""
+    import copy
+    import uuid
+
+    from pypaimon.table.row.generic_row import GenericRow, GenericRowSerializer
+
+    paimon_schema = warehouse.table(name).table_schema
+    by_name = {f.name: f for f in paimon_schema.fields}
+    key_names = list(paimon_schema.primary_keys)
+
+    def row_bytes(names: Sequence[str], values: Sequence[Any]) -> bytes:
+        fields = [by_name[n] for n in names]
+        return bytes(GenericRowSerializer.to_bytes(GenericRow(list(values), fields)))
+
+    def stats(names: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        lows, highs, nulls = [], [], []
+        for n in names:
+            present = [r[n] for r in rows if r[n] is not None]
+            lows.append(min(present) if present else None)
+            highs.append(max(present) if present else None)
+            nulls.append(len(rows) - len(present))
+        return {
+            "_MIN_VALUES": row_bytes(names, lows),
+            "_MAX_VALUES": row_bytes(names, highs),
+            "_NULL_COUNTS": nulls,
+        }
+
+    def attempt(table: PaimonTable, latest: int, pending: PendingFiles) -> dict[str, Any]:
+        parent = table.files.snapshot(latest)
+        paths = {p.rsplit("/", 1)[-1]: p for p in (f.path for f in table.live_files(latest))}
+        live: dict[tuple[bytes, int, str], dict[str, Any]] = {}
+        manifest_schema: dict[str, Any] | None = None
+        template: dict[str, Any] | None = None
+        for manifest, list_record in list_entries(table, parent):
+            schema, records = avro_records(table, manifest)
+            manifest_schema, template = schema, list_record
+            for record in records:
+                ident = (record["_PARTITION"], record["_BUCKET"], record["_FILE"]["_FILE_NAME"])
+                if record["_KIND"] == 0:
+                    live[ident] = record
+                else:
+                    live.pop(ident, None)
+        assert manifest_schema is not None and template is not None
+        groups: dict[tuple[bytes, int], list[dict[str, Any]]] = {}
+        for (partition, bucket, _), record in sorted(live.items()):
+            groups.setdefault((partition, bucket), []).append(record)
+        entries: list[dict[str, Any]] = []
+        removed_rows = added_rows = 0
+        for records in groups.values():
+            files = [paths[r["_FILE"]["_FILE_NAME"]].removeprefix("file:") for r in records]
+            data = pa.concat_tables([pq.read_table(f) for f in files], promote_options="default")
+            newest: dict[tuple[Any, ...], dict[str, Any]] = {}
+            for row in sorted(data.to_pylist(), key=lambda r: r["_SEQUENCE_NUMBER"]):
+                newest[tuple(row[k] for k in key_names)] = row
+            kept = [newest[k] for k in sorted(newest) if newest[k]["_VALUE_KIND"] not in (1, 3)]
+            directory = Path(files[0]).parent
+            target = directory / f"data-{uuid.uuid4()}-0.parquet"
+            pending.paths.append(target)
+            pq.write_table(pa.Table.from_pylist(kept, schema=data.schema), target)
+            value_names = [f.name for f in paimon_schema.fields]
+            added = copy.deepcopy(records[0])
+            added["_KIND"] = 0
+            added["_FILE"].update(
+                _FILE_NAME=target.name,
+                _FILE_SIZE=target.stat().st_size,
+                _ROW_COUNT=len(kept),
+                _MIN_KEY=row_bytes(key_names, [kept[0][k] for k in key_names]),
+                _MAX_KEY=row_bytes(key_names, [kept[-1][k] for k in key_names]),
+                _KEY_STATS=stats(key_names, kept),
+                _VALUE_STATS=stats(value_names, kept),
+                _VALUE_STATS_COLS=None,
+                _MIN_SEQUENCE_NUMBER=min(r["_SEQUENCE_NUMBER"] for r in kept),
+                _MAX_SEQUENCE_NUMBER=max(r["_SEQUENCE_NUMBER"] for r in kept),
+                _LEVEL=4,
+                _DELETE_ROW_COUNT=0,
+                _FILE_SOURCE=1,
+                _CREATION_TIME=dt.datetime.now(dt.UTC),
+            )
+            entries.extend({**r, "_KIND": 1} for r in records)
+            entries.append(added)
+            removed_rows += sum(int(r["_FILE"]["_ROW_COUNT"]) for r in records)
+            added_rows += len(kept)
+        root = table_root(table)
+        manifest, size = write_avro(root, pending, "manifest", manifest_schema, entries)
+        delta = {
+            **template,
+            "_FILE_NAME": manifest,
+            "_FILE_SIZE": size,
+            "_NUM_ADDED_FILES": len(groups),
+            "_NUM_DELETED_FILES": len(entries) - len(groups),
+        }
+        document = next_snapshot(table, latest, pending, delta=[delta])
+        document.update(
+            commitKind="COMPACT",
+            totalRecordCount=int(parent.get("totalRecordCount") or 0) - removed_rows + added_rows,
+            deltaRecordCount=added_rows - removed_rows,
+        )
+        return document
+
+    committed = commit_with_retry(warehouse.open(name), attempt)
+    assert committed is not None
+    return committed
