@@ -259,31 +259,38 @@ def test_a_java_written_composite_key_table_estimates_its_readme_rows(
     assert terms["statistics"]["mergedRecordCount"] == 4
 
 
-def test_a_full_compaction_makes_the_merged_count_exact(spark: Any, tmp_path: Path) -> None:
-    """Before: an estimate; after a full compaction (one top-level file per bucket, no
-    retractions: ``compact_fully``, as Java writes it): exact, equal to pypaimon's merge
-    read before and after; a later write makes it an estimate again."""
+def test_a_full_compaction_makes_the_merged_count_exact(tmp_path: Path) -> None:
+    """Before: not exact (metadata only here, so not estimated either); after a full
+    compaction (one top-level file per bucket, no retractions: ``compact_fully``, as Java
+    writes it): exact from the manifests alone, equal to pypaimon's merge read before and
+    after; a later write makes it inexact again."""
     warehouse = PaimonWarehouse(tmp_path / "wh")
     location = warehouse.create("t", COLUMNS, primary_keys=["k1", "k2"], options=OPTIONS)
-    config = config_for(location, tmp_path / "state")
+    config = config_for(location, tmp_path / "state", sketches=False)
     warehouse.write("t", rows(KEYS[:60], "+I", 1.0))
     warehouse.write("t", rows(KEYS[40:80], "+U", 2.0))
     warehouse.write("t", rows(KEYS[10:20], "-D", 3.0))
-    before = analyze(config)["paimon"]
+    before = analyze_metadata(config)["paimon"]
     exact = merged_rows(warehouse)
     assert exact == 80 - 10
-    assert (before["merged_record_count"], before["merged_record_count_is"]) == (70, "estimated")
+    assert (before["merged_record_count"], before["merged_record_count_is"]) == (None, "unknown")
 
     compact_fully(warehouse, "t")
     assert merged_rows(warehouse) == exact  # pypaimon reads the compacted table alike
-    after = analyze(config)
+    after = analyze_metadata(config)
     assert after["record_count"] == exact  # one row per live key in the files now
     terms = after["paimon"]
     assert (terms["merged_record_count"], terms["merged_record_count_is"]) == (70, "exact")
     assert "fully compacted" in terms["merged_record_count_why"]
     assert after["commit"]["operation"] == "replace"
+    assert terms["statistics"]["mergedRecordCount"] == 70
 
     warehouse.write("t", rows(KEYS[100:103], "+I", 4.0))
-    again = analyze(config)["paimon"]
-    assert (again["merged_record_count"], again["merged_record_count_is"]) == (73, "estimated")
+    again = analyze_metadata(config)["paimon"]
+    assert again["merged_record_count_is"] == "unknown"
     assert merged_rows(warehouse) == 73
+
+
+def analyze_metadata(config: Config) -> dict[str, Any]:
+    analyze_table(open_configured(config.table[0], config), config=config, sketcher=None)
+    return read_stats("t", config=config)
