@@ -507,3 +507,11 @@ class TestBadInput:
         part = "00000000000000000001.checkpoint.0000000002.0000000002.parquet"
         (writer.log / part).unlink()
         self._assert_fails(writer, state, capsys, "checkpoint 1", part, "missing")
+
+
+def test_a_file_action_without_a_path_is_a_corrupt_commit() -> None:
+    from lakestats.formats.delta.replay import CommitLog
+
+    for kind in ("add", "remove"):
+        with pytest.raises(MetadataError, match=f"00000000000000000007.json: {kind} action"):
+            CommitLog.of(7, [{kind: {"size": 3, "dataChange": True}}], 0)
