@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,9 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from delta_tables import DeltaWriter, live_rows
+from delta_tables import DeltaWriter, fixture_path, live_rows, needs_fixtures
 from lakestats.cli import main
 from lakestats.exceptions import LineageError
+from lakestats.formats.delta.dv import relative_dv_path
 from lakestats.formats.registry import open_table
 from lakestats.store import StatsStore
 from lakestats.store.store import SEGMENTS_DIR
@@ -216,3 +218,26 @@ def test_versions_whose_files_were_vacuumed_are_not_followed(tmp_path: Path) -> 
         sum(f.record_count for c in commits for f in c.added_files)
         == live_rows(writer.path).num_rows
     )
+
+
+@needs_fixtures
+def test_a_vacuumed_deletion_vector_file_ends_the_versions_that_need_it(tmp_path: Path) -> None:
+    """Spark's DELETE at version 3 gave the file a vector that version 4 replaced: VACUUM
+    may delete that vector's file, and a store at version 0 cannot follow through 3."""
+    copy = tmp_path / "t"
+    shutil.copytree(fixture_path("delta-rs/table_with_deletion_logs"), copy)
+    assert [c.snapshot_id for c in open_table(str(copy)).commits_since(0)] == [3, 4]
+    replaced = copy / relative_dv_path("J.Dy=B})x<YARTP5LcO1")  # version 3's vector
+    replaced.unlink()
+
+    table = open_table(str(copy))
+
+    with pytest.raises(LineageError, match="after version 0 were removed and vacuumed"):
+        table.commits_since(0)
+    assert table.current_snapshot_id() == 4
+    # a store at version 3 has read that vector already: it follows on
+    assert [c.snapshot_id for c in table.commits_since(3)] == [4]
+    commits = table.commits_since(None)  # the checkpoint at 20: a baseline of live files
+    assert [c.operation for c in commits] == ["baseline"]
+    (live,) = commits[0].added_files
+    assert live.record_count - sum(d.cardinality for d in live.deletes) == 98  # type: ignore[union-attr]

@@ -16,6 +16,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
+from lakestats.formats.delta.dv import DvDescriptor, relative_dv_path
 from lakestats.formats.delta.replay import CommitLog, FileKey
 
 
@@ -23,20 +24,36 @@ def files_to_read(
     start: Mapping[FileKey, Mapping[str, Any]], commits: Iterable[CommitLog]
 ) -> dict[str, int]:
     """Files a replay from a state holding ``start`` (files it reads, e.g. a baseline's)
-    through ``commits`` reads although the last commit no longer lists them: their log
-    ``path`` → the newest version that removed them."""
-    live: dict[FileKey, str] = {key: str(add.get("path")) for key, add in start.items()}
+    through ``commits`` reads although the last commit no longer lists them — data files
+    and deletion vector files — by their path as the log writes it (table-relative or a
+    URI) → the newest version that removed them."""
+    live: dict[FileKey, tuple[str, ...]] = {key: _files_of(add) for key, add in start.items()}
     removed_at: dict[str, int] = {}
     for log in commits:
         added, removed = log.net_changes()
         for key in removed:
-            path = live.pop(key, None)
-            if path is not None:
+            for path in live.pop(key, ()):
                 removed_at[path] = log.version
-        live.update({key: str(add.get("path")) for key, add in added.items()})
-    # a file re-added with a deletion vector is still there under its path
-    still_listed = {key[0] for key in live}
+        live.update({key: _files_of(add) for key, add in added.items()})
+    # a file re-added with another deletion vector is still listed under its path
+    still_listed = {unquote(path) for files in live.values() for path in files}
     return {path: v for path, v in removed_at.items() if unquote(path) not in still_listed}
+
+
+def _files_of(add: Mapping[str, Any]) -> tuple[str, ...]:
+    """The data file of an ``add`` and its deletion vector's file, if it has one."""
+    raw = add.get("deletionVector")
+    if not raw:
+        return (str(add.get("path")),)
+    descriptor = DvDescriptor.parse(raw)
+    try:
+        if descriptor.storage_type == "u":
+            return (str(add.get("path")), relative_dv_path(descriptor.path_or_inline))
+    except ValueError:
+        pass  # a malformed descriptor: reading the vector says so, in one line
+    if descriptor.storage_type == "p":
+        return (str(add.get("path")), descriptor.path_or_inline)
+    return (str(add.get("path")),)  # inline: in the log itself
 
 
 def readable_from(removed_at: Mapping[str, int], missing: Collection[str]) -> int | None:
