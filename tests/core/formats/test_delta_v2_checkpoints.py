@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from delta_checkpoints import SIDECARS, V2Checkpoint, drop_log_before, split_into_v2
@@ -212,3 +213,28 @@ def test_a_missing_sidecar_is_one_clear_line_and_leaves_the_store_unchanged(
     assert f"checkpoint {history['parquet_checkpoint'].version}" in lines[0]
     assert f"_delta_log/_sidecars/{sidecar.name} is missing" in lines[0]
     assert store_files(state) == {} if state.exists() else True
+
+
+def test_delta_rs_classic_named_v2_checkpoint(tmp_path: Path) -> None:
+    """What deltalake 1.6 writes on a ``v2Checkpoint`` table: v2 content (a
+    ``checkpointMetadata`` action) under the classic name, file actions inline."""
+    from deltalake import TableFeatures
+
+    writer = DeltaWriter(tmp_path / "t")
+    writer.create(COLUMNS, partition_by=["part"], configuration=V2_TABLE)
+    writer.table().alter.add_feature(
+        TableFeatures.V2Checkpoint, allow_protocol_versions_increase=True
+    )
+    writer.append(batch(range(0, 30), "a"))
+    version = writer.delete("id < 7")
+    writer.checkpoint()
+    classic = writer.log / f"{version:020d}.checkpoint.parquet"
+    assert pq.read_table(classic, columns=["checkpointMetadata"])[
+        "checkpointMetadata"
+    ].drop_null().to_pylist() == [{"version": version}]
+    drop_log_before(writer, version)
+
+    doc = analyze(writer, tmp_path / "state")
+
+    assert doc["commit"]["operation"] == "baseline" and doc["snapshot_id"] == version
+    assert_exact(doc, live_rows(writer.path))
