@@ -176,7 +176,7 @@ class DeltaLakeTable:
             start = self._vacuumed_start(listing, {}, after_snapshot_id, last)
             if start is not None:
                 raise LineageError(
-                    f"table {self._location.uri}: data files added after version "
+                    f"table {self._location.uri}: files added after version "
                     f"{after_snapshot_id} were removed and vacuumed before lakestats read "
                     f"them; starting over from version {start}"
                 )
@@ -266,25 +266,26 @@ class DeltaLakeTable:
         return readable_from(removed_at, self._missing_files(removed_at))
 
     def _missing_files(self, paths: Iterable[str]) -> set[str]:
-        """The log paths among ``paths`` whose data files do not exist (one listing call
-        per file system)."""
+        """The log paths among ``paths`` whose files do not exist (one file-info call per
+        file system)."""
         groups: dict[int, tuple[pafs.FileSystem, list[tuple[str, str]]]] = {}
-        for path in paths:
-            filesystem, where = self._open(self._file_uri(path))
-            groups.setdefault(id(filesystem), (filesystem, []))[1].append((path, where))
         missing: set[str] = set()
-        for filesystem, entries in groups.values():
-            try:
+        try:
+            for path in paths:
+                filesystem, where = self._open(self._file_uri(path))
+                groups.setdefault(id(filesystem), (filesystem, []))[1].append((path, where))
+            for filesystem, entries in groups.values():
                 infos = filesystem.get_file_info([where for _, where in entries])
-            except (OSError, ValueError) as exc:
-                raise MetadataError(
-                    f"table {self._location.uri}: cannot check its data files: {first_line(exc)}"
-                ) from exc
-            missing.update(
-                path
-                for (path, _), info in zip(entries, infos, strict=True)
-                if info.type == pafs.FileType.NotFound
-            )
+                missing.update(
+                    path
+                    for (path, _), info in zip(entries, infos, strict=True)
+                    if info.type == pafs.FileType.NotFound
+                )
+        except (OSError, ValueError) as exc:
+            raise MetadataError(
+                f"table {self._location.uri}: cannot check whether VACUUM deleted its "
+                f"removed files: {first_line(exc)}"
+            ) from exc
         return missing
 
     def _baseline(self, listing: LogListing, state: ReplayState) -> Commit:
