@@ -21,6 +21,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from table_types import arrow_type
+
 _DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "delta"
 FIXTURES = Path(os.environ.get("LAKESTATS_DELTA_FIXTURES", _DEFAULT))
 
@@ -44,17 +46,6 @@ FIXTURE_ROWS = {
     "delta-rs/table_with_liquid_clustering": 10,
 }
 
-_ARROW_TYPES: dict[str, pa.DataType] = {
-    "int": pa.int32(),
-    "long": pa.int64(),
-    "float": pa.float32(),
-    "double": pa.float64(),
-    "string": pa.string(),
-    "boolean": pa.bool_(),
-    "date": pa.date32(),
-    "timestamp": pa.timestamp("us"),
-    "timestamptz": pa.timestamp("us", tz="UTC"),
-}
 _DELTA_TYPES = {
     "int": "integer",
     "long": "long",
@@ -74,13 +65,6 @@ NO_LOG_RETENTION = {"delta.logRetentionDuration": "interval 0 seconds"}
 
 def fixture_path(name: str) -> str:
     return str(FIXTURES / name)
-
-
-def arrow_type(type_str: str) -> pa.DataType:
-    if type_str.startswith("decimal"):
-        precision, scale = type_str[len("decimal(") : -1].split(",")
-        return pa.decimal128(int(precision), int(scale))
-    return _ARROW_TYPES[type_str]
 
 
 def delta_type(type_str: str) -> str:

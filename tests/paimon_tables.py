@@ -32,19 +32,8 @@ from lakestats.formats.paimon.commit import (
 )
 from lakestats.model import ColumnSketch, DataFile, TableSchema
 from lakestats.sketches.hashing import THETA_SEED
+from table_types import arrow_type
 
-_ARROW = {
-    "boolean": pa.bool_(),
-    "int": pa.int32(),
-    "long": pa.int64(),
-    "float": pa.float32(),
-    "double": pa.float64(),
-    "string": pa.string(),
-    "binary": pa.binary(),
-    "date": pa.date32(),
-    "timestamp": pa.timestamp("us"),
-    "timestamptz": pa.timestamp("us", tz="UTC"),
-}
 _PAIMON = {
     "boolean": "BOOLEAN",
     "int": "INT",
@@ -58,13 +47,6 @@ _PAIMON = {
 }
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 FULL_STATS = {"metadata.stats-mode": "full"}
-
-
-def arrow_type(type_str: str) -> pa.DataType:
-    match = _DECIMAL.fullmatch(type_str)
-    if match:
-        return pa.decimal128(int(match[1]), int(match[2]))
-    return _ARROW[type_str]
 
 
 def paimon_type(type_str: str) -> str:

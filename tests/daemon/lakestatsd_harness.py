@@ -25,6 +25,31 @@ def daemon_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def fast_config_text(state_dir: Path | str, tables: str, *, maintenance: str = "") -> str:
+    """A daemon config for tests: a port the kernel picks, no sketches (no JVM: a restart
+    takes a second), fast polling and backoff, scheduled maintenance off unless
+    ``maintenance`` (more ``[maintenance]`` lines) says otherwise, a 1 s grace period and
+    a quick shutdown. ``tables``: the ``[catalog.*]`` and ``[[table]]`` sections."""
+    return f"""
+state_dir = "{state_dir}"
+[http]
+listen = "127.0.0.1:0"
+[sketch]
+enabled = false
+[watch]
+poll_interval_s = 0.5
+debounce_s = 0.05
+backoff_initial_s = 0.1
+backoff_max_s = 0.5
+[maintenance]
+{maintenance or "enabled = false"}
+grace_period = "1s"
+[daemon]
+shutdown_timeout_s = 5
+{tables}
+"""
+
+
 class Response:
     def __init__(self, status: int, body: bytes, headers: dict[str, str]) -> None:
         self.status = status

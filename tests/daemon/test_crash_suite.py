@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from lakestatsd_harness import DaemonProcess
+from lakestatsd_harness import DaemonProcess, fast_config_text
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table
 from pyiceberg.transforms import IdentityTransform
@@ -41,29 +41,14 @@ VOLATILE = {"computed_at_ms", "published"}
 
 def config_text(wh: IcebergWarehouse, state_dir: Path) -> str:
     props = "".join(f'{k} = "{v}"\n' for k, v in wh.catalog_properties.items())
-    return f"""
-state_dir = "{state_dir}"
-[http]
-listen = "127.0.0.1:0"
-[sketch]
-enabled = false
-[watch]
-poll_interval_s = 0.5
-debounce_s = 0.05
-backoff_initial_s = 0.1
-backoff_max_s = 0.5
-[maintenance]
-enabled = false
-grace_period = "1s"
-[daemon]
-shutdown_timeout_s = 5
-[catalog.{wh.catalog_name}]
+    tables = f"""[catalog.{wh.catalog_name}]
 {props}
 [[table]]
 name = "t"
 catalog = "{wh.catalog_name}"
 identifier = "{wh.identifier("t")}"
 """
+    return fast_config_text(state_dir, tables)
 
 
 class Writer(threading.Thread):

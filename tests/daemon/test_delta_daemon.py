@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lakestatsd_harness import DaemonProcess
+from lakestatsd_harness import DaemonProcess, fast_config_text
 
 from delta_tables import DeltaWriter, live_rows
 from lakestats.analyze import analyze_table, read_stats
 from lakestats.config import load_config
+from lakestats.formats.registry import open_table
 from lakestats.publish.delta import FILE_PREFIX, INDEX_NAME
 from lakestats.store import StatsStore
 from lakestats.tables import open_configured
@@ -29,27 +30,10 @@ KILLS = 15  # the Iceberg suite kills 50 times; this twin checks the Delta paths
 VOLATILE = {"computed_at_ms", "published"}
 
 
-def config_text(location: str, state_dir: Path) -> str:
-    return f"""
-state_dir = "{state_dir}"
-[http]
-listen = "127.0.0.1:0"
-[sketch]
-enabled = false
-[watch]
-poll_interval_s = 0.5
-debounce_s = 0.05
-backoff_initial_s = 0.1
-backoff_max_s = 0.5
-[maintenance]
-enabled = false
-grace_period = "1s"
-[daemon]
-shutdown_timeout_s = 5
-[[table]]
-name = "t"
-location = "{location}"
-"""
+def config_text(location: str, state_dir: Path, *, maintenance: str = "") -> str:
+    return fast_config_text(
+        state_dir, f'[[table]]\nname = "t"\nlocation = "{location}"\n', maintenance=maintenance
+    )
 
 
 class Writer(threading.Thread):
@@ -196,3 +180,50 @@ def test_sigkill_while_delta_rs_commits_strands_nothing(
 
 def strip(doc: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if k not in VOLATILE}
+
+
+def test_the_daemons_compaction_drops_the_rows_of_vacuumed_files(
+    tmp_path: Path, run_daemon: Callable[..., DaemonProcess]
+) -> None:
+    """Issue 11: VACUUM'd files lose their block sketches — here through the daemon's
+    scheduled compaction and cleanup, with nobody running ``lakestats compact``."""
+    writer = DeltaWriter(tmp_path / "t")
+    writer.create([("id", "long"), ("cat", "string")], partition_by=["cat"])
+    writer.append({"id": list(range(20)), "cat": ["c1"] * 10 + ["c2"] * 10})  # one segment
+    state_dir = tmp_path / "state"
+    maintenance = "enabled = true\ncompaction_interval_s = 1\nmin_log_versions = 1"
+    daemon = run_daemon(config_text(writer.path, state_dir, maintenance=maintenance))
+    store = StatsStore(state_dir, open_table(writer.path).table_id)
+
+    def served() -> Any:
+        resp = daemon.request("GET", "/v1/tables/t/stats")
+        return resp.json() if resp.status == 200 else None
+
+    def wait_for(done: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + 60
+        while not done():
+            assert time.monotonic() < deadline, daemon.tail()
+            time.sleep(0.2)
+
+    wait_for(lambda: (served() or {}).get("snapshot_id") == writer.version())
+    version = writer.delete("cat = 'c1'")
+    wait_for(lambda: (served() or {}).get("snapshot_id") == version)
+    (vacuumed,) = writer.vacuum()
+    gone = f"file://{writer.path}/{vacuumed}"
+
+    def held_anywhere() -> set[str]:
+        segments = [f.path for f in store.files() if f.path.startswith("segments/")]
+        return {path for rel in segments for path in store.segment_paths(rel)}
+
+    # the scheduled compaction drops its row, its cleanup deletes the segment that held it
+    wait_for(lambda: gone not in held_anywhere())
+    assert any(e.get("dead_rows_dropped") == 1 for e in daemon.events("compact_done"))
+    state = store.current()
+    assert state is not None
+    rows = {f.path for s in state.segments for f in store.read_segment(s.path)}
+    assert len(rows) == 1 and gone not in rows
+    assert held_anywhere() == rows
+    doc = served()
+    assert doc["record_count"] == doc["merged_record_count"] == live_rows(writer.path).num_rows
+    assert doc["columns"]["id"]["min"] == 10
+    assert daemon.terminate() == 0

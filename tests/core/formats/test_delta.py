@@ -8,8 +8,10 @@ import datetime as dt
 import hashlib
 import io
 import json
+import os
 import shutil
 import struct
+import time
 import zlib
 from decimal import Decimal
 from pathlib import Path
@@ -340,7 +342,15 @@ class TestWrittenTables:
         writer.table().alter.set_table_properties({"delta.appendOnly": "false"})
         writer.table().optimize.compact()
         compacted = writer.version()
-        writer.vacuum()  # delta-rs writes VACUUM START / END commits
+        # delta-rs writes VACUUM START / END commits. Only an old orphan goes: the files
+        # OPTIMIZE replaced stay, so the versions before it stay readable (a VACUUM that
+        # deletes them ends those versions: tests/core/formats/test_delta_vacuum.py)
+        orphan = Path(writer.path) / "orphan.parquet"
+        orphan.write_bytes(b"not data")
+        os.utime(orphan, (time.time() - 10 * 86400,) * 2)
+        assert writer.table().vacuum(
+            retention_hours=1, enforce_retention_duration=False, dry_run=False, full=True
+        ) == ["orphan.parquet"]
         assert writer.version() > compacted
         table = open_table(writer.path)
 
@@ -497,3 +507,11 @@ class TestBadInput:
         part = "00000000000000000001.checkpoint.0000000002.0000000002.parquet"
         (writer.log / part).unlink()
         self._assert_fails(writer, state, capsys, "checkpoint 1", part, "missing")
+
+
+def test_a_file_action_without_a_path_is_a_corrupt_commit() -> None:
+    from lakestats.formats.delta.replay import CommitLog
+
+    for kind in ("add", "remove"):
+        with pytest.raises(MetadataError, match=f"00000000000000000007.json: {kind} action"):
+            CommitLog.of(7, [{kind: {"size": 3, "dataChange": True}}], 0)

@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
@@ -174,10 +175,25 @@ def read_checkpoint(location: TableLocation, checkpoint: Checkpoint) -> list[dic
             actions.extend(_parquet_actions(location, f"{LOG_DIR}/{name}"))
     sidecars = [a["sidecar"] for a in actions if a.get("sidecar")]
     for sidecar in sidecars:
-        path = str(sidecar.get("path") or "")
-        where = path if "/" in path else f"{LOG_DIR}/{SIDECAR_DIR}/{path}"
-        actions.extend(_parquet_actions(location, where))
+        name = sidecar_name(sidecar)
+        if location.file_type(LOG_DIR, SIDECAR_DIR, name) == pafs.FileType.NotFound:
+            raise MetadataError(
+                f"checkpoint {checkpoint.version} in {LOG_DIR}/ is incomplete: its sidecar "
+                f"file {LOG_DIR}/{SIDECAR_DIR}/{name} is missing"
+            )
+        actions.extend(_parquet_actions(location, f"{LOG_DIR}/{SIDECAR_DIR}/{name}"))
     return [a for a in actions if not a.get("sidecar") and not a.get("checkpointMetadata")]
+
+
+def sidecar_name(sidecar: Mapping[str, Any]) -> str:
+    """The file name a ``sidecar`` action points at. Its ``path`` is URI-encoded and may
+    be a whole URI, but sidecars always live in the table's own ``_delta_log/_sidecars/``
+    (PROTOCOL.md, "Sidecar File Information"): the last segment names the file."""
+    path = unquote(str(sidecar.get("path") or ""))
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if not name:
+        raise MetadataError(f"a sidecar action in {LOG_DIR}/ has no path")
+    return name
 
 
 def _read_text(location: TableLocation, name: str) -> str:

@@ -59,9 +59,9 @@ class CommitLog:
         metadata = protocol = info = None
         for action in actions:
             if (add := action.get("add")) is not None:
-                adds.append(add)
+                adds.append(_file_action(add, "add", version))
             elif (remove := action.get("remove")) is not None:
-                removes.append(remove)
+                removes.append(_file_action(remove, "remove", version))
             elif (found := action.get("metaData")) is not None:
                 metadata = found
             elif (found := action.get("protocol")) is not None:
@@ -103,6 +103,14 @@ class CommitLog:
         """(added files by key, removed keys), with the set semantics of one commit: a key
         both removed and re-added here is listed in both."""
         return {file_key(a): a for a in self.adds}, {file_key(r) for r in self.removes}
+
+
+def _file_action(action: Any, kind: str, version: int) -> Mapping[str, Any]:
+    if not isinstance(action, Mapping) or not isinstance(action.get("path"), str):
+        raise MetadataError(
+            f"_delta_log/{version:020d}.json: {kind} action without a path; the commit is corrupt"
+        )
+    return action
 
 
 @dataclass

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -42,8 +42,15 @@ from lakestats.formats.delta.log import (
     read_checkpoint,
     read_commit,
 )
-from lakestats.formats.delta.replay import CommitLog, ReplayState, check_protocol, file_key
+from lakestats.formats.delta.replay import (
+    CommitLog,
+    FileKey,
+    ReplayState,
+    check_protocol,
+    file_key,
+)
 from lakestats.formats.delta.schema import DeltaSchema, parse_schema
+from lakestats.formats.delta.vacuumed import files_to_read, readable_from
 from lakestats.locations import TableLocation
 from lakestats.model import (
     BASELINE_OPERATION,
@@ -166,19 +173,31 @@ class DeltaLakeTable:
                     f"table {self._location.uri}: {LOG_DIR}/{commit_name(missing[-1])} after "
                     f"version {after_snapshot_id} is missing; starting over from a checkpoint"
                 )
+            start = self._vacuumed_start(listing, {}, after_snapshot_id, last)
+            if start is not None:
+                raise LineageError(
+                    f"table {self._location.uri}: files added after version "
+                    f"{after_snapshot_id} were removed and vacuumed before lakestats read "
+                    f"them; starting over from version {start}"
+                )
             state = self._replay(listing, after_snapshot_id, with_files=True)
             return self._follow(listing, state, after_snapshot_id, last)
         if view.baseline is not None:
             state = self._replay(listing, view.baseline, with_files=True)
-            baseline = self._baseline(listing, state)
-            return [baseline, *self._follow(listing, state, view.baseline, last)]
-        missing = [v for v in range(last + 1) if v not in listing.commits]
-        if missing:
-            raise MetadataError(
-                f"table {self._location.uri} cannot be read: {LOG_DIR}/{commit_name(missing[-1])} "
-                "is missing and no checkpoint covers it"
-            )
-        return self._follow(listing, ReplayState(), None, last)
+        else:
+            missing = [v for v in range(last + 1) if v not in listing.commits]
+            if missing:
+                raise MetadataError(
+                    f"table {self._location.uri} cannot be read: "
+                    f"{LOG_DIR}/{commit_name(missing[-1])} is missing and no checkpoint covers it"
+                )
+            state = ReplayState()
+        start = self._vacuumed_start(listing, state.files, state.version, last)
+        if start is not None:  # older versions' files are gone: a baseline where they end
+            state = self._replay(listing, start, with_files=True)
+        elif view.baseline is None:
+            return self._follow(listing, state, None, last)
+        return [self._baseline(listing, state), *self._follow(listing, state, state.version, last)]
 
     def live_files(self, snapshot_id: int) -> Sequence[DataFile]:
         listing = self._snapshot()
@@ -230,6 +249,44 @@ class DeltaLakeTable:
             )
             parent = version
         return commits
+
+    def _vacuumed_start(
+        self,
+        listing: LogListing,
+        start_files: Mapping[FileKey, Mapping[str, Any]],
+        version: int,
+        last: int,
+    ) -> int | None:
+        """Where following the log from ``version`` (reading ``start_files`` there) must
+        start instead because VACUUM deleted files it would read; ``None``: nothing gone."""
+        commits = [self._commit(listing, v) for v in range(version + 1, last + 1)]
+        removed_at = files_to_read(start_files, commits)
+        if not removed_at:
+            return None
+        return readable_from(removed_at, self._missing_files(removed_at))
+
+    def _missing_files(self, paths: Iterable[str]) -> set[str]:
+        """The log paths among ``paths`` whose files do not exist (one file-info call per
+        file system)."""
+        groups: dict[int, tuple[pafs.FileSystem, list[tuple[str, str]]]] = {}
+        missing: set[str] = set()
+        try:
+            for path in paths:
+                filesystem, where = self._open(self._file_uri(path))
+                groups.setdefault(id(filesystem), (filesystem, []))[1].append((path, where))
+            for filesystem, entries in groups.values():
+                infos = filesystem.get_file_info([where for _, where in entries])
+                missing.update(
+                    path
+                    for (path, _), info in zip(entries, infos, strict=True)
+                    if info.type == pafs.FileType.NotFound
+                )
+        except (OSError, ValueError) as exc:
+            raise MetadataError(
+                f"table {self._location.uri}: cannot check whether VACUUM deleted its "
+                f"removed files: {first_line(exc)}"
+            ) from exc
+        return missing
 
     def _baseline(self, listing: LogListing, state: ReplayState) -> Commit:
         version = state.version
