@@ -70,7 +70,14 @@ class PaimonPublisher:
         return (PublishError, MetadataError, OSError)
 
     def is_published(self, snapshot_id: int, published: Mapping[str, Any]) -> bool:
-        return snapshot_id in self._staged or str(snapshot_id) in _records(published)
+        """Staged, recorded, or older than a recorded snapshot: a Paimon snapshot names one
+        statistics file, so stats older than those a flush settled are never published —
+        restaging them (the bookkeeping keeps the newest ``_KEEP_RECORDS`` only) would
+        rebuild and delete a statistics file for every older snapshot on every run."""
+        records = _records(published)
+        if snapshot_id in self._staged or str(snapshot_id) in records:
+            return True
+        return any(int(recorded) > snapshot_id for recorded in records)
 
     def stage(self, stats: SnapshotStats, published: Mapping[str, Any]) -> None:
         table = self._table
