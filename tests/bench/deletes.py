@@ -43,11 +43,13 @@ from typing import Any
 import baseline
 import duckdb
 import numpy as np
+import options
 import pyarrow as pa
 import pyarrow.parquet as pq
 import sections
 import tpch
 from measure import Timing, cpus, load_average, machine, timed
+from options import progress
 
 try:
     from lakestats.analyze import CommitReport, SparkSketcher, analyze_table, read_stats
@@ -60,7 +62,7 @@ try:
 except ImportError as exc:  # pragma: no cover - a set-up problem, said plainly
     raise SystemExit(f"cannot import lakestats ({exc}): run `make bench` (installs it)") from exc
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = options.REPO
 CATALOG = "bench"
 KEY = "l_orderkey"
 NDV_SIGMAS = 3  # NDV must be within this many theta standard errors of the exact count
@@ -96,28 +98,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="Fresh stats after a 1 %% position delete on TPC-H lineitem (Iceberg) "
         "vs Spark ANALYZE TABLE over the live rows.",
     )
-    parser.add_argument("--scale-factor", type=float, default=1.0, help="TPC-H SF (default 1)")
-    parser.add_argument("--commits", type=int, default=100, help="appends (default 100)")
-    parser.add_argument(
-        "--work-dir", type=Path, default=REPO / ".bench", help="default .bench/ at the repo root"
+    return options.parse(
+        parser,
+        argv,
+        keep="reuse the generated data and table of an earlier run (run.py's cache) and keep them",
     )
-    parser.add_argument(
-        "--keep",
-        action="store_true",
-        help="reuse the generated data and table of an earlier run (run.py's cache) and keep them",
-    )
-    parser.add_argument("--spark-master", default="local[2]", help="default local[2]")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (default 3)")
-    parser.add_argument("--report", type=Path, default=REPO / "docs" / "benchmarks.md")
-    parser.add_argument("--no-report", action="store_true", help="print only")
-    args = parser.parse_args(argv)
-    if args.commits < 1 or args.repeat < 1 or args.scale_factor <= 0:
-        parser.error("--commits and --repeat must be >= 1, --scale-factor > 0")
-    return args
-
-
-def progress(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

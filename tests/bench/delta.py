@@ -24,9 +24,11 @@ from functools import partial
 from pathlib import Path
 
 import baseline
+import options
 import sections
 import tpch
 from measure import load_average, machine, timed
+from options import progress
 
 try:
     from deltalake import write_deltalake
@@ -38,27 +40,12 @@ try:
 except ImportError as exc:  # pragma: no cover - a set-up problem, said plainly
     raise SystemExit(f"cannot import lakestats or deltalake ({exc}): run `make bench`") from exc
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = options.REPO
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="tests/bench/delta.py", description=__doc__)
-    parser.add_argument("--scale-factor", type=float, default=1.0, help="TPC-H SF (default 1)")
-    parser.add_argument("--commits", type=int, default=100, help="appends (default 100)")
-    parser.add_argument("--work-dir", type=Path, default=REPO / ".bench", help="default .bench/")
-    parser.add_argument("--keep", action="store_true", help="keep the generated parts")
-    parser.add_argument("--spark-master", default="local[2]", help="default local[2]")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (default 3)")
-    parser.add_argument("--report", type=Path, default=REPO / "docs" / "benchmarks.md")
-    parser.add_argument("--no-report", action="store_true", help="print only")
-    args = parser.parse_args(argv)
-    if args.commits < 1 or args.repeat < 1 or args.scale_factor <= 0:
-        parser.error("--commits and --repeat must be >= 1, --scale-factor > 0")
-    return args
-
-
-def progress(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+    return options.parse(parser, argv, keep="keep the generated parts")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
