@@ -1,7 +1,8 @@
 """A run publishes the new snapshot's Paimon statistics and rebuilds no older ones.
 
-The bookkeeping remembers the newest 20 processed snapshots; older ones are settled (a
-Paimon snapshot names one statistics file, so their stats were superseded). Found by the
+The bookkeeping remembers the newest 20 processed snapshots' records and, beyond them,
+``settled_through``: older snapshots were settled by a flush (a Paimon snapshot names one
+statistics file, so their stats were superseded). Found by the
 SF 1 benchmark (100 commits): every incremental run rebuilt, wrote and deleted a statistics
 file for up to 64 older snapshots, about 8 s of a 1-file update. A real table written by
 pypaimon; the pure-Python sketcher stands in for Spark; ``stage`` is wrapped (it still
