@@ -36,6 +36,7 @@ test: lint
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python tests/bench/run.py $(BENCH_ARGS)
+	$(BIN)/python tests/bench/deletes.py $(DELETES_BENCH_ARGS)
 	$(BIN)/python tests/bench/delta.py $(DELTA_BENCH_ARGS)
 	$(BIN)/python tests/bench/qerror.py
 	$(BIN)/python tests/bench/latency.py

@@ -15,7 +15,6 @@ the next run with the same scale factor and commits).
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import statistics
 import sys
@@ -25,8 +24,11 @@ from functools import partial
 from pathlib import Path
 
 import baseline
+import options
+import sections
 import tpch
-from measure import machine, timed
+from measure import load_average, machine, timed
+from options import progress
 
 try:
     from deltalake import write_deltalake
@@ -38,27 +40,12 @@ try:
 except ImportError as exc:  # pragma: no cover - a set-up problem, said plainly
     raise SystemExit(f"cannot import lakestats or deltalake ({exc}): run `make bench`") from exc
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = options.REPO
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="tests/bench/delta.py", description=__doc__)
-    parser.add_argument("--scale-factor", type=float, default=1.0, help="TPC-H SF (default 1)")
-    parser.add_argument("--commits", type=int, default=100, help="appends (default 100)")
-    parser.add_argument("--work-dir", type=Path, default=REPO / ".bench", help="default .bench/")
-    parser.add_argument("--keep", action="store_true", help="keep the generated parts")
-    parser.add_argument("--spark-master", default="local[2]", help="default local[2]")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (default 3)")
-    parser.add_argument("--report", type=Path, default=REPO / "docs" / "benchmarks.md")
-    parser.add_argument("--no-report", action="store_true", help="print only")
-    args = parser.parse_args(argv)
-    if args.commits < 1 or args.repeat < 1 or args.scale_factor <= 0:
-        parser.error("--commits and --repeat must be >= 1, --scale-factor > 0")
-    return args
-
-
-def progress(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+    return options.parse(parser, argv, keep="keep the generated parts")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -94,6 +81,7 @@ def measure(args: argparse.Namespace, parts: Path, run: Path) -> list[str]:
             str(location), tpch.read_part(parts / f"lineitem.{i}.parquet"), mode="append"
         )
     load_seconds = time.perf_counter() - started
+    loads = {"start": load_average()}
     config = Config(
         state_dir=str(run / "state"),
         spark=SparkConfig(master=args.spark_master, conf={"spark.ui.enabled": "false"}),
@@ -127,6 +115,7 @@ def measure(args: argparse.Namespace, parts: Path, run: Path) -> list[str]:
         updates.append(seconds)
         progress(f"  incremental update {i + 1}/{args.repeat}: {seconds:.2f} s")
 
+    loads["after the updates"] = load_average()
     opened.table.refresh()
     current = opened.table.current_snapshot_id()
     assert current is not None
@@ -135,13 +124,18 @@ def measure(args: argparse.Namespace, parts: Path, run: Path) -> list[str]:
     session = baseline.create_table(spark, live, run / "spark-table")
     columns = [c.name for c in opened.table.schema().columns]
     spark_result = baseline.analyze(session, columns, args.repeat, progress)
+    loads["after ANALYZE"] = load_average()
     best_update, best_analyze = min(updates), min(spark_result.seconds.seconds)
+    load_line = ", ".join(f"{name} {value:.2f}" for name, value in loads.items())
     return [
         f"### TPC-H lineitem SF {args.scale_factor:g} as a Delta table, {args.commits} delta-rs "
         f"appends + 1 % — {time.strftime('%Y-%m-%d %H:%M %Z')}",
         "",
         f"Command: `.venv/bin/python tests/bench/delta.py --scale-factor {args.scale_factor:g} "
         f"--commits {args.commits} --repeat {args.repeat}` on {_machine()}.",
+        "",
+        f"1-minute load average: {load_line} (this run's Spark adds up to 2; the machine "
+        "is shared, so other work inflates absolute times — compare ratios).",
         "",
         "| measurement | seconds |",
         "| --- | --- |",
@@ -172,20 +166,13 @@ def _update(table_config: TableConfig, config: Config) -> None:
 
 
 def write_section(path: Path, args: argparse.Namespace, lines: list[str]) -> None:
-    key = f"delta-sf{args.scale_factor:g}-c{args.commits}"
-    begin, end = f"<!-- bench:{key} begin -->", f"<!-- bench:{key} end -->"
-    section = "\n".join([begin, *lines, end])
-    text = path.read_text()
-    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.DOTALL)
-    anchor = "<!-- bench:delta -->"
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section, text, count=1)
-    elif anchor in text:
-        text = text.replace(anchor, f"{anchor}\n\n{section}", 1)
-    else:
-        heading = "## Delta: TPC-H lineitem in delta-rs appends"
-        text = f"{text.rstrip()}\n\n{heading}\n\n{anchor}\n\n{section}\n"
-    path.write_text(text)
+    sections.write_section(
+        path,
+        f"delta-sf{args.scale_factor:g}-c{args.commits}",
+        lines,
+        anchor="<!-- bench:delta -->",
+        heading="## Delta: TPC-H lineitem in delta-rs appends",
+    )
 
 
 if __name__ == "__main__":

@@ -82,13 +82,23 @@ def prepare(
             generate_seconds=None,
             load_seconds=None,
         )
-    if root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
-
-    progress(f"generating lineitem SF {scale_factor:g} in {commits + 1} parts (tpchgen-cli)")
     started = time.perf_counter()
-    generate(root / "parts", scale_factor, commits + 1)
+    reused_parts = reuse and _parts_complete(root, commits + 1)
+    if reused_parts:
+        # generated parts without a loaded table (e.g. linked from another checkout, whose
+        # table's absolute paths name that checkout): load them, do not generate again
+        progress(f"reusing the generated parts in {root / 'parts'}")
+        for stale in (root / "catalog.db", root / "warehouse"):
+            if stale.is_dir():
+                shutil.rmtree(stale)
+            elif stale.exists():
+                stale.unlink()
+    else:
+        if root.exists():
+            shutil.rmtree(root)
+        root.mkdir(parents=True)
+        progress(f"generating lineitem SF {scale_factor:g} in {commits + 1} parts (tpchgen-cli)")
+        generate(root / "parts", scale_factor, commits + 1)
     generated = time.perf_counter()
 
     progress(f"loading {commits} parts as {commits} pyiceberg append commits")
@@ -101,7 +111,7 @@ def prepare(
         commits=commits,
         metadata_location=metadata_location,
         append_part=_part_path(root, commits + 1),
-        generate_seconds=generated - started,
+        generate_seconds=None if reused_parts else generated - started,
         load_seconds=loaded - generated,
     )
 
@@ -201,6 +211,16 @@ def _catalog(root: Path) -> SqlCatalog:
         uri=f"sqlite:///{root / 'catalog.db'}",
         warehouse=(root / "warehouse").as_uri(),
     )
+
+
+def _parts_complete(root: Path, parts: int) -> bool:
+    """Every part is there with a readable Parquet footer (an interrupted run leaves none)."""
+    try:
+        for part in range(1, parts + 1):
+            pq.read_metadata(_part_path(root, part))
+    except (OSError, pa.ArrowException):
+        return False
+    return True
 
 
 def _part_path(root: Path, part: int) -> Path:

@@ -10,7 +10,7 @@ are decoded with pyroaring. The result is one small Arrow table per job.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -39,35 +39,43 @@ def decode_vector(vector: DeletionVector) -> np.ndarray:
     return np.frombuffer(bitmap.to_array(), dtype=np.uint64).astype(np.int64)
 
 
+def _read_parquet(source: str | pa.NativeFile, columns: list[str]) -> pa.Table:
+    import pyarrow.parquet as pq  # noqa: PLC0415 - imported on use
+
+    return pq.ParquetFile(source).read(columns=columns)
+
+
+def _read_orc(source: str | pa.NativeFile, columns: list[str]) -> pa.Table:
+    from pyarrow import orc  # noqa: PLC0415 - imported on use
+
+    return orc.ORCFile(source).read(columns=columns)
+
+
+_READERS: dict[str, Callable[[str | pa.NativeFile, list[str]], pa.Table]] = {
+    "PARQUET": _read_parquet,
+    "ORC": _read_orc,
+}
+
+
 def read_position_file(deletes: PositionDeletes) -> pa.Table:
     """``file_path`` and ``pos`` of a position-delete file (Parquet or ORC)."""
-    fmt = deletes.file_format.upper()
+    reader = _READERS.get(deletes.file_format.upper())
+    if reader is None:
+        raise DataFileError(
+            f"position-delete file {deletes.path} is {deletes.file_format}: lakestats reads "
+            "Parquet and ORC delete files only"
+        )
+    columns = ["file_path", "pos"]
     try:
-        if fmt == "PARQUET":
-            import pyarrow.parquet as pq  # noqa: PLC0415
-
-            local = local_path(deletes.path, percent_encoded=False)
-            if local is not None:
-                return pq.ParquetFile(str(local)).read(columns=["file_path", "pos"])
-            filesystem, inner = pa.fs.FileSystem.from_uri(deletes.path)
-            with filesystem.open_input_file(inner) as source:
-                return pq.ParquetFile(source).read(columns=["file_path", "pos"])
-        if fmt == "ORC":
-            from pyarrow import orc  # noqa: PLC0415
-
-            local = local_path(deletes.path, percent_encoded=False)
-            if local is not None:
-                return orc.ORCFile(str(local)).read(columns=["file_path", "pos"])
-            filesystem, inner = pa.fs.FileSystem.from_uri(deletes.path)
-            with filesystem.open_input_file(inner) as source:
-                return orc.ORCFile(source).read(columns=["file_path", "pos"])
+        local = local_path(deletes.path, percent_encoded=False)
+        if local is not None:
+            return reader(str(local), columns)
+        filesystem, inner = pa.fs.FileSystem.from_uri(deletes.path)
+        with filesystem.open_input_file(inner) as source:
+            return reader(source, columns)
     except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataFileError(f"cannot read position-delete file {deletes.path}: {first}") from exc
-    raise DataFileError(
-        f"position-delete file {deletes.path} is {deletes.file_format}: lakestats reads "
-        "Parquet and ORC delete files only"
-    )
 
 
 def positions_table(plan: LiveReadPlan, mapping: LocationMap) -> pa.Table:

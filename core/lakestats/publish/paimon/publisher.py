@@ -70,7 +70,11 @@ class PaimonPublisher:
         return (PublishError, MetadataError, OSError)
 
     def is_published(self, snapshot_id: int, published: Mapping[str, Any]) -> bool:
-        return snapshot_id in self._staged or str(snapshot_id) in _records(published)
+        return (
+            snapshot_id in self._staged
+            or str(snapshot_id) in _records(published)
+            or snapshot_id <= _settled_through(published)
+        )
 
     def stage(self, stats: SnapshotStats, published: Mapping[str, Any]) -> None:
         table = self._table
@@ -139,9 +143,18 @@ class PaimonPublisher:
             if superseded != newest.snapshot_id:
                 records.setdefault(str(superseded), {"superseded_by": newest.snapshot_id})
         live = table.snapshot_ids()
-        kept = {k: v for k, v in records.items() if int(k) in live}
-        newest_kept = dict(sorted(kept.items(), key=lambda kv: int(kv[0]))[-_KEEP_RECORDS:])
-        return {**published, PUBLISHED_KEY: {"snapshots": newest_kept}}
+        kept = sorted(
+            ((k, v) for k, v in records.items() if int(k) in live), key=lambda kv: int(kv[0])
+        )
+        # records beyond the newest _KEEP_RECORDS are forgotten, but not their snapshots:
+        # ``settled_through`` keeps them published, or every later run would rebuild (and
+        # delete again) a statistics file for each of them (up to 64 a run)
+        forgotten = [int(k) for k, _ in kept[:-_KEEP_RECORDS]]
+        section: dict[str, Any] = {"snapshots": dict(kept[-_KEEP_RECORDS:])}
+        settled = max([_settled_through(published), *forgotten])
+        if settled >= 0:
+            section["settled_through"] = settled
+        return {**published, PUBLISHED_KEY: section}
 
     def sweep(self, older_than_s: float) -> int:
         """Delete ``statistics/stat-*`` files no snapshot or tag names, older than that."""
@@ -189,15 +202,24 @@ def _without_expired(table: PaimonTable, published: Mapping[str, Any]) -> dict[s
     kept = {k: v for k, v in records.items() if int(k) in live}
     if len(kept) == len(records):
         return dict(published)
-    return {**published, PUBLISHED_KEY: {"snapshots": kept}}
+    return {**published, PUBLISHED_KEY: {**_section(published), "snapshots": kept}}
+
+
+def _section(published: Mapping[str, Any]) -> Mapping[str, Any]:
+    section = published.get(PUBLISHED_KEY)
+    return section if isinstance(section, Mapping) else {}
 
 
 def _records(published: Mapping[str, Any]) -> Mapping[str, Any]:
-    section = published.get(PUBLISHED_KEY)
-    if not isinstance(section, Mapping):
-        return {}
-    snapshots = section.get("snapshots")
+    snapshots = _section(published).get("snapshots")
     return snapshots if isinstance(snapshots, Mapping) else {}
+
+
+def _settled_through(published: Mapping[str, Any]) -> int:
+    """The newest snapshot whose record the bookkeeping forgot (-1: none): it and every
+    older one were staged and settled (published, skipped or superseded) by a flush."""
+    value = _section(published).get("settled_through")
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
 
 def _analyzed_snapshot(table: PaimonTable, file_name: str) -> int:
