@@ -139,6 +139,9 @@ class ColumnSketch:
     len_max: int | None = None
     true_count: int | None = None
     false_count: int | None = None
+    # tuple sketch: the theta keys with their KLL value (``sketches.value_sample``); None in
+    # stores written before issue 14 item 2 (then bucket NDVs are apportioned)
+    value_sample: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -300,6 +303,8 @@ class ColumnAggregate:
     len_max: int | None = None
     true_count: int | None = None
     false_count: int | None = None
+    # merged value samples; None when some sketched file has none (an older store)
+    value_sample: bytes | None = None
 
 
 @dataclass(frozen=True)

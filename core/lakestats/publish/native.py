@@ -31,6 +31,7 @@ from lakestats.sketches.merge import (
     theta_estimate,
 )
 from lakestats.sketches.spec import decimal_precision_scale
+from lakestats.sketches.value_sample import value_sample_doc
 from lakestats.values import from_physical, to_json
 
 FLOAT_TYPES = frozenset({"float", "double"})
@@ -98,6 +99,7 @@ def _sketch_fields(
             column.theta,
             settings.histogram_buckets,
             value_step=_value_step(column.type),
+            value_sample=column.value_sample,
         )
         out["histogram"] = [
             {
@@ -106,6 +108,8 @@ def _sketch_fields(
                 "count": round(b.count),  # whole rows; exact unless "approximate"
                 "ndv": b.ndv,
                 "approximate": b.approximate,
+                # ndv shared out by row count (no value sample: an older store), not measured
+                "ndv_apportioned": b.ndv_apportioned,
             }
             for b in buckets
         ]
@@ -123,6 +127,8 @@ def _sketch_fields(
         }
     if column.kll is not None:
         sketch["quantiles"] = _kll_doc(column.kll, settings)
+    if column.value_sample is not None:
+        sketch["value_sample"] = value_sample_doc(column.value_sample, settings.theta_lg_k)
     out["sketch"] = sketch
     return out
 
