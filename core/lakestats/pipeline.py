@@ -50,6 +50,11 @@ import structlog
 from lakestats.exceptions import DataFileError, SketchError, SparkUnavailableError
 from lakestats.locations import is_local, local_path
 from lakestats.model import Column, ColumnSketch, SketchSettings, TableSchema
+from lakestats.sketches.frequent import (
+    MAX_ITEMS_TRACKED,
+    empty_frequent_items,
+    normalize_frequent_items,
+)
 from lakestats.sketches.hashing import ANSI_OFF, theta_input_sql
 from lakestats.sketches.merge import empty_kll, empty_theta, normalize_theta
 from lakestats.sketches.spark import stop_reason
@@ -480,6 +485,11 @@ def _plan_sql(
         if spec.kll:
             projections.append((f"k{i}", _kll_input_sql(spec, v)))
             aggregates.append((f"kll{i}", f"kll_sketch_agg_double(k{i}, {settings.kll_k})"))
+        if spec.kll:
+            # frequent values (sketches/frequent.py); NULLs (NaN) are not counted
+            aggregates.append(
+                (f"fi{i}", f"approx_top_k_accumulate(k{i}, {MAX_ITEMS_TRACKED}).sketch")
+            )
         if spec.kll and theta is not None:
             # the theta sketch's keys carrying their value: NDV by value range
             # (sketches/value_sample.py); NULL values (NaN) are skipped, as by KLL
@@ -604,6 +614,11 @@ def _column_sketch(row: Any, p: _Planned, settings: SketchSettings) -> ColumnSke
         values["theta"] = normalize_theta(bytes(row[f"theta{i}"]))
     if spec.kll:
         values["kll"] = bytes(row[f"kll{i}"])
+    if spec.kll:
+        sketch = row[f"fi{i}"]
+        values["frequent_items"] = normalize_frequent_items(
+            None if sketch is None else bytes(sketch)
+        )
     if spec.kll and spec.theta:
         values["value_sample"] = normalize_value_sample(bytes(row[f"vs{i}"]), settings.theta_lg_k)
     if spec.nan:
@@ -645,6 +660,7 @@ def _empty_sketch(spec: TypeSpec, settings: SketchSettings) -> ColumnSketch:
     return ColumnSketch(
         theta=empty_theta(settings.theta_lg_k) if spec.theta else None,
         kll=empty_kll(settings.kll_k) if spec.kll else None,
+        frequent_items=empty_frequent_items() if spec.kll else None,
         value_sample=empty_value_sample(settings.theta_lg_k) if spec.kll and spec.theta else None,
         null_count=0,
         nan_count=0 if spec.nan else None,

@@ -409,13 +409,15 @@ def test_bucket_ndv_incremental_equals_from_scratch(
 def test_an_older_store_without_value_samples_falls_back_to_apportioned_ndv(
     analyzed: Analyzed, incremental: Incremental
 ) -> None:
-    """A store written before value samples existed (no ``value_sample_v1`` column) stays
-    readable; the next commit's document apportions bucket NDVs and says so."""
+    """A store written before value samples and frequent items existed (no
+    ``value_sample_v1``/``frequent_items_v1`` columns) stays readable; the next commit's
+    document apportions bucket NDVs and says so, and has no frequent values."""
     stripped = 0
+    new_columns = ["value_sample_v1", "frequent_items_v1"]
     for path in Path(incremental.config.state_dir).rglob("*.parquet"):
         table = pq.read_table(path)
-        if "value_sample_v1" in table.column_names:
-            pq.write_table(table.drop_columns(["value_sample_v1"]), path)
+        if set(new_columns) <= set(table.column_names):
+            pq.write_table(table.drop_columns(new_columns), path)
             stripped += 1
     assert stripped >= 2  # segments and aggregates
     extra = _batch(random.Random(5))
@@ -426,6 +428,23 @@ def test_an_older_store_without_value_samples_falls_back_to_apportioned_ndv(
     for name in NUMERIC:
         column = doc["columns"][name]
         assert "value_sample" not in column["sketch"]  # the older files have none
+        assert "frequent_items" not in column["sketch"] and column["frequent_values"] is None
         histogram = column["histogram"]
         assert histogram and all(b["ndv_apportioned"] is True for b in histogram)
         assert sum(b["ndv"] for b in histogram) == pytest.approx(column["ndv"], rel=0.01)
+
+
+def test_frequent_values_of_low_cardinality_columns_are_exact(analyzed: Analyzed) -> None:
+    """50 quantities and 11 discounts: the frequent-items sketch never had to evict, so
+    its counts are exact (maximum error 0) and every value is listed."""
+    doc, data = analyzed
+    for name, values in (("qty", 50), ("disc", 11)):
+        column = doc["columns"][name]
+        info = column["sketch"]["frequent_items"]
+        assert info["maximum_error"] == 0 and info["complete"] is True
+        exact = pc.value_counts(data.column(name)).to_pylist()
+        counts = {str(c["values"]): c["counts"] for c in exact if c["values"] is not None}
+        listed = {f["value"]: f["count"] for f in column["frequent_values"]}
+        assert len(listed) == values and listed == counts
+    for predicate in (Predicate("qty", "=", ("17",)), Predicate("disc", "in", ("0.01", "0.10"))):
+        assert selectivity(doc, predicate) * len(data) == _exact(data, predicate)

@@ -69,10 +69,16 @@ _COLUMN_FIELDS = [
     # added in a minor revision (issue 14); files without it read as None. The suffix is
     # the stored form's version (sketches/value_sample.py)
     pa.field("value_sample_v1", pa.binary()),
+    pa.field("frequent_items_v1", pa.binary()),  # likewise (sketches/frequent.py)
 ]
 SCHEMA = schema_with_kind(_PARTITION_FIELDS + _DELETE_FIELDS + _COLUMN_FIELDS, KIND)
 _DELETE_TOTALS = [f.name for f in _DELETE_FIELDS]
-OPTIONAL_COLUMNS = ["partition_fields", *_DELETE_TOTALS, "value_sample_v1"]
+OPTIONAL_COLUMNS = [
+    "partition_fields",
+    *_DELETE_TOTALS,
+    "value_sample_v1",
+    "frequent_items_v1",
+]
 COLUMNS = [name for name in SCHEMA.names if name not in OPTIONAL_COLUMNS]
 _PARTITION_TOTALS = [f.name for f in _PARTITION_FIELDS[3:]]
 _NO_COLUMN: dict[str, Any] = {f.name: None for f in _COLUMN_FIELDS}
@@ -106,6 +112,7 @@ def _column_cells(part: PartitionAggregate, key: int, agg: ColumnAggregate) -> d
         "true_count": agg.true_count,
         "false_count": agg.false_count,
         "value_sample_v1": agg.value_sample,
+        "frequent_items_v1": agg.frequent_items,
     }
 
 
@@ -175,6 +182,7 @@ def read_aggregate(path: atomic.PathLike) -> tuple[PartitionAggregate, ...]:
                     true_count=data["true_count"][row],
                     false_count=data["false_count"][row],
                     value_sample=_optional(data, "value_sample_v1", row),
+                    frequent_items=_optional(data, "frequent_items_v1", row),
                 )
             totals = {name: data[name][first] for name in _PARTITION_TOTALS}
             totals.update(
