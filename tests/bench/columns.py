@@ -67,8 +67,8 @@ def _min_scan(spark: Any, files: Sequence[str], names: Sequence[str]) -> None:
 
 
 def _print_sizes(result: dict[str, Any], files: int) -> None:
-    """Bytes of each sketch kind over all files (``value_sample``: 0 on code without it)."""
-    for kind in ("theta", "kll", "value_sample"):
+    """Bytes of each sketch kind over all files (0 for kinds the code does not keep)."""
+    for kind in ("theta", "kll", "value_sample", "frequent_items"):
         size = sum(
             len(getattr(c, kind, None) or b"") for per in result.values() for c in per.values()
         )
