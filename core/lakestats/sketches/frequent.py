@@ -29,22 +29,27 @@ FREQUENT_ITEMS_VERSION = 1
 # docs/benchmarks.md ("Frequent values").
 MAX_ITEMS_TRACKED = 1000
 LG_MAX_MAP_SIZE = 11
-_SERDE = PyDoublesSerDe()
+
+
+def _serde() -> Any:
+    # a new instance per use: a module-level one is still alive when nanobind checks for
+    # leaks at exit, and it prints "leaked instances" into the daemon's JSON log
+    return PyDoublesSerDe()
 
 
 def _load(blob: bytes) -> Any:
-    return frequent_items_sketch.deserialize(blob, _SERDE)
+    return frequent_items_sketch.deserialize(blob, _serde())
 
 
 def empty_frequent_items() -> bytes:
-    return bytes(frequent_items_sketch(LG_MAX_MAP_SIZE).serialize(_SERDE))
+    return bytes(frequent_items_sketch(LG_MAX_MAP_SIZE).serialize(_serde()))
 
 
 def normalize_frequent_items(blob: bytes | None) -> bytes:
     """Spark's sketch (``None`` for no rows) in the stored form."""
     if blob is None:
         return empty_frequent_items()
-    return bytes(_load(blob).serialize(_SERDE))
+    return bytes(_load(blob).serialize(_serde()))
 
 
 def repeated_frequent_items(number: float | None, copies: int) -> bytes:
@@ -52,7 +57,7 @@ def repeated_frequent_items(number: float | None, copies: int) -> bytes:
     sketch = frequent_items_sketch(LG_MAX_MAP_SIZE)
     if number is not None and not math.isnan(number) and copies > 0:
         sketch.update(float(number), copies)
-    return bytes(sketch.serialize(_SERDE))
+    return bytes(sketch.serialize(_serde()))
 
 
 def merge_frequent_items(blobs: Iterable[bytes | None]) -> bytes | None:
@@ -63,7 +68,7 @@ def merge_frequent_items(blobs: Iterable[bytes | None]) -> bytes | None:
             continue
         merged.merge(_load(blob))
         seen = True
-    return bytes(merged.serialize(_SERDE)) if seen else None
+    return bytes(merged.serialize(_serde())) if seen else None
 
 
 @dataclass(frozen=True)

@@ -78,15 +78,18 @@ class _MinPolicy(TuplePolicy):  # type: ignore[misc]  # untyped C++ base
         return min(summary, update)
 
 
-_SERDE = JavaDoubleSummarySerDe()
+def _serde() -> Any:
+    # a new instance per use: a module-level one is still alive when nanobind checks for
+    # leaks at exit, and it prints "leaked instances" into the daemon's JSON log
+    return JavaDoubleSummarySerDe()
 
 
 def _load(blob: bytes) -> Any:
-    return compact_tuple_sketch.deserialize(blob, _SERDE, THETA_SEED)
+    return compact_tuple_sketch.deserialize(blob, _serde(), THETA_SEED)
 
 
 def empty_value_sample(lg_k: int) -> bytes:
-    return bytes(tuple_union(_MinPolicy(), lg_k, seed=THETA_SEED).get_result().serialize(_SERDE))
+    return bytes(tuple_union(_MinPolicy(), lg_k, seed=THETA_SEED).get_result().serialize(_serde()))
 
 
 def union_value_samples(blobs: Iterable[bytes | None], lg_k: int) -> bytes | None:
@@ -100,7 +103,7 @@ def union_value_samples(blobs: Iterable[bytes | None], lg_k: int) -> bytes | Non
         seen = True
     if not seen:
         return None
-    return bytes(union.get_result().serialize(_SERDE))
+    return bytes(union.get_result().serialize(_serde()))
 
 
 def normalize_value_sample(blob: bytes, lg_k: int) -> bytes:
@@ -116,7 +119,7 @@ def single_value_sample(theta_blob: bytes, value: float | None, lg_k: int) -> by
     if value is None or math.isnan(value):
         return empty_value_sample(lg_k)
     theta = compact_theta_sketch.deserialize(theta_blob, THETA_SEED)
-    return bytes(compact_tuple_sketch(theta, float(value)).serialize(_SERDE))
+    return bytes(compact_tuple_sketch(theta, float(value)).serialize(_serde()))
 
 
 @dataclass(frozen=True)
