@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -15,6 +17,32 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHONPATH = os.pathsep.join([str(REPO / "core"), str(REPO / "daemon")])
+
+
+class WriterLoop(threading.Thread):
+    """A writer committing small appends at random short intervals until ``stop`` is set,
+    as a table's real writers do beside the daemon. Subclasses commit batch ``i`` in
+    ``commit``; an exception ends the loop and is kept in ``error`` for the test."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self.stop = threading.Event()
+        self.commits = 0
+        self.error: BaseException | None = None
+
+    def commit(self, batch: dict[str, list[Any]]) -> None:
+        raise NotImplementedError
+
+    def run(self) -> None:
+        rng = random.Random(7)
+        try:
+            while not self.stop.is_set():
+                i = self.commits
+                self.commit({"id": [i * 10 + k for k in range(10)], "cat": [f"c{i % 4}"] * 10})
+                self.commits += 1
+                self.stop.wait(rng.uniform(0.1, 0.6))
+        except BaseException as exc:
+            self.error = exc
 
 
 def daemon_env(**extra: str) -> dict[str, str]:

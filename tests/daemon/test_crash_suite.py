@@ -14,7 +14,6 @@ reference is left (after the grace period); the stats equal those of a from-scra
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from lakestatsd_harness import DaemonProcess, fast_config_text
+from lakestatsd_harness import DaemonProcess, WriterLoop, fast_config_text
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table
 from pyiceberg.transforms import IdentityTransform
@@ -51,35 +50,22 @@ identifier = "{wh.identifier("t")}"
     return fast_config_text(state_dir, tables)
 
 
-class Writer(threading.Thread):
+class Writer(WriterLoop):
     """Commits small appends until stopped; retries what a concurrent catalog commit of
     the daemon (a registration) makes fail, as a real writer would."""
 
     def __init__(self, wh: IcebergWarehouse) -> None:
-        super().__init__(name="crash-suite-writer", daemon=True)
+        super().__init__("crash-suite-writer")
         self.wh = wh
-        self.stop = threading.Event()
-        self.commits = 0
-        self.error: BaseException | None = None
 
-    def run(self) -> None:
-        rng = random.Random(7)
-        try:
-            while not self.stop.is_set():
-                i = self.commits
-                data = {"id": [i * 10 + k for k in range(10)], "cat": [f"c{i % 4}"] * 10}
-                for _ in range(50):
-                    try:
-                        self.wh.append("t", data)
-                        break
-                    except CommitFailedException:
-                        time.sleep(0.02)
-                else:
-                    raise AssertionError("the writer could not commit 50 times in a row")
-                self.commits += 1
-                self.stop.wait(rng.uniform(0.1, 0.6))
-        except BaseException as exc:
-            self.error = exc
+    def commit(self, batch: dict[str, list[Any]]) -> None:
+        for _ in range(50):
+            try:
+                self.wh.append("t", batch)
+                return
+            except CommitFailedException:
+                time.sleep(0.02)
+        raise AssertionError("the writer could not commit 50 times in a row")
 
 
 def stats_files(table: Table) -> tuple[set[str], set[str]]:

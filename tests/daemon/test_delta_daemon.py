@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lakestatsd_harness import DaemonProcess, fast_config_text
+from lakestatsd_harness import DaemonProcess, WriterLoop, fast_config_text
 
 from delta_tables import DeltaWriter, live_rows
 from lakestats.analyze import analyze_table, read_stats
@@ -36,28 +35,15 @@ def config_text(location: str, state_dir: Path, *, maintenance: str = "") -> str
     )
 
 
-class Writer(threading.Thread):
+class Writer(WriterLoop):
     """delta-rs appends until stopped (the daemon never commits to the log)."""
 
     def __init__(self, writer: DeltaWriter) -> None:
-        super().__init__(name="delta-crash-writer", daemon=True)
+        super().__init__("delta-crash-writer")
         self.writer = writer
-        self.stop = threading.Event()
-        self.commits = 0
-        self.error: BaseException | None = None
 
-    def run(self) -> None:
-        rng = random.Random(7)
-        try:
-            while not self.stop.is_set():
-                i = self.commits
-                self.writer.append(
-                    {"id": [i * 10 + k for k in range(10)], "cat": [f"c{i % 4}"] * 10}
-                )
-                self.commits += 1
-                self.stop.wait(rng.uniform(0.1, 0.6))
-        except BaseException as exc:
-            self.error = exc
+    def commit(self, batch: dict[str, list[Any]]) -> None:
+        self.writer.append(batch)
 
 
 def new_table(root: Path) -> DeltaWriter:
