@@ -21,13 +21,15 @@ import pytest
 from lakestats.analyze import analyze_table
 from lakestats.config import Config, SketchConfig, TableConfig
 from lakestats.formats.paimon import open_paimon_location
+from lakestats.formats.paimon.key_merge import merge_rules
+from lakestats.formats.paimon.types import parse_schema
 from lakestats.model import KeyMerge
 from lakestats.read import read_stats
 from lakestats.sketching import SparkSketcher
 from lakestats.tables import open_configured
 from lakestats.values import to_json
 from paimon_fixtures import fixture, needs_paimon_fixtures, read_rows
-from paimon_tables import PaimonWarehouse
+from paimon_tables import PaimonWarehouse, compact_fully
 
 pytestmark = pytest.mark.spark
 
@@ -266,3 +268,86 @@ def test_a_commit_relists_every_live_file_of_the_buckets_it_touched(
     assert isinstance(merge, KeyMerge) and merge.engine == "deduplicate"
     assert len(merge.inputs) == 2 and merge.key_field_ids == (0,)
     assert len(third.added_files) == 6
+
+
+# -- planning, without Spark --------------------------------------------------------------
+
+
+def test_a_fully_compacted_bucket_needs_no_merge(tmp_path: Path) -> None:
+    """One sorted run above level 0 without retractions holds unique live keys: its file
+    is listed as stored (read no more than before); a later write merges the bucket again."""
+    warehouse = PaimonWarehouse(tmp_path / "wh")
+    warehouse.create("c", COLUMNS, primary_keys=["k"], options={"bucket": "1"})
+    warehouse.write("c", batch(range(10), "+I", 1))
+    warehouse.write("c", batch(range(5, 15), "+I", 2))
+    compact_fully(warehouse, "c")
+    compacted = warehouse.open("c").commits_since(2)[0]
+    assert len(compacted.removed_files) == 2 and len(compacted.added_files) == 1
+    assert compacted.added_files[0].deletes == ()
+    assert compacted.added_files[0].record_count == 15
+    warehouse.write("c", batch(range(3), "+I", 3))
+    after = warehouse.open("c").commits_since(3)[0]
+    assert {f.path for f in after.removed_files} == {compacted.added_files[0].path}
+    assert len(after.added_files) == 2
+    assert all(isinstance(f.deletes[0], KeyMerge) for f in after.added_files)
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (
+            {"merge-engine": "aggregation", "fields.v.aggregate-function": "product"},
+            "aggregate function 'product' of column 'v' is not supported",
+        ),
+        ({"merge-engine": "partial-update", "fields.v.sequence-group": "s"}, "sequence groups"),
+        ({"sequence.field": "s", "sequence.field.sort-order": "descending"}, "descending"),
+        ({"merge-engine": "lookup"}, "merge engine 'lookup' is not supported"),
+    ],
+)
+def test_merges_it_cannot_reproduce_are_refused_in_one_line(
+    options: dict[str, str], said: str
+) -> None:
+    schema = parse_schema(
+        {
+            "id": 0,
+            "fields": [
+                {"id": 0, "name": "k", "type": "INT NOT NULL"},
+                {"id": 1, "name": "s", "type": "STRING"},
+                {"id": 2, "name": "v", "type": "DOUBLE"},
+            ],
+            "primaryKeys": ["k"],
+            "options": options,
+        }
+    )
+    refused = merge_rules(schema)
+    assert isinstance(refused, str) and said in refused and "\n" not in refused
+
+
+def test_merge_rules_follow_the_table_options() -> None:
+    schema = parse_schema(
+        {
+            "id": 0,
+            "fields": [
+                {"id": 0, "name": "k", "type": "INT NOT NULL"},
+                {"id": 1, "name": "s", "type": "STRING"},
+                {"id": 2, "name": "v", "type": "DOUBLE"},
+            ],
+            "primaryKeys": ["k"],
+            "options": {
+                "merge-engine": "aggregation",
+                "fields.default-aggregate-function": "max",
+                "fields.v.aggregate-function": "sum",
+                "sequence.field": "s",
+                "aggregation.remove-record-on-delete": "true",
+            },
+        }
+    )
+    rules = merge_rules(schema)
+    assert isinstance(rules, KeyMerge)
+    assert (rules.engine, rules.key_field_ids, rules.sequence_field_ids) == (
+        "aggregation",
+        (0,),
+        (1,),
+    )
+    assert rules.functions == ((1, "max"), (2, "sum"))
+    assert rules.remove_record_on_delete and not rules.ignore_delete
