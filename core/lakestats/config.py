@@ -300,6 +300,12 @@ class TableConfig(ConfigSection):
     # (exact); "approximate": they are not re-read for equality deletes, and their stats
     # (then including deleted rows) say so (docs/deletes.md)
     equality_deletes: Literal["apply", "approximate"] = "apply"
+    # Paimon primary-key tables without deletion vectors: "apply": each touched bucket's
+    # live files are merged by key in the sketch job, so per-column stats and
+    # mergedRecordCount describe the rows readers see (exact); "estimate": files are
+    # sketched as stored (every version of a key), mergedRecordCount estimated from the
+    # key sketch (docs/paimon.md)
+    key_merge: Literal["apply", "estimate"] = "apply"
 
     @field_validator("location_map")
     @classmethod

@@ -206,10 +206,48 @@ class DeletionVector:
     cardinality: int
 
 
+@dataclass(frozen=True)
+class MergeInput:
+    """One file of a ``KeyMerge``; ``retyped``: (field id, type as the file was written)
+    where that differs from the table's current type (the reader casts it)."""
+
+    path: str  # as the format lists it; location mapping applies
+    retyped: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class KeyMerge:
+    """The file's rows are what a primary-key merge of ``inputs`` attributes to it (Paimon
+    merge-on-read: a bucket's live files, this one included, each row a version of a key).
+
+    Rows of one key are ordered by ``sequence_field_ids`` (columns), then the file's own
+    ``sequence_column``; the merged row of a key belongs to the file holding its
+    highest-ordered row (``first-row``: its lowest +I row). ``engine`` says how it is made:
+    ``deduplicate`` (that row, dropped when its ``row_kind_column`` is -U/-D),
+    ``first-row``, ``partial-update`` (each column's last non-null value) or ``aggregation``
+    (``functions``: field id → Paimon aggregate function). Retracting rows (-U/-D) are
+    skipped under ``ignore_delete``; ``remove_record_on_delete`` makes a -D forget what came
+    before it. Values are those of the live rows, not the file's: the core reads ``inputs``
+    (like Iceberg equality-delete files) and merges inside the sketch job.
+    """
+
+    inputs: tuple[MergeInput, ...]
+    key_field_ids: tuple[int, ...]
+    engine: str = "deduplicate"
+    functions: tuple[tuple[int, str], ...] = ()
+    sequence_field_ids: tuple[int, ...] = ()
+    ignore_delete: bool = False
+    remove_record_on_delete: bool = False
+    sequence_column: str = "_SEQUENCE_NUMBER"
+    sequence_field_id: int | None = None  # the column's Parquet field id, when files have ids
+    row_kind_column: str = "_VALUE_KIND"
+    row_kind_field_id: int | None = None
+
+
 # What makes rows of a data file dead. A format attaches to a data file every delete that
 # applies to it (after its own rules: Iceberg sequence numbers and partition scope, Delta's
 # one vector per file, Paimon's index) so the core never needs those rules.
-DeleteSource = PositionDeletes | EqualityDeletes | DeletionVector
+DeleteSource = PositionDeletes | EqualityDeletes | DeletionVector | KeyMerge
 
 
 @dataclass(frozen=True)

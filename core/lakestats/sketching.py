@@ -23,6 +23,7 @@ from lakestats.model import (
     DeleteSource,
     DeletionVector,
     EqualityDeletes,
+    KeyMerge,
     SketchSettings,
     TableSchema,
 )
@@ -180,6 +181,9 @@ class MappedSketcher:
 def _mapped_delete(source: DeleteSource, mapping: LocationMap) -> DeleteSource:
     if isinstance(source, DeletionVector):
         return source
+    if isinstance(source, KeyMerge):
+        inputs = tuple(replace(i, path=mapping.apply(i.path)) for i in source.inputs)
+        return replace(source, inputs=inputs)
     return replace(source, path=mapping.apply(source.path))
 
 
@@ -288,7 +292,7 @@ def _counted_without_data(batch: BatchPlan, location_map: LocationMap | None) ->
         (c.snapshot_id, f)
         for c in batch.commits
         for f in c.added_files
-        if f.deletes and not any(isinstance(d, EqualityDeletes) for d in f.deletes)
+        if f.deletes and not any(isinstance(d, EqualityDeletes | KeyMerge) for d in f.deletes)
     ]
     if not files:
         return {}
@@ -317,6 +321,14 @@ def _live_readable(data_file: DataFile) -> bool:
 
 def _unreadable_deletes(data_file: DataFile) -> str | None:
     for source in data_file.deletes:
+        if isinstance(source, KeyMerge):
+            orc = [i.path for i in source.inputs if i.path.lower().endswith(".orc")]
+            if data_file.file_format != "PARQUET" or orc:
+                return (
+                    "the primary-key merge reads Parquet data files only: the stats describe "
+                    "every stored version of a key"
+                )
+            continue
         if isinstance(source, DeletionVector):
             positional = True
         elif isinstance(source, EqualityDeletes):

@@ -92,4 +92,7 @@ def open_configured(table: TableConfig, config: Config) -> OpenedTable:
             format=table.format,
             location_map=location_map,
         )
+    merge_keys = getattr(fmt, "set_key_merge", None)  # Paimon primary-key tables
+    if merge_keys is not None:
+        merge_keys(table.key_merge == "apply")
     return OpenedTable(config=table, table=fmt, store=StatsStore(config.state_dir, fmt.table_id))

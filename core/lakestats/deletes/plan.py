@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from lakestats.model import DataFile, DeleteSource, DeletionVector, EqualityDeletes, PositionDeletes
+from lakestats.model import (
+    DataFile,
+    DeleteSource,
+    DeletionVector,
+    EqualityDeletes,
+    KeyMerge,
+    PositionDeletes,
+)
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,7 @@ class LiveReadPlan:
     positions: tuple[tuple[PositionDeletes, tuple[int, ...]], ...] = ()
     vectors: tuple[tuple[DeletionVector, int], ...] = ()
     equality: tuple[EqualityGroup, ...] = ()
+    merges: tuple[tuple[KeyMerge, int], ...] = ()  # each file's primary-key merge
 
     @property
     def needs_row_index(self) -> bool:
@@ -38,12 +46,15 @@ def plan_live_read(deletes: Mapping[str, Sequence[DeleteSource]]) -> LiveReadPla
     positions: dict[PositionDeletes, list[int]] = {}
     vectors: list[tuple[DeletionVector, int]] = []
     equality: dict[tuple[int, ...], dict[EqualityDeletes, list[int]]] = {}
+    merges: list[tuple[KeyMerge, int]] = []
     for number, path in enumerate(paths):
         for source in deletes[path]:
             if isinstance(source, PositionDeletes):
                 positions.setdefault(source, []).append(number)
             elif isinstance(source, DeletionVector):
                 vectors.append((source, number))
+            elif isinstance(source, KeyMerge):
+                merges.append((source, number))
             else:
                 by_file = equality.setdefault(tuple(source.field_ids), {})
                 by_file.setdefault(source, []).append(number)
@@ -55,6 +66,7 @@ def plan_live_read(deletes: Mapping[str, Sequence[DeleteSource]]) -> LiveReadPla
             EqualityGroup(ids, tuple((d, tuple(n)) for d, n in files.items()))
             for ids, files in equality.items()
         ),
+        merges=tuple(merges),
     )
 
 

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from lakestats.deletes.plan import LiveReadPlan, plan_live_read
 from lakestats.exceptions import DataFileError
 from lakestats.locations import LocationMap, local_path
-from lakestats.model import DataFile, DeletionVector, PositionDeletes
+from lakestats.model import DataFile, DeletionVector, KeyMerge, PositionDeletes
 from lakestats.pipeline import canonical_path
 
 FID = "__dfid"
@@ -126,6 +126,7 @@ def live_rows_from_positions(files: Sequence[DataFile], mapping: LocationMap) ->
             mapped[f.path]: tuple(
                 d if isinstance(d, DeletionVector) else replace(d, path=mapping.apply(d.path))
                 for d in f.deletes
+                if not isinstance(d, KeyMerge)  # never given here: sketching.py
             )
             for f in files
         }

@@ -66,6 +66,19 @@ class LiveRowFilter:
     def apply(self, session: Any, df: Any) -> Any:
         from pyspark.sql import functions as F  # noqa: N812, PLC0415 - lazy; pyspark's own name
 
+        if self.plan.merges:
+            if self.plan.positions or self.plan.vectors or self.plan.equality:
+                raise SketchError("a primary-key merge and other row-level deletes in one job")
+            from lakestats.deletes.key_merge import merged_rows  # noqa: PLC0415 - on use
+
+            return merged_rows(
+                session,
+                df,
+                merges=self.plan.merges,
+                paths=self.plan.paths,
+                schema=self.schema,
+                uri_of=lambda path: spark_uri(session, path),
+            )
         keys = self._frame(
             session,
             pa.table(

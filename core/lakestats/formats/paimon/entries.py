@@ -114,10 +114,12 @@ class EntryConverter:
         schema_of: Callable[[int], PaimonSchema],
         locate: Callable[[str, str], str],
         options: Mapping[str, str],
+        current: Callable[[], PaimonSchema] | None = None,
     ) -> None:
         self._schema_of = schema_of
         self._locate = locate
         self._options = options
+        self._current = current
 
     def partition_key(self, entry: ManifestEntry) -> PartitionKey:
         schema = self._schema_of(entry.schema_id)
@@ -176,6 +178,11 @@ class EntryConverter:
             return {}  # a stats column the schema does not know: trust none of them
         lowers = _decode(stats.min_values, fields, "min value")  # type: ignore[arg-type]
         uppers = _decode(stats.max_values, fields, "max value")  # type: ignore[arg-type]
+        now = (
+            {f.field_id: f.type.iceberg_type for f in self._current().fields}
+            if self._current
+            else {}
+        )
         metrics: dict[int, ColumnMetrics] = {}
         for index, paimon_field in enumerate(fields):
             assert paimon_field is not None
@@ -184,6 +191,8 @@ class EntryConverter:
             nulls = stats.null_counts[index] if index < len(stats.null_counts) else None
             lower = lowers[index] if lowers else None
             upper = uppers[index] if uppers else None
+            if not _same_values(paimon_field.type.iceberg_type, now.get(paimon_field.field_id)):
+                lower = upper = None  # a value of the written type, not of the current one
             metrics[paimon_field.field_id] = ColumnMetrics(
                 value_count=entry.row_count,
                 null_count=None if nulls is None else int(nulls),
@@ -204,6 +213,17 @@ class EntryConverter:
             self._options.get("metadata.stats-mode", _DEFAULT_STATS_MODE),
         )
         return bool(_TRUNCATE.match(mode))
+
+
+_WIDENINGS = frozenset({("int", "long"), ("float", "double")})
+
+
+def _same_values(written: str, current: str | None) -> bool:
+    """Whether a bound of the written type is a value of the current type too (same type,
+    or widened without a change of Python value: int → long, float → double, decimals)."""
+    if current is None or current == written or (written, current) in _WIDENINGS:
+        return True
+    return written.startswith("decimal") and current.startswith("decimal")
 
 
 def _fields(schema: PaimonSchema, names: Sequence[str], what: str) -> list[PaimonField]:

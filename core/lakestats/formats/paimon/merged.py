@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from lakestats.formats.paimon.changes import is_visible
 from lakestats.formats.paimon.table import PaimonTable
-from lakestats.model import DeletionVector
+from lakestats.model import DeletionVector, KeyMerge, PartitionAggregate
 
 EXACT = "exact"
 ESTIMATED = "estimated"
@@ -42,10 +42,16 @@ class MergedCount:
 
 
 def merged_record_count(
-    table: PaimonTable, snapshot_id: int, key: KeyEstimate | None = None
+    table: PaimonTable,
+    snapshot_id: int,
+    key: KeyEstimate | None = None,
+    *,
+    live: PartitionAggregate | None = None,
 ) -> MergedCount:
     """The snapshot's merged row count. ``key``: the distinct live keys estimated from
-    the stats (``statistics.key_estimate``), used when the count is not exact."""
+    the stats (``statistics.key_estimate``), used when the count is not exact. ``live``:
+    the snapshot's stats; when the sketch job merged every file that needs a key merge
+    (``KeyMerge``), their live rows are the merged rows — exact."""
     snapshot = table.snapshot(snapshot_id)
     schema = table.paimon_schema(snapshot.schema_id)
     entries = table.live_entries(snapshot)
@@ -67,6 +73,17 @@ def merged_record_count(
     if retractions == 0 and all(len(ls) == 1 and min(ls) > 0 for ls in levels.values()):
         rows = sum(e.row_count for e in entries.values())
         return MergedCount(rows, EXACT, "fully compacted: one sorted run per bucket")
+    if live is not None and table.key_merge_rules is not None and not live.deletes_unknown_files:
+        merging = sum(
+            1
+            for f in table.live_files(snapshot_id)
+            if any(isinstance(d, KeyMerge) for d in f.deletes)
+        )
+        # stores from before key merges hold files sketched whole: their counts differ
+        if live.deletes_applied_files == merging:
+            return MergedCount(
+                live.live_record_count, EXACT, "primary-key merge of each bucket's live files"
+            )
     if key is not None:
         return MergedCount(key.value, ESTIMATED, key.why, key.bounds)
     what = "composite key" if len(schema.primary_keys) > 1 else "key"

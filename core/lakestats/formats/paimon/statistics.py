@@ -67,7 +67,11 @@ def col_stats(
     stats: dict[str, Any] = {"colId": field_id}
     column = table.columns.get(field_id)
     native = column_doc(
-        column, field_id, column.type if column else type_str or "", table.record_count, settings
+        column,
+        field_id,
+        column.type if column else type_str or "",
+        table.live_record_count,  # rows readers see (after deletion vectors or key merges)
+        settings,
     )
     ndv = native.get("ndv")
     if isinstance(ndv, int | float):
@@ -85,6 +89,8 @@ def col_stats(
 def _bounds(paimon_field: Any, column: ColumnAggregate | None) -> dict[str, str]:
     if column is None or not column.bounds_complete or column.bounds_may_be_truncated:
         return {}
+    if column.type != paimon_field.type.iceberg_type:
+        return {}  # values of a later type than schema ``schemaId`` gives the column
     low = to_paimon_string(column.lower, paimon_field.type)
     high = to_paimon_string(column.upper, paimon_field.type)
     return {"min": low, "max": high} if low is not None and high is not None else {}
@@ -97,7 +103,9 @@ def paimon_terms(
     statistics file: ``mergedRecordCount`` with how it is known, and the file's document."""
     snapshot = paimon.snapshot(snapshot_id)
     schema = paimon.paimon_schema(snapshot.schema_id)
-    merged = merged_record_count(paimon, snapshot_id, key_estimate(schema, table, settings))
+    merged = merged_record_count(
+        paimon, snapshot_id, key_estimate(schema, table, settings), live=table
+    )
     document = statistics_document(
         snapshot_id=snapshot_id,
         schema=schema,
@@ -142,7 +150,9 @@ def key_estimate(
     column = table.columns.get(key.field_id)
     if column is None:
         return None
-    ndv = column_doc(column, key.field_id, column.type, table.record_count, settings).get("ndv")
+    ndv = column_doc(column, key.field_id, column.type, table.live_record_count, settings).get(
+        "ndv"
+    )
     if not isinstance(ndv, int | float):
         return None
     return KeyEstimate(round(ndv), "distinct primary keys (theta sketch of the key column)")

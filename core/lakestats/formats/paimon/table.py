@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+import structlog
 from pyarrow import fs as pafs
 
 from lakestats.exceptions import ExpiryError, LineageError, MetadataError, SnapshotNotFoundError
@@ -27,6 +28,13 @@ from lakestats.formats.paimon.changes import (
 )
 from lakestats.formats.paimon.deletion_vectors import VectorRange, read_vector, vector_ranges
 from lakestats.formats.paimon.entries import EntryConverter, ManifestEntry, parse_entry
+from lakestats.formats.paimon.key_merge import (
+    bucket_merge,
+    by_bucket,
+    merge_rules,
+    needs_merge,
+    retyped,
+)
 from lakestats.formats.paimon.metafiles import (
     INDEX_DIR,
     MANIFEST_DIR,
@@ -44,6 +52,7 @@ from lakestats.model import (
     Commit,
     DataFile,
     DeletionVector,
+    KeyMerge,
     PartitionAggregate,
     SketchSettings,
     SnapshotInfo,
@@ -51,6 +60,7 @@ from lakestats.model import (
 )
 
 FORMAT_NAME = "paimon"
+_log = structlog.get_logger(__name__)
 _CACHE_SIZE = 512
 
 
@@ -66,15 +76,20 @@ class PaimonTable(TableIdentity):
         self.files = MetaFiles(location)
         self._lock = threading.Lock()
         self._schemas: dict[int, PaimonSchema] = {}
+        self._current_schema_id: int | None = None
         self._snapshots: dict[int, PaimonSnapshot] = {}
         self._manifests: OrderedDict[str, tuple[ManifestEntry, ...]] = OrderedDict()
         self._index_files: OrderedDict[str, bytes] = OrderedDict()
+        self._merge_rules: dict[int, KeyMerge | str] = {}
+        self._merge_keys = True
         self._dirs: dict[str, bool] = {}
         self._found: dict[str, str] | None = None
         self._ids: tuple[int, ...] = ()
         self.refresh()
         self._table_id = self._identity()
-        self._converter = EntryConverter(self.paimon_schema, self._locate, self._options())
+        self._converter = EntryConverter(
+            self.paimon_schema, self._locate, self._options(), current=self.paimon_schema
+        )
 
     # --- identity -------------------------------------------------------------------------
 
@@ -102,6 +117,7 @@ class PaimonTable(TableIdentity):
     def refresh(self) -> None:
         ids = tuple(self.files.numbered(SNAPSHOT_DIR, SNAPSHOT_PREFIX))
         with self._lock:
+            self._current_schema_id = None
             if ids != self._ids:
                 # a rollback deletes snapshot files and ids are reused: forget what we read
                 self._snapshots = {i: s for i, s in self._snapshots.items() if i in ids}
@@ -127,6 +143,8 @@ class PaimonTable(TableIdentity):
         return parsed
 
     def paimon_schema(self, schema_id: int | None = None) -> PaimonSchema:
+        if schema_id is None and self._current_schema_id is not None:
+            schema_id = self._current_schema_id
         if schema_id is None:
             schema_ids = self.files.numbered(SCHEMA_DIR, SCHEMA_PREFIX)
             current = self.current_snapshot_id()
@@ -137,6 +155,7 @@ class PaimonTable(TableIdentity):
             )
             # a schema change with no commit after it is still the current schema
             schema_id = max([schema_id, *schema_ids])
+            self._current_schema_id = schema_id  # until the next refresh (one listing)
         cached = self._schemas.get(schema_id)
         if cached is not None:
             return cached
@@ -151,7 +170,15 @@ class PaimonTable(TableIdentity):
         return parsed
 
     def schema(self, schema_id: int | None = None) -> TableSchema:
-        return self.paimon_schema(schema_id).table_schema
+        """A schema's columns, typed as the current schema types them: files written
+        before a type change are read with their own types and cast (``KeyMerge``), so
+        their stats are values of the current type."""
+        written = self.paimon_schema(schema_id).table_schema
+        if schema_id is None:
+            return written
+        now = {c.field_id: c.type for c in self.paimon_schema().table_schema.columns}
+        columns = tuple(replace(c, type=now.get(c.field_id, c.type)) for c in written.columns)
+        return written if columns == written.columns else replace(written, columns=columns)
 
     def _options(self) -> dict[str, str]:
         try:
@@ -339,6 +366,8 @@ class PaimonTable(TableIdentity):
         )
 
     def _commit(self, snapshot: PaimonSnapshot) -> Commit:
+        if self.key_merge_rules is not None:
+            return self._merged_commit(snapshot)
         dv = self.deletion_vectors
         changes = delta_changes(
             self.manifest_entries(snapshot.delta_manifest_list), deletion_vectors=dv
@@ -376,6 +405,8 @@ class PaimonTable(TableIdentity):
         )
 
     def _live_data_files(self, snapshot: PaimonSnapshot) -> list[DataFile]:
+        if self.key_merge_rules is not None:
+            return self._merged_files(self.live_entries(snapshot).values())
         dv = self.deletion_vectors
         vectors = self.vectors(snapshot)
         return [
@@ -383,6 +414,82 @@ class PaimonTable(TableIdentity):
             for key, entry in self.live_entries(snapshot).items()
             if is_visible(entry, deletion_vectors=dv)
         ]
+
+    # --- primary-key merge (no deletion vectors) ----------------------------------------
+
+    @property
+    def key_merge_rules(self) -> KeyMerge | None:
+        """The merge rules of a primary-key table read by merging (no deletion vectors);
+        ``None`` otherwise, and when the rules are refused (logged once, with why)."""
+        schema = self.paimon_schema()
+        if not self._merge_keys or not schema.primary_keys or self.deletion_vectors:
+            return None
+        cached = self._merge_rules.get(schema.schema_id)
+        if cached is None:
+            cached = merge_rules(schema)
+            self._merge_rules[schema.schema_id] = cached
+            if isinstance(cached, str):
+                _log.warning(
+                    "paimon_key_merge_refused",
+                    table=self._description,
+                    reason=f"{cached}: per-column stats describe every stored version of a key",
+                )
+        return None if isinstance(cached, str) else cached
+
+    def set_key_merge(self, enabled: bool) -> None:
+        """The table's ``key_merge`` setting: ``False`` lists files as stored (no merge)."""
+        self._merge_keys = enabled
+
+    def _retyped_of(self, schema_ids: Iterable[int]) -> dict[int, tuple[tuple[int, str], ...]]:
+        current = self.paimon_schema()
+        return {i: retyped(self.paimon_schema(i), current) for i in set(schema_ids)}
+
+    def _merged_files(self, entries: Iterable[ManifestEntry]) -> list[DataFile]:
+        """The live files of whole buckets, each with the bucket's key merge if needed."""
+        rules = self.key_merge_rules
+        assert rules is not None
+        files: list[DataFile] = []
+        for bucket in by_bucket(entries).values():
+            retyped_of = self._retyped_of(e.schema_id for e in bucket)
+            listed = [self.data_file(e) for e in bucket]
+            if not needs_merge(bucket, retyped_of):
+                files.extend(listed)
+                continue
+            paths = {e.file_name: f.path for e, f in zip(bucket, listed, strict=True)}
+            merge = bucket_merge(rules, bucket, paths, retyped_of)
+            files.extend(replace(f, deletes=(merge,)) for f in listed)
+        return files
+
+    def _merged_commit(self, snapshot: PaimonSnapshot) -> Commit:
+        """Every live file of each bucket the commit touched, listed as removed (as it was)
+        and added (with its new merge): a new file changes which rows of the others win."""
+        delta = self.manifest_entries(snapshot.delta_manifest_list)
+        touched = {(e.partition, e.bucket) for e in delta}
+        parent_id = snapshot.snapshot_id - 1
+        after = [
+            e for e in self.live_entries(snapshot).values() if (e.partition, e.bucket) in touched
+        ]
+        before: list[ManifestEntry] = []
+        if parent_id in self._ids:
+            before = [
+                e
+                for e in self.live_entries(self.snapshot(parent_id)).values()
+                if (e.partition, e.bucket) in touched
+            ]
+        old = {(f.path, f.deletes): f for f in self._merged_files(before)}
+        new = {(f.path, f.deletes): f for f in self._merged_files(after)}
+        added = [f for k, f in new.items() if k not in old]  # a level move changes nothing
+        removed = [f for k, f in old.items() if k not in new]
+        return Commit(
+            snapshot_id=snapshot.snapshot_id,
+            parent_id=parent_id if parent_id >= 1 else None,
+            sequence_number=snapshot.snapshot_id,
+            timestamp_ms=snapshot.time_millis,
+            operation=operation(snapshot.commit_kind, len(added), len(removed)),
+            schema_id=snapshot.schema_id,
+            added_files=tuple(added),
+            removed_files=tuple(removed),
+        )
 
     def format_terms(
         self, snapshot_id: int, table: PartitionAggregate, settings: SketchSettings
