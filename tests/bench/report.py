@@ -7,10 +7,10 @@ a new run replaces the section of an earlier run with the same key, and other se
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import sections
 from measure import Timing
 from results import Results
 
@@ -346,16 +346,4 @@ def markdown(r: Results) -> str:
 
 def write_markdown(path: Path, r: Results) -> None:
     """Replace this run's section (same key) or insert it after the runs anchor."""
-    section = markdown(r)
-    text = path.read_text() if path.exists() else f"# Benchmarks\n\n{RUNS_ANCHOR}\n"
-    pattern = re.compile(
-        rf"<!-- bench:run {re.escape(_key(r))} begin.*?<!-- bench:run {re.escape(_key(r))} end -->",
-        re.DOTALL,
-    )
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section, text, count=1)
-    elif RUNS_ANCHOR in text:
-        text = text.replace(RUNS_ANCHOR, f"{RUNS_ANCHOR}\n\n{section}", 1)
-    else:
-        text = f"{text.rstrip()}\n\n{section}\n"
-    path.write_text(text)
+    sections.write_block(path, f"run {_key(r)}", markdown(r), anchor=RUNS_ANCHOR, heading=None)
