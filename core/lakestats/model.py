@@ -171,6 +171,11 @@ class ColumnSketch:
     len_max: int | None = None
     true_count: int | None = None
     false_count: int | None = None
+    # tuple sketch: the theta keys with their KLL value (``sketches.value_sample``); None in
+    # stores written before issue 14 item 2 (then bucket NDVs are apportioned)
+    value_sample: bytes | None = None
+    # frequent-items sketch of the KLL value (``sketches.frequent``); None in older stores
+    frequent_items: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -332,6 +337,10 @@ class ColumnAggregate:
     len_max: int | None = None
     true_count: int | None = None
     false_count: int | None = None
+    # merged value samples; None when some sketched file has none (an older store)
+    value_sample: bytes | None = None
+    # merged frequent-items sketches; None as for value_sample
+    frequent_items: bytes | None = None
 
 
 @dataclass(frozen=True)

@@ -61,11 +61,17 @@ from lakestats.model import (
     SketchSettings,
     TableSchema,
 )
+from lakestats.sketches.frequent import (
+    MAX_ITEMS_TRACKED,
+    empty_frequent_items,
+    normalize_frequent_items,
+)
 from lakestats.sketches.hashing import ANSI_OFF, theta_input_sql
 from lakestats.sketches.key import key_sql
 from lakestats.sketches.merge import empty_kll, empty_theta, normalize_theta
 from lakestats.sketches.spark import stop_reason
 from lakestats.sketches.spec import TypeSpec, type_spec, validate_sketch_settings
+from lakestats.sketches.value_sample import empty_value_sample, normalize_value_sample
 from lakestats.values import from_physical
 
 _log = structlog.get_logger(__name__)
@@ -305,7 +311,7 @@ def sketch_files(
             # one partition per file is Spark's documented packing; never guess otherwise
             raise SketchError("Spark did not read each data file as one partition")
         by_key[_spark_key(row["__path"])] = {
-            **{p.column.field_id: _column_sketch(row, p) for p in planned},
+            **{p.column.field_id: _column_sketch(row, p, settings) for p in planned},
             **_key_sketches(row, key_plan),
         }
     empty = {p.column.field_id: _empty_sketch(p.spec, settings) for p in planned}
@@ -532,6 +538,20 @@ def _plan_sql(
         if spec.kll:
             projections.append((f"k{i}", _kll_input_sql(spec, v)))
             aggregates.append((f"kll{i}", f"kll_sketch_agg_double(k{i}, {settings.kll_k})"))
+        if spec.kll:
+            # frequent values (sketches/frequent.py); NULLs (NaN) are not counted
+            aggregates.append(
+                (f"fi{i}", f"approx_top_k_accumulate(k{i}, {MAX_ITEMS_TRACKED}).sketch")
+            )
+        if spec.kll and theta is not None:
+            # the theta sketch's keys carrying their value: NDV by value range
+            # (sketches/value_sample.py); NULL values (NaN) are skipped, as by KLL
+            aggregates.append(
+                (
+                    f"vs{i}",
+                    f"tuple_sketch_agg_double(h{i}, k{i}, {settings.theta_lg_k}, 'min')",
+                )
+            )
         if spec.nan:
             aggregates.append((f"nan{i}", f"count_if(isnan(v{i}))"))
         if spec.nan and p.scan_bounds:
@@ -665,7 +685,7 @@ def _read_schema(planned: list[_Planned], by_id: bool, key: _PlannedKey | None =
 # -- results ---------------------------------------------------------------------------
 
 
-def _column_sketch(row: Any, p: _Planned) -> ColumnSketch:
+def _column_sketch(row: Any, p: _Planned, settings: SketchSettings) -> ColumnSketch:
     i, spec, t = p.index, p.spec, p.spec.type
     rows = int(row["__rows"])
     values: dict[str, Any] = {"null_count": rows - int(row[f"nn{i}"])}
@@ -673,6 +693,13 @@ def _column_sketch(row: Any, p: _Planned) -> ColumnSketch:
         values["theta"] = normalize_theta(bytes(row[f"theta{i}"]))
     if spec.kll:
         values["kll"] = bytes(row[f"kll{i}"])
+    if spec.kll:
+        sketch = row[f"fi{i}"]
+        values["frequent_items"] = normalize_frequent_items(
+            None if sketch is None else bytes(sketch)
+        )
+    if spec.kll and spec.theta:
+        values["value_sample"] = normalize_value_sample(bytes(row[f"vs{i}"]), settings.theta_lg_k)
     if spec.nan:
         values["nan_count"] = int(row[f"nan{i}"])
     if p.scan_bounds:
@@ -722,6 +749,8 @@ def _empty_sketch(spec: TypeSpec, settings: SketchSettings) -> ColumnSketch:
     return ColumnSketch(
         theta=empty_theta(settings.theta_lg_k) if spec.theta else None,
         kll=empty_kll(settings.kll_k) if spec.kll else None,
+        frequent_items=empty_frequent_items() if spec.kll else None,
+        value_sample=empty_value_sample(settings.theta_lg_k) if spec.kll and spec.theta else None,
         null_count=0,
         nan_count=0 if spec.nan else None,
         len_sum=0 if spec.lengths else None,
