@@ -71,7 +71,12 @@ from lakestats.sketches.key import key_sql
 from lakestats.sketches.merge import empty_kll, empty_theta, normalize_theta
 from lakestats.sketches.spark import stop_reason
 from lakestats.sketches.spec import TypeSpec, type_spec, validate_sketch_settings
-from lakestats.sketches.value_sample import empty_value_sample, normalize_value_sample
+from lakestats.sketches.value_sample import (
+    empty_value_sample,
+    normalize_value_sample,
+    sample_carries_theta,
+    theta_of_value_sample,
+)
 from lakestats.values import from_physical
 
 _log = structlog.get_logger(__name__)
@@ -534,6 +539,8 @@ def _plan_sql(
         theta = theta_input_sql(spec.type, v)
         if theta is not None:
             projections.append((f"h{i}", theta))
+        if theta is not None and not sample_carries_theta(spec):
+            # otherwise the theta sketch is the value sample's keys (_column_sketch)
             aggregates.append((f"theta{i}", f"theta_sketch_agg(h{i}, {settings.theta_lg_k})"))
         if spec.kll:
             projections.append((f"k{i}", _kll_input_sql(spec, v)))
@@ -689,7 +696,9 @@ def _column_sketch(row: Any, p: _Planned, settings: SketchSettings) -> ColumnSke
     i, spec, t = p.index, p.spec, p.spec.type
     rows = int(row["__rows"])
     values: dict[str, Any] = {"null_count": rows - int(row[f"nn{i}"])}
-    if spec.theta:
+    if spec.theta and sample_carries_theta(spec):
+        values["theta"] = theta_of_value_sample(bytes(row[f"vs{i}"]))
+    elif spec.theta:
         values["theta"] = normalize_theta(bytes(row[f"theta{i}"]))
     if spec.kll:
         values["kll"] = bytes(row[f"kll{i}"])
