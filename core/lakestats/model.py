@@ -306,6 +306,11 @@ class SketchSettings:
     # the KLL bucket-mass error ``kll_k`` was derived from (config ``sketch.kll_error_rate``,
     # by default a quarter of a bucket's share); None: k was given directly
     kll_error_rate: float | None = None
+    # frequent values: items a file's frequent-items sketch tracks (0: none); measured
+    # choice in docs/benchmarks.md ("Making value samples and frequent items cheap")
+    frequent_items: int = 256
+    # per-bucket NDV: a value sample per file and column (carries the theta sketch too)
+    value_samples: bool = True
 
 
 @dataclass(frozen=True)

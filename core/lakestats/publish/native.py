@@ -25,7 +25,7 @@ from lakestats.model import (
     TableSchema,
 )
 from lakestats.publish.base import SnapshotStats
-from lakestats.sketches.frequent import FREQUENT_ITEMS_VERSION, MAX_ITEMS_TRACKED, frequent_values
+from lakestats.sketches.frequent import FREQUENT_ITEMS_VERSION, frequent_values
 from lakestats.sketches.histogram import equi_depth_histogram
 from lakestats.sketches.merge import (
     kll_quantiles,
@@ -145,7 +145,7 @@ def _sketch_fields(
         sketch["frequent_items"] = {
             "kind": "frequent_items_doubles",
             "version": FREQUENT_ITEMS_VERSION,
-            "max_items_tracked": MAX_ITEMS_TRACKED,
+            "max_items_tracked": settings.frequent_items,
             "epsilon": found.epsilon,
             # rows: every listed count is within this of the truth; a value not listed
             # has at most twice this many rows when "complete"

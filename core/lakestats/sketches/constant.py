@@ -90,10 +90,10 @@ def constant_sketch(
             stats["kll"] = repeated_kll(float(to_physical(type_str, value)), rows, settings.kll_k)
         else:
             stats["kll"] = empty_kll(settings.kll_k)
-    if spec.kll:
+    if spec.kll and settings.frequent_items:
         number = float(to_physical(type_str, value)) if counted else None
-        stats["frequent_items"] = repeated_frequent_items(number, rows)
-    if spec.kll and spec.theta:
+        stats["frequent_items"] = repeated_frequent_items(number, rows, settings.frequent_items)
+    if spec.kll and spec.theta and settings.value_samples:
         number = float(to_physical(type_str, value)) if counted else None
         stats["value_sample"] = single_value_sample(stats["theta"], number, settings.theta_lg_k)
     if spec.nan:

@@ -24,11 +24,17 @@ from typing import Any
 from datasketches import PyDoublesSerDe, frequent_items_error_type, frequent_items_sketch
 
 FREQUENT_ITEMS_VERSION = 1
-# Spark picks a map of 2048 slots for 1,000 tracked items: epsilon 3.5 / 2048 = 0.17 % of
-# the rows, below the KLL bucket-mass error at the default k (0.25 %). Measured cost:
-# docs/benchmarks.md ("Frequent values").
+# what ``sketch.frequent_items`` accepts besides 0 (off); Spark allows 1 … 1,000
+# (APPROX_TOP_K_MAX_ITEMS_TRACKED_EXCEEDS_LIMIT), a map below 16 slots lists nothing useful
+MIN_ITEMS_TRACKED = 8
 MAX_ITEMS_TRACKED = 1000
-LG_MAX_MAP_SIZE = 11
+
+
+def lg_map_size(items_tracked: int) -> int:
+    """Spark's map for ``items_tracked``: the power of two at or above ``items / 0.75``
+    (measured: 256 → 512 slots, 1000 → 2048), at least 8. Its epsilon is 3.5 / slots:
+    0.68 % of the rows at 256, 0.17 % at 1000."""
+    return max(3, math.ceil(math.log2(items_tracked / 0.75)))
 
 
 def _serde() -> Any:
@@ -41,34 +47,38 @@ def _load(blob: bytes) -> Any:
     return frequent_items_sketch.deserialize(blob, _serde())
 
 
-def empty_frequent_items() -> bytes:
-    return bytes(frequent_items_sketch(LG_MAX_MAP_SIZE).serialize(_serde()))
+def empty_frequent_items(items_tracked: int) -> bytes:
+    return bytes(frequent_items_sketch(lg_map_size(items_tracked)).serialize(_serde()))
 
 
-def normalize_frequent_items(blob: bytes | None) -> bytes:
+def normalize_frequent_items(blob: bytes | None, items_tracked: int) -> bytes:
     """Spark's sketch (``None`` for no rows) in the stored form."""
     if blob is None:
-        return empty_frequent_items()
+        return empty_frequent_items(items_tracked)
     return bytes(_load(blob).serialize(_serde()))
 
 
-def repeated_frequent_items(number: float | None, copies: int) -> bytes:
+def repeated_frequent_items(number: float | None, copies: int, items_tracked: int) -> bytes:
     """The sketch of ``copies`` rows holding ``number`` (identity-partition columns)."""
-    sketch = frequent_items_sketch(LG_MAX_MAP_SIZE)
+    sketch = frequent_items_sketch(lg_map_size(items_tracked))
     if number is not None and not math.isnan(number) and copies > 0:
         sketch.update(float(number), copies)
     return bytes(sketch.serialize(_serde()))
 
 
 def merge_frequent_items(blobs: Iterable[bytes | None]) -> bytes | None:
-    merged = frequent_items_sketch(LG_MAX_MAP_SIZE)
-    seen = False
-    for blob in blobs:
-        if blob is None:
-            continue
-        merged.merge(_load(blob))
-        seen = True
-    return bytes(merged.serialize(_serde())) if seen else None
+    """Merge into a map as large as the largest input's (files sketched at different
+    ``sketch.frequent_items`` keep the finer one's precision where it is theirs)."""
+    sketches = [_load(blob) for blob in blobs if blob is not None]
+    if not sketches:
+        return None
+    if len(sketches) == 1:
+        return bytes(sketches[0].serialize(_serde()))
+    slots = max(round(3.5 / float(s.epsilon)) for s in sketches)
+    merged = frequent_items_sketch(max(3, int(slots).bit_length() - 1))
+    for sketch in sketches:
+        merged.merge(sketch)
+    return bytes(merged.serialize(_serde()))
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from datasketches import (
     tuple_union,
 )
 
+from lakestats.model import SketchSettings
 from lakestats.sketches import sample_codec
 from lakestats.sketches.hashing import THETA_SEED
 from lakestats.sketches.spec import TypeSpec
@@ -220,10 +221,10 @@ def value_sample_doc(blob: bytes, lg_k: int) -> dict[str, Any]:
     }
 
 
-def sample_carries_theta(spec: TypeSpec) -> bool:
+def sample_carries_theta(spec: TypeSpec, settings: SketchSettings) -> bool:
     """Whether the column's value sample holds exactly its theta sketch's keys: a sampled
     type without NaN (NaN has a theta hash but no value, so it is not in the sample)."""
-    return spec.kll and spec.theta and not spec.nan
+    return settings.value_samples and spec.kll and spec.theta and not spec.nan
 
 
 def theta_of_value_sample(raw: bytes) -> bytes:
