@@ -45,6 +45,7 @@ from pydantic import (
 from lakestats.exceptions import ConfigError
 from lakestats.locations import local_path
 from lakestats.model import SketchSettings
+from lakestats.sketches.frequent import MAX_ITEMS_TRACKED
 from lakestats.sketches.spec import (
     default_kll_error_rate,
     kll_k_for_error,
@@ -178,6 +179,10 @@ class SketchConfig(ConfigSection):
     theta_lg_k: Annotated[int, Field(ge=5, le=26)] = 12  # Python datasketches merges need ≥ 5
     histogram_buckets: Annotated[int, Field(ge=1, le=10000)] = 100
     quantiles: tuple[float, ...] = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
+    # items each file's frequent-items sketch tracks (0: no frequent values); 8 … 1000
+    frequent_items: Annotated[int, Field(ge=0, le=MAX_ITEMS_TRACKED)] = 256
+    # per-bucket NDV from a value sample per file and column
+    value_samples: bool = True
     max_files_per_job: Annotated[int, Field(ge=1, le=1_000_000)] = 2000
     # a batch's new data files weigh at most this much (a single bigger commit is one batch)
     max_bytes_per_job: Annotated[int, BeforeValidator(parse_size), Field(ge=1, le=1 << 50)] = (
@@ -210,7 +215,7 @@ class SketchConfig(ConfigSection):
     def _one_kll_parameter(self) -> Self:
         if self.kll_k is not None and self.kll_error_rate is not None:
             raise ValueError("set kll_k or kll_error_rate, not both (k derives from the rate)")
-        if self.kll_error_rate is not None:
+        if self.kll_error_rate is not None or self.frequent_items:
             try:
                 validate_sketch_settings(self.settings())
             except ConfigError as exc:
@@ -233,6 +238,8 @@ class SketchConfig(ConfigSection):
             theta_lg_k=self.theta_lg_k,
             histogram_buckets=self.histogram_buckets,
             quantiles=self.quantiles,
+            frequent_items=self.frequent_items,
+            value_samples=self.value_samples,
         )
 
 

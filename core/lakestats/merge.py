@@ -22,7 +22,9 @@ from lakestats.model import (
     PartitionKey,
     SketchSettings,
 )
+from lakestats.sketches.frequent import merge_frequent_items
 from lakestats.sketches.merge import merge_kll, union_theta
+from lakestats.sketches.value_sample import union_value_samples
 
 TABLE_KEY = PartitionKey(spec_id=-1)  # the key of a whole-table aggregate
 
@@ -112,6 +114,8 @@ def column_of_file(data_file: DataFile, field_id: int, type_str: str) -> ColumnA
         sketched_files=1 if sketch is not None else 0,
         theta=sketch.theta if sketch else None,
         kll=sketch.kll if sketch else None,
+        value_sample=sketch.value_sample if sketch else None,
+        frequent_items=sketch.frequent_items if sketch else None,
         len_sum=sketch.len_sum if sketch else None,
         len_max=sketch.len_max if sketch else None,
         true_count=sketch.true_count if sketch else None,
@@ -141,11 +145,32 @@ def merge_columns(parts: Sequence[ColumnAggregate], settings: SketchSettings) ->
         sketched_files=sum(p.sketched_files for p in parts),
         theta=union_theta([p.theta for p in parts if p.theta is not None], settings.theta_lg_k),
         kll=merge_kll([p.kll for p in parts if p.kll is not None], settings.kll_k),
+        value_sample=_merge_value_samples(parts, settings),
+        frequent_items=_merge_frequent_items(parts),
         len_sum=_sum_present(p.len_sum for p in parts),
         len_max=_max_present(p.len_max for p in parts),
         true_count=_sum_present(p.true_count for p in parts),
         false_count=_sum_present(p.false_count for p in parts),
     )
+
+
+def _merge_value_samples(
+    parts: Sequence[ColumnAggregate], settings: SketchSettings
+) -> bytes | None:
+    """Union of the parts' value samples; None when a part with a KLL sketch has none (a
+    file sketched before value samples existed): a partial sample would undercount."""
+    sketched = [p for p in parts if p.kll is not None]
+    if not sketched or any(p.value_sample is None for p in sketched):
+        return None
+    return union_value_samples([p.value_sample for p in sketched], settings.theta_lg_k)
+
+
+def _merge_frequent_items(parts: Sequence[ColumnAggregate]) -> bytes | None:
+    """Merge of the parts' frequent-items sketches; None as for value samples."""
+    sketched = [p for p in parts if p.kll is not None]
+    if not sketched or any(p.frequent_items is None for p in sketched):
+        return None
+    return merge_frequent_items(p.frequent_items for p in sketched)
 
 
 def _merge_column_maps(

@@ -171,6 +171,11 @@ class ColumnSketch:
     len_max: int | None = None
     true_count: int | None = None
     false_count: int | None = None
+    # tuple sketch: the theta keys with their KLL value (``sketches.value_sample``); None in
+    # stores written before issue 14 item 2 (then bucket NDVs are apportioned)
+    value_sample: bytes | None = None
+    # frequent-items sketch of the KLL value (``sketches.frequent``); None in older stores
+    frequent_items: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -339,6 +344,11 @@ class SketchSettings:
     # the KLL bucket-mass error ``kll_k`` was derived from (config ``sketch.kll_error_rate``,
     # by default a quarter of a bucket's share); None: k was given directly
     kll_error_rate: float | None = None
+    # frequent values: items a file's frequent-items sketch tracks (0: none); measured
+    # choice in docs/benchmarks.md ("Making value samples and frequent items cheap")
+    frequent_items: int = 256
+    # per-bucket NDV: a value sample per file and column (carries the theta sketch too)
+    value_samples: bool = True
 
 
 @dataclass(frozen=True)
@@ -370,6 +380,10 @@ class ColumnAggregate:
     len_max: int | None = None
     true_count: int | None = None
     false_count: int | None = None
+    # merged value samples; None when some sketched file has none (an older store)
+    value_sample: bytes | None = None
+    # merged frequent-items sketches; None as for value_sample
+    frequent_items: bytes | None = None
 
 
 @dataclass(frozen=True)

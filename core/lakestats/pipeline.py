@@ -61,11 +61,18 @@ from lakestats.model import (
     SketchSettings,
     TableSchema,
 )
+from lakestats.sketches.frequent import empty_frequent_items, normalize_frequent_items
 from lakestats.sketches.hashing import ANSI_OFF, theta_input_sql
 from lakestats.sketches.key import key_sql
 from lakestats.sketches.merge import empty_kll, empty_theta, normalize_theta
 from lakestats.sketches.spark import stop_reason
 from lakestats.sketches.spec import TypeSpec, type_spec, validate_sketch_settings
+from lakestats.sketches.value_sample import (
+    empty_value_sample,
+    normalize_value_sample,
+    sample_carries_theta,
+    theta_of_value_sample,
+)
 from lakestats.values import from_physical
 
 _log = structlog.get_logger(__name__)
@@ -305,7 +312,7 @@ def sketch_files(
             # one partition per file is Spark's documented packing; never guess otherwise
             raise SketchError("Spark did not read each data file as one partition")
         by_key[_spark_key(row["__path"])] = {
-            **{p.column.field_id: _column_sketch(row, p) for p in planned},
+            **{p.column.field_id: _column_sketch(row, p, settings) for p in planned},
             **_key_sketches(row, key_plan),
         }
     empty = {p.column.field_id: _empty_sketch(p.spec, settings) for p in planned}
@@ -528,10 +535,25 @@ def _plan_sql(
         theta = theta_input_sql(spec.type, v)
         if theta is not None:
             projections.append((f"h{i}", theta))
+        if theta is not None and not sample_carries_theta(spec, settings):
+            # otherwise the theta sketch is the value sample's keys (_column_sketch)
             aggregates.append((f"theta{i}", f"theta_sketch_agg(h{i}, {settings.theta_lg_k})"))
         if spec.kll:
             projections.append((f"k{i}", _kll_input_sql(spec, v)))
             aggregates.append((f"kll{i}", f"kll_sketch_agg_double(k{i}, {settings.kll_k})"))
+        if spec.kll and settings.frequent_items:
+            # frequent values (sketches/frequent.py); NULLs (NaN) are not counted
+            items = settings.frequent_items
+            aggregates.append((f"fi{i}", f"approx_top_k_accumulate(k{i}, {items}).sketch"))
+        if spec.kll and theta is not None and settings.value_samples:
+            # the theta sketch's keys carrying their value: NDV by value range
+            # (sketches/value_sample.py); NULL values (NaN) are skipped, as by KLL
+            aggregates.append(
+                (
+                    f"vs{i}",
+                    f"tuple_sketch_agg_double(h{i}, k{i}, {settings.theta_lg_k}, 'min')",
+                )
+            )
         if spec.nan:
             aggregates.append((f"nan{i}", f"count_if(isnan(v{i}))"))
         if spec.nan and p.scan_bounds:
@@ -665,14 +687,23 @@ def _read_schema(planned: list[_Planned], by_id: bool, key: _PlannedKey | None =
 # -- results ---------------------------------------------------------------------------
 
 
-def _column_sketch(row: Any, p: _Planned) -> ColumnSketch:
+def _column_sketch(row: Any, p: _Planned, settings: SketchSettings) -> ColumnSketch:
     i, spec, t = p.index, p.spec, p.spec.type
     rows = int(row["__rows"])
     values: dict[str, Any] = {"null_count": rows - int(row[f"nn{i}"])}
-    if spec.theta:
+    if spec.theta and sample_carries_theta(spec, settings):
+        values["theta"] = theta_of_value_sample(bytes(row[f"vs{i}"]))
+    elif spec.theta:
         values["theta"] = normalize_theta(bytes(row[f"theta{i}"]))
     if spec.kll:
         values["kll"] = bytes(row[f"kll{i}"])
+    if spec.kll and settings.frequent_items:
+        sketch = row[f"fi{i}"]
+        values["frequent_items"] = normalize_frequent_items(
+            None if sketch is None else bytes(sketch), settings.frequent_items
+        )
+    if spec.kll and spec.theta and settings.value_samples:
+        values["value_sample"] = normalize_value_sample(bytes(row[f"vs{i}"]), settings.theta_lg_k)
     if spec.nan:
         values["nan_count"] = int(row[f"nan{i}"])
     if p.scan_bounds:
@@ -722,6 +753,16 @@ def _empty_sketch(spec: TypeSpec, settings: SketchSettings) -> ColumnSketch:
     return ColumnSketch(
         theta=empty_theta(settings.theta_lg_k) if spec.theta else None,
         kll=empty_kll(settings.kll_k) if spec.kll else None,
+        frequent_items=(
+            empty_frequent_items(settings.frequent_items)
+            if spec.kll and settings.frequent_items
+            else None
+        ),
+        value_sample=(
+            empty_value_sample(settings.theta_lg_k)
+            if spec.kll and spec.theta and settings.value_samples
+            else None
+        ),
         null_count=0,
         nan_count=0 if spec.nan else None,
         len_sum=0 if spec.lengths else None,

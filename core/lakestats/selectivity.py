@@ -12,8 +12,10 @@ The model (docs/sketches.md, "Selectivity"):
   containing bucket's rows in proportion to where the constant lies in its value range
   (bucket ``j`` covers ``(lower, upper]``, the first ``[lower, upper]``). A value with a
   bucket of its own (hotter than a bucket) is counted whole.
-* ``=``: the containing bucket's rows divided by its NDV (a single-value bucket: all its
-  rows); 0 outside [min, max]. ``IN``: the sum over its distinct values.
+* ``=``: a frequent value (the column's ``frequent_values``, from a frequent-items sketch)
+  its own count; else the containing bucket's rows divided by its NDV (a single-value
+  bucket: all its rows), at most twice the sketch's maximum error when the frequent list
+  is complete; 0 outside [min, max]. ``IN``: the sum over its distinct values.
 * A column without a histogram (strings, binary, booleans): ``=``/``IN`` from the NDV
   (``non-null rows / ndv`` per value), booleans from the true/false counts; ranges on it
   are a ``LakestatsError``.
@@ -110,10 +112,16 @@ def _rows(column: dict[str, Any], predicate: Predicate, non_null: float) -> floa
     buckets = _Buckets(type_str, histogram)
     points = [_unit(type_str, v) for v in values]
     op = predicate.op
-    if op == "=":
-        return buckets.equal(points[0])
-    if op == "in":
-        return sum(buckets.equal(p) for p in set(points))
+    if op in ("=", "in"):
+        frequent, unlisted_at_most = _frequent_values(column, type_str)
+
+        def equal(x: float) -> float:
+            if x in frequent:
+                return frequent[x]
+            guess = buckets.equal(x)
+            return guess if unlisted_at_most is None else min(guess, unlisted_at_most)
+
+        return sum(equal(p) for p in set(points))
     if op == "<":
         return buckets.at_most(points[0]) - buckets.equal(points[0])
     if op == "<=":
@@ -141,6 +149,18 @@ def _rows_without_histogram(column: dict[str, Any], predicate: Predicate, non_nu
     if not ndv:
         return 0.0 if non_null <= 0 else non_null
     return min(non_null, non_null / float(ndv) * len(set(predicate.values)))
+
+
+def _frequent_values(
+    column: dict[str, Any], type_str: str
+) -> tuple[dict[float, float], float | None]:
+    """The column's frequent values (KLL units → rows) and, when that list is complete, the
+    most rows a value not on it can have (twice the sketch's maximum error)."""
+    listed = column.get("frequent_values") or []
+    counts = {_unit(type_str, f["value"]): float(f["count"]) for f in listed}
+    info = (column.get("sketch") or {}).get("frequent_items") or {}
+    cap = 2.0 * float(info["maximum_error"]) if info.get("complete") else None
+    return counts, cap
 
 
 class _Buckets:

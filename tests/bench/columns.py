@@ -66,6 +66,15 @@ def _min_scan(spark: Any, files: Sequence[str], names: Sequence[str]) -> None:
     df.agg(*[F.min(n).alias(n) for n in names]).collect()
 
 
+def _print_sizes(result: dict[str, Any], files: int) -> None:
+    """Bytes of each sketch kind over all files (0 for kinds the code does not keep)."""
+    for kind in ("theta", "kll", "value_sample", "frequent_items"):
+        size = sum(
+            len(getattr(c, kind, None) or b"") for per in result.values() for c in per.values()
+        )
+        print(f"| {kind} | {size / 2**20:.2f} MiB | {size / files / 1024:.1f} KiB per file |")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", default=_DEFAULT_FILES, help="glob of Parquet files")
@@ -73,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--per-column", action="store_true")
     parser.add_argument("--kll-k", type=int, nargs="*", default=[])
     parser.add_argument("--spark-master", default="local[2]")
+    parser.add_argument(
+        "--sizes", action="store_true", help="bytes per sketch kind the store keeps per file"
+    )
     args = parser.parse_args(argv)
     files = sorted(glob.glob(args.files, recursive=True))  # noqa: PTH207 - a user's glob
     if not files:
@@ -90,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"| all columns | min() {scan[0]:.2f} / {scan[1]:.2f} | sketch_files "
           f"{build[0]:.2f} / {build[1]:.2f} | ratio {build[0] / scan[0]:.2f}× wall, "
           f"{build[1] / scan[1]:.2f}× CPU |")  # fmt: skip
+    if args.sizes:
+        _print_sizes(sketch_files(spark, files, schema, settings), len(files))
     if args.per_column:
         print("| column | type | min() wall / CPU | sketch_files wall / CPU | ratio (CPU) |")
         for column in schema.columns:

@@ -49,8 +49,10 @@ from lakestats.model import ColumnAggregate, ColumnSketch, TableSchema
 from lakestats.pipeline import sketch_files
 from lakestats.publish.native import column_doc
 from lakestats.selectivity import Predicate, selectivity
+from lakestats.sketches.frequent import merge_frequent_items
 from lakestats.sketches.merge import merge_kll, union_theta
 from lakestats.sketches.spark import SparkSettings, get_spark
+from lakestats.sketches.value_sample import union_value_samples
 
 _HISTOGRAM_TYPES = ("int", "long", "double", "float", "date")
 KINDS = ("=", "<", "between narrow", "between wide", "in")
@@ -82,6 +84,10 @@ def _doc(files: Sequence[str], schema: TableSchema, spark: Any) -> dict[str, Any
             sketched_files=len(files),
             theta=union_theta([s.theta for s in sketches], settings.theta_lg_k),
             kll=merge_kll([s.kll for s in sketches], settings.kll_k),
+            value_sample=union_value_samples(
+                [s.value_sample for s in sketches], settings.theta_lg_k
+            ),
+            frequent_items=merge_frequent_items(s.frequent_items for s in sketches),
         )
         columns[column.name] = column_doc(aggregate, column.field_id, column.type, rows, settings)
     return {"record_count": rows, "columns": columns}

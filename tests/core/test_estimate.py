@@ -8,6 +8,7 @@ pyarrow over the table's own scan.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import io
 import math
@@ -15,10 +16,12 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 import lakestats
@@ -319,3 +322,129 @@ def test_a_rare_minimum_below_a_hot_value_gets_its_own_bucket() -> None:
     }
     assert selectivity(doc, Predicate("d", "<", (1,))) * len(values) <= error + 1
     assert abs(selectivity(doc, Predicate("d", "=", (1,))) * len(values) - 50_000) <= error
+
+
+def _check_bucket_ndvs(doc: dict[str, Any], data: pa.Table) -> int:
+    """Every numeric column's bucket NDVs are measured and within the sample's bound of
+    the exact distinct count of the bucket's range; returns the estimated buckets checked."""
+    checked = 0
+    for name in NUMERIC:
+        column = doc["columns"][name]
+        sample = column["sketch"]["value_sample"]
+        theta = sample["theta"]
+        rows_error = column["sketch"]["quantiles"]["bucket_count_error"]
+        distinct = sorted(set(_kll_units(column["type"], data.column(name))))
+        misses = 0
+        for j, bucket in enumerate(column["histogram"]):
+            assert bucket["ndv_apportioned"] is False
+            lower = _unit(column["type"], bucket["lower"])
+            upper = _unit(column["type"], bucket["upper"])
+            first = (bisect.bisect_left if j == 0 else bisect.bisect_right)(distinct, lower)
+            exact = bisect.bisect_right(distinct, upper) - first
+            if sample["exact"]:
+                assert bucket["ndv"] == exact, (name, j, bucket)
+                continue
+            # the retained count in a range is binomial(exact, theta): 3 standard deviations
+            # (normal approximation), +1 for the floor of one value, + the row-count cap's
+            # own error
+            bound = 3 * math.sqrt(exact * (1 - theta) / theta) + 1 + rows_error
+            misses += abs(bucket["ndv"] - exact) > bound
+            checked += 1
+        assert misses <= 1, name  # ~0.3 % of buckets may fall outside 3 sigma
+    return checked
+
+
+def test_bucket_ndv_is_measured_within_the_sample_bound(analyzed: Analyzed) -> None:
+    doc, data = analyzed
+    samples = {name: doc["columns"][name]["sketch"]["value_sample"] for name in NUMERIC}
+    # qty/disc/day hold fewer distinct values than the sample keeps: exact there
+    assert {name for name, s in samples.items() if s["exact"]} == {"qty", "disc", "day"}
+    assert all(s["kind"] == "tuple_min_double" and s["version"] == 1 for s in samples.values())
+    assert _check_bucket_ndvs(doc, data) > 100  # skew and price: estimates, checked
+
+
+@dataclass(frozen=True)
+class Incremental:
+    warehouse: IcebergWarehouse
+    location: str
+    config: Config
+
+
+@pytest.fixture(scope="module")
+def incremental(tmp_path_factory: pytest.TempPathFactory) -> Incremental:
+    """The fixture's rows analyzed in two runs, with a file added in the first and removed
+    in the second (its sketches re-merged out of the aggregates)."""
+    root = tmp_path_factory.mktemp("incremental")
+    warehouse = IcebergWarehouse(root / "wh")
+    warehouse.create_table("t", SCHEMA)
+    location = warehouse.location("t")
+    config = Config(state_dir=str(root / "state"))
+    rng = random.Random(14)
+    batches = [_batch(rng) for _ in range(3)]
+    stray = _batch(random.Random(99))
+    stray = stray.set_column(0, "qty", pa.array([Decimal(99)] * len(stray), SCHEMA.field(0).type))
+    warehouse.append("t", batches[0])
+    warehouse.append("t", stray)
+    lakestats.analyze_table(location, config=config)
+    warehouse.append("t", batches[1])
+    warehouse.delete("t", "qty = 99")  # drops the stray file whole
+    warehouse.append("t", batches[2])
+    lakestats.analyze_table(location, config=config)
+    return Incremental(warehouse, location, config)
+
+
+def test_bucket_ndv_incremental_equals_from_scratch(
+    analyzed: Analyzed, incremental: Incremental
+) -> None:
+    doc = lakestats.read_stats(incremental.location, config=incremental.config)
+    assert doc["record_count"] == len(analyzed.data)
+    for name in NUMERIC:
+        ours, scratch = doc["columns"][name], analyzed.doc["columns"][name]
+        # the same sample (theta and retained entries) and so the same NDV
+        assert ours["sketch"]["value_sample"] == scratch["sketch"]["value_sample"], name
+        assert ours["ndv"] == scratch["ndv"], name
+        assert all(b["ndv_apportioned"] is False for b in ours["histogram"])
+
+
+def test_an_older_store_without_value_samples_falls_back_to_apportioned_ndv(
+    analyzed: Analyzed, incremental: Incremental
+) -> None:
+    """A store written before value samples and frequent items existed (no
+    ``value_sample_v1``/``frequent_items_v1`` columns) stays readable; the next commit's
+    document apportions bucket NDVs and says so, and has no frequent values."""
+    stripped = 0
+    new_columns = ["value_sample_v1", "frequent_items_v1"]
+    for path in Path(incremental.config.state_dir).rglob("*.parquet"):
+        table = pq.read_table(path)
+        if set(new_columns) <= set(table.column_names):
+            pq.write_table(table.drop_columns(new_columns), path)
+            stripped += 1
+    assert stripped >= 2  # segments and aggregates
+    extra = _batch(random.Random(5))
+    incremental.warehouse.append("t", extra)
+    lakestats.analyze_table(incremental.location, config=incremental.config)
+    doc = lakestats.read_stats(incremental.location, config=incremental.config)
+    assert doc["record_count"] == len(analyzed.data) + len(extra)
+    for name in NUMERIC:
+        column = doc["columns"][name]
+        assert "value_sample" not in column["sketch"]  # the older files have none
+        assert "frequent_items" not in column["sketch"] and column["frequent_values"] is None
+        histogram = column["histogram"]
+        assert histogram and all(b["ndv_apportioned"] is True for b in histogram)
+        assert sum(b["ndv"] for b in histogram) == pytest.approx(column["ndv"], rel=0.01)
+
+
+def test_frequent_values_of_low_cardinality_columns_are_exact(analyzed: Analyzed) -> None:
+    """50 quantities and 11 discounts: the frequent-items sketch never had to evict, so
+    its counts are exact (maximum error 0) and every value is listed."""
+    doc, data = analyzed
+    for name, values in (("qty", 50), ("disc", 11)):
+        column = doc["columns"][name]
+        info = column["sketch"]["frequent_items"]
+        assert info["maximum_error"] == 0 and info["complete"] is True
+        exact = pc.value_counts(data.column(name)).to_pylist()
+        counts = {str(c["values"]): c["counts"] for c in exact if c["values"] is not None}
+        listed = {f["value"]: f["count"] for f in column["frequent_values"]}
+        assert len(listed) == values and listed == counts
+    for predicate in (Predicate("qty", "=", ("17",)), Predicate("disc", "in", ("0.01", "0.10"))):
+        assert selectivity(doc, predicate) * len(data) == _exact(data, predicate)

@@ -25,12 +25,14 @@ from lakestats.model import (
     TableSchema,
 )
 from lakestats.publish.base import SnapshotStats
+from lakestats.sketches.frequent import FREQUENT_ITEMS_VERSION, frequent_values
 from lakestats.sketches.histogram import equi_depth_histogram
 from lakestats.sketches.merge import (
     kll_quantiles,
     theta_estimate,
 )
 from lakestats.sketches.spec import decimal_precision_scale
+from lakestats.sketches.value_sample import value_sample_doc
 from lakestats.values import from_physical, to_json
 
 FLOAT_TYPES = frozenset({"float", "double"})
@@ -78,6 +80,7 @@ def _sketch_fields(
         "ndv": _ndv(column),
         "quantiles": None,
         "histogram": None,
+        "frequent_values": None,
         "avg_len": None,
         "max_len": column.len_max,
         "true_count": column.true_count,
@@ -98,6 +101,7 @@ def _sketch_fields(
             column.theta,
             settings.histogram_buckets,
             value_step=_value_step(column.type),
+            value_sample=column.value_sample,
         )
         out["histogram"] = [
             {
@@ -106,6 +110,8 @@ def _sketch_fields(
                 "count": round(b.count),  # whole rows; exact unless "approximate"
                 "ndv": b.ndv,
                 "approximate": b.approximate,
+                # ndv shared out by row count (no value sample: an older store), not measured
+                "ndv_apportioned": b.ndv_apportioned,
             }
             for b in buckets
         ]
@@ -123,6 +129,29 @@ def _sketch_fields(
         }
     if column.kll is not None:
         sketch["quantiles"] = _kll_doc(column.kll, settings)
+    if column.value_sample is not None:
+        sketch["value_sample"] = value_sample_doc(column.value_sample, settings.theta_lg_k)
+    if column.frequent_items is not None:
+        found = frequent_values(column.frequent_items, settings.histogram_buckets)
+        out["frequent_values"] = [
+            {
+                "value": to_json(kll_value(column.type, f.value)),
+                "count": f.count,
+                "count_lower": f.lower,
+                "count_upper": f.upper,
+            }
+            for f in found.values
+        ]
+        sketch["frequent_items"] = {
+            "kind": "frequent_items_doubles",
+            "version": FREQUENT_ITEMS_VERSION,
+            "max_items_tracked": settings.frequent_items,
+            "epsilon": found.epsilon,
+            # rows: every listed count is within this of the truth; a value not listed
+            # has at most twice this many rows when "complete"
+            "maximum_error": found.maximum_error,
+            "complete": found.complete,
+        }
     out["sketch"] = sketch
     return out
 

@@ -11,6 +11,8 @@ the pipeline's conventions (``lakestats.pipeline``) so they merge with Spark's s
   strings/binaries and NaN-free nulls enter no sketch;
 * ``kll``: ``rows`` copies of the value as a double, built by doubling merges (all items
   equal, so every quantile is exact);
+* ``value_sample``: the theta sketch's one hash carrying the value as a double;
+* ``frequent_items``: the value (as a double) counted ``rows`` times;
 * counts, min = max = the value, lengths in characters (strings) or bytes (binary).
 """
 
@@ -23,9 +25,11 @@ from typing import Any
 from datasketches import compact_theta_sketch, kll_doubles_sketch, update_theta_sketch
 
 from lakestats.model import ColumnSketch, SketchSettings
+from lakestats.sketches.frequent import repeated_frequent_items
 from lakestats.sketches.hashing import THETA_SEED, theta_hash
 from lakestats.sketches.merge import empty_kll, empty_theta
 from lakestats.sketches.spec import type_spec
+from lakestats.sketches.value_sample import single_value_sample
 from lakestats.values import encode_bound, to_physical
 
 # A compact, ordered, read-only theta sketch of one hash: preamble (1 long) with the seed
@@ -86,6 +90,12 @@ def constant_sketch(
             stats["kll"] = repeated_kll(float(to_physical(type_str, value)), rows, settings.kll_k)
         else:
             stats["kll"] = empty_kll(settings.kll_k)
+    if spec.kll and settings.frequent_items:
+        number = float(to_physical(type_str, value)) if counted else None
+        stats["frequent_items"] = repeated_frequent_items(number, rows, settings.frequent_items)
+    if spec.kll and spec.theta and settings.value_samples:
+        number = float(to_physical(type_str, value)) if counted else None
+        stats["value_sample"] = single_value_sample(stats["theta"], number, settings.theta_lg_k)
     if spec.nan:
         stats["nan_count"] = present if is_nan else 0
     if spec.bounds and counted:

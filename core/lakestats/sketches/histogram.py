@@ -10,16 +10,24 @@ Bucket ``i`` covers ``(lower, upper]``, except the first, which covers ``[lower,
 (its lower bound is the minimum). Bounds are in the KLL unit of the column (see
 ``spec.TypeSpec.kll_unit``: the value, days or microseconds since epoch).
 
-Per-bucket NDV is an *estimate by proportion*, not a measurement: a theta sketch cannot be
-split by value range, so the column's total NDV is shared out in proportion to the bucket's
-row count, every bucket getting at least one distinct value (its upper bound is a value the
-sketch saw), and no bucket more than its row count or, when ``value_step`` is given (1 for
-int/long/date/timestamp micros, 10^-scale for decimals), more than the number of
-representable values in its range. What a cap cuts off is shared among the other buckets
-(water-filling), so the bucket NDVs sum to the total NDV whenever the caps allow it. It is
-biased high for buckets holding one very frequent value among continuous (float) data and
-low for sparse tails. Counts are whole numbers, exact when the sketch kept every value
-(``approximate=False``), else within the KLL bucket-mass error; NDVs are estimates.
+Per-bucket NDV is *measured* when the column has a value sample
+(``sketches.value_sample``: the theta sketch's retained keys carrying their value): the
+entries whose value falls in the bucket's range divided by the sample's theta, exact while
+the sample holds every distinct value, else within the theta sketch's binomial bounds on
+that retained count. It is capped at the number of representable values in the range when
+``value_step`` is given (1 for int/long/date/timestamp micros, 10^-scale for decimals) and,
+for an estimate, at the bucket's row count; at least 1 (the bucket's upper bound is a value
+that exists); a single-value bucket has exactly 1.
+
+Without a value sample (stores written before it existed) the NDV is an *estimate by
+proportion* (``ndv_apportioned``): the column's total NDV is shared out in proportion to
+the bucket's row count, every bucket getting at least one distinct value, and no bucket
+more than its row count or the representable values in its range. What a cap cuts off is
+shared among the other buckets (water-filling), so the bucket NDVs sum to the total NDV
+whenever the caps allow it. It is biased high for buckets holding one very frequent value
+among continuous (float) data and low for sparse tails. Counts are whole numbers, exact
+when the sketch kept every value (``approximate=False``), else within the KLL bucket-mass
+error.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from dataclasses import dataclass
 from datasketches import kll_doubles_sketch
 
 from lakestats.sketches.merge import theta_estimate
+from lakestats.sketches.value_sample import ValueSample, load_value_sample
 
 
 @dataclass(frozen=True)
@@ -38,9 +47,11 @@ class HistogramBucket:
     lower: float
     upper: float
     count: float  # rows in the bucket, from the KLL CDF (a whole number)
-    ndv: float | None  # distinct values in the bucket, estimated by proportion (approximate)
+    ndv: float | None  # distinct values in the bucket (see the module docstring)
     # False when the sketch kept every value (not in estimation mode): bounds and count exact
     approximate: bool = True
+    # True: ndv is the column's NDV shared by row count; False: measured from a value sample
+    ndv_apportioned: bool = True
 
 
 def equi_depth_histogram(
@@ -49,6 +60,7 @@ def equi_depth_histogram(
     buckets: int,
     *,
     value_step: float | None = None,
+    value_sample: bytes | None = None,
 ) -> list[HistogramBucket]:
     """Equi-depth histogram of at most ``buckets`` buckets (plus one per hot value); ``[]``
     for an empty sketch.
@@ -58,6 +70,7 @@ def equi_depth_histogram(
     rows (by the sketch: its weight, within the bucket-mass error) gets a bucket of its own,
     ``(previous value, value]``: with ``value_step`` the previous representable value, else
     the next float below, so the range holds that one value and its count is the value's.
+    With ``value_sample`` each bucket's NDV is measured from it (else apportioned).
     """
     if buckets < 1:
         raise ValueError(f"buckets must be >= 1, got {buckets}")
@@ -76,9 +89,10 @@ def equi_depth_histogram(
         if not bounds or value > bounds[-1]:
             bounds.append(float(value))
     total_ndv = _total_ndv(theta_blob_or_ndv)
+    sample = None if value_sample is None else load_value_sample(value_sample)
     if len(bounds) == 1:
-        ndv = None if total_ndv is None else 1.0
-        return [HistogramBucket(bounds[0], bounds[0], n, ndv, approximate)]
+        ndv = None if total_ndv is None and sample is None else 1.0
+        return [HistogramBucket(bounds[0], bounds[0], n, ndv, approximate, sample is None)]
 
     def rows_to(value: float, inclusive: bool = True) -> float:
         # KLL's rank is a cumulative weight divided by n: scaled back and rounded it is the
@@ -124,7 +138,9 @@ def equi_depth_histogram(
     ends[-1] = n  # the maximum: every row
     counts = [ends[j] - (ends[j - 1] if j else 0.0) for j in range(len(ends))]
     ndvs: list[float | None] = [None] * len(counts)
-    if total_ndv is not None:
+    if sample is not None:
+        ndvs = list(_measured_ndvs(sample, lowers, uppers, counts, single, value_step))
+    elif total_ndv is not None:
         caps = []
         for j, count in enumerate(counts):
             cap = max(count, 1.0)
@@ -136,9 +152,35 @@ def equi_depth_histogram(
             caps.append(max(cap, 1.0))
         ndvs = list(_water_fill(total_ndv, counts, caps))
     return [
-        HistogramBucket(lowers[j], uppers[j], counts[j], ndvs[j], approximate)
+        HistogramBucket(lowers[j], uppers[j], counts[j], ndvs[j], approximate, sample is None)
         for j in range(len(counts))
     ]
+
+
+def _measured_ndvs(  # noqa: PLR0917 - private, the histogram's parts
+    sample: ValueSample,
+    lowers: list[float],
+    uppers: list[float],
+    counts: list[float],
+    single: set[int],
+    value_step: float | None,
+) -> list[float]:
+    """Each bucket's NDV from the value sample, within [1, representable values] (and at
+    most its rows when the sample is itself an estimate)."""
+    ndvs = []
+    for j, (lower, upper) in enumerate(zip(lowers, uppers, strict=True)):
+        if j in single:
+            ndvs.append(1.0)
+            continue
+        ndv = sample.estimate_in(lower, upper, include_lower=j == 0)
+        if not sample.exact:
+            ndv = min(ndv, max(counts[j], 1.0))
+        if value_step is not None and value_step > 0:
+            # decimals' steps are not exact in binary: round the span
+            span = round((upper - lower) / value_step, 6)
+            ndv = min(ndv, math.floor(span) + (1.0 if j == 0 else 0.0))
+        ndvs.append(max(ndv, 1.0))
+    return ndvs
 
 
 def _hot_values(

@@ -14,6 +14,7 @@ from datasketches import kll_doubles_sketch
 
 from lakestats.exceptions import ConfigError
 from lakestats.model import SketchSettings
+from lakestats.sketches.frequent import MAX_ITEMS_TRACKED, MIN_ITEMS_TRACKED
 
 # The ranges Spark 4 accepts, checked against the functions themselves:
 #   kll_sketch_agg_double(x, k)      -> KLL_SKETCH_K_OUT_OF_RANGE unless 8 <= k <= 65535
@@ -161,6 +162,16 @@ def validate_sketch_settings(settings: SketchSettings) -> SketchSettings:
         raise ConfigError(
             f"sketch.histogram_buckets must be an integer between 1 and "
             f"{HISTOGRAM_BUCKETS_MAX}, got {b!r}"
+        )
+    items = settings.frequent_items
+    if not _is_int(items) or not (items == 0 or MIN_ITEMS_TRACKED <= items <= MAX_ITEMS_TRACKED):
+        raise ConfigError(
+            f"sketch.frequent_items must be 0 (none) or an integer between {MIN_ITEMS_TRACKED} "
+            f"and {MAX_ITEMS_TRACKED}, got {items!r}"
+        )
+    if not isinstance(settings.value_samples, bool):
+        raise ConfigError(
+            f"sketch.value_samples must be true or false, got {settings.value_samples!r}"
         )
     rate = settings.kll_error_rate
     if rate is not None:

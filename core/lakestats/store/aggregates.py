@@ -66,10 +66,19 @@ _COLUMN_FIELDS = [
     pa.field("len_max", pa.int64()),
     pa.field("true_count", pa.int64()),
     pa.field("false_count", pa.int64()),
+    # added in a minor revision (issue 14); files without it read as None. The suffix is
+    # the stored form's version (sketches/value_sample.py)
+    pa.field("value_sample_v1", pa.binary()),
+    pa.field("frequent_items_v1", pa.binary()),  # likewise (sketches/frequent.py)
 ]
 SCHEMA = schema_with_kind(_PARTITION_FIELDS + _DELETE_FIELDS + _COLUMN_FIELDS, KIND)
 _DELETE_TOTALS = [f.name for f in _DELETE_FIELDS]
-OPTIONAL_COLUMNS = ["partition_fields", *_DELETE_TOTALS]
+OPTIONAL_COLUMNS = [
+    "partition_fields",
+    *_DELETE_TOTALS,
+    "value_sample_v1",
+    "frequent_items_v1",
+]
 COLUMNS = [name for name in SCHEMA.names if name not in OPTIONAL_COLUMNS]
 _PARTITION_TOTALS = [f.name for f in _PARTITION_FIELDS[3:]]
 _NO_COLUMN: dict[str, Any] = {f.name: None for f in _COLUMN_FIELDS}
@@ -102,6 +111,8 @@ def _column_cells(part: PartitionAggregate, key: int, agg: ColumnAggregate) -> d
         "len_max": agg.len_max,
         "true_count": agg.true_count,
         "false_count": agg.false_count,
+        "value_sample_v1": agg.value_sample,
+        "frequent_items_v1": agg.frequent_items,
     }
 
 
@@ -170,6 +181,8 @@ def read_aggregate(path: atomic.PathLike) -> tuple[PartitionAggregate, ...]:
                     len_max=data["len_max"][row],
                     true_count=data["true_count"][row],
                     false_count=data["false_count"][row],
+                    value_sample=_optional(data, "value_sample_v1", row),
+                    frequent_items=_optional(data, "frequent_items_v1", row),
                 )
             totals = {name: data[name][first] for name in _PARTITION_TOTALS}
             totals.update(
@@ -187,3 +200,9 @@ def read_aggregate(path: atomic.PathLike) -> tuple[PartitionAggregate, ...]:
                 )
             )
     return tuple(parts)
+
+
+def _optional(data: dict[str, list[Any]], name: str, row: int) -> Any:
+    """A cell of a column added by a minor revision (``None`` in files without it)."""
+    values = data.get(name)
+    return None if values is None else values[row]

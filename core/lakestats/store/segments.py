@@ -73,9 +73,19 @@ _SKETCH_FIELDS = [
     pa.field("len_max", pa.int64()),
     pa.field("true_count", pa.int64()),
     pa.field("false_count", pa.int64()),
+    # added in a minor revision (issue 14; files without it: no value samples). The
+    # suffix is the stored form's version (sketches/value_sample.py)
+    pa.field("value_sample_v1", pa.binary()),
+    pa.field("frequent_items_v1", pa.binary()),  # likewise (sketches/frequent.py)
 ]
 SCHEMA = schema_with_kind(_FILE_FIELDS + _FIELD_FIELDS + _METRIC_FIELDS + _SKETCH_FIELDS, KIND)
-OPTIONAL_COLUMNS = ["partition_fields", "live_record_count", "live_rows_unknown"]
+OPTIONAL_COLUMNS = [
+    "partition_fields",
+    "live_record_count",
+    "live_rows_unknown",
+    "value_sample_v1",
+    "frequent_items_v1",
+]
 COLUMNS = [name for name in SCHEMA.names if name not in OPTIONAL_COLUMNS]
 
 _EMPTY_METRICS: dict[str, Any] = {f.name: None for f in _METRIC_FIELDS}
@@ -114,6 +124,8 @@ def _sketch_cells(sketch: ColumnSketch | None, type_str: str | None, where: str)
         "len_max": sketch.len_max,
         "true_count": sketch.true_count,
         "false_count": sketch.false_count,
+        "value_sample_v1": sketch.value_sample,
+        "frequent_items_v1": sketch.frequent_items,
     }
 
 
@@ -205,6 +217,8 @@ def _sketch(cells: Mapping[str, Any], type_str: str | None) -> ColumnSketch:
         len_max=cells["len_max"],
         true_count=cells["true_count"],
         false_count=cells["false_count"],
+        value_sample=cells.get("value_sample_v1"),
+        frequent_items=cells.get("frequent_items_v1"),
     )
 
 
