@@ -17,6 +17,13 @@ SQL ``lakestats.pipeline`` plans (``_plan_sql``) and run in the pipeline's own j
 * ``<kind>:<type>`` (``theta:decimal``, ``kll:long``…): that kind for columns of one type;
 * ``full``: ``sketch_files`` itself, every statistic of every column.
 
+``--compare REF`` instead times, per column and for all 16 in one job, interleaved in the
+same process: the ``min()`` scan, ``sketch_files`` as the git revision ``REF`` plans it (its
+``pipeline.py`` and ``sketches/hashing.py``; every other module is this checkout's) and as
+this checkout plans it, after checking both give the same statistics (the KLL sketches by
+their counts: KLL compaction is randomised). That is the before/after table of
+docs/benchmarks.md; interleaving makes the two sides share whatever else loads the machine.
+
 Each figure is the best of ``--repeat`` runs (after one warm-up run of each variant), in
 wall seconds and in CPU seconds of the Spark driver JVM (``local`` mode runs the executors
 in it; CPU time does not grow when other work shares the machine, wall time does). The
@@ -28,9 +35,14 @@ from __future__ import annotations
 
 import argparse
 import glob
+import importlib.util
 import os
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +50,7 @@ from columns import _schema  # the bench's own helper: Iceberg schema of a linei
 
 from lakestats import pipeline
 from lakestats.model import SketchSettings, TableSchema
+from lakestats.sketches.merge import kll_count
 from lakestats.sketches.spark import SparkSettings, get_spark
 from lakestats.sketches.spec import type_spec
 
@@ -116,12 +129,80 @@ def _min_scan(session: Any, files: Sequence[str], names: Sequence[str]) -> None:
     session.sql(f"SELECT {columns} FROM fullbuild_min").collect()  # noqa: S608 - our own SQL
 
 
+def _load_revision(ref: str, into: Path) -> Any:
+    """``pipeline.py`` and ``sketches/hashing.py`` as revision ``ref`` has them, as modules."""
+    modules = {}
+    for name, path in (
+        ("fullbuild_ref_hashing", "core/lakestats/sketches/hashing.py"),
+        ("fullbuild_ref_pipeline", "core/lakestats/pipeline.py"),
+    ):
+        source = subprocess.run(
+            ["git", "show", f"{ref}:{path}"], check=True, capture_output=True, text=True
+        ).stdout
+        file = into / f"{name}.py"
+        file.write_text(source)
+        spec = importlib.util.spec_from_file_location(name, file)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+        modules[name] = module
+    ref_pipeline = modules["fullbuild_ref_pipeline"]
+    ref_pipeline.theta_input_sql = modules["fullbuild_ref_hashing"].theta_input_sql
+    return ref_pipeline
+
+
+def _same_statistics(a: dict[str, Any], b: dict[str, Any]) -> None:
+    if a.keys() != b.keys():
+        raise SystemExit("the two revisions sketched different files")
+    for path, columns in a.items():
+        for field_id, x in columns.items():
+            y = b[path][field_id]
+            same_kll = (x.kll is None) == (y.kll is None) and (
+                x.kll is None or kll_count(x.kll) == kll_count(y.kll)
+            )
+            if replace(x, kll=None) != replace(y, kll=None) or not same_kll:
+                raise SystemExit(f"different statistics for field {field_id} of {path}")
+
+
+def _compare(spark: Any, ref: str, files: Sequence[str], schema: TableSchema, repeat: int) -> None:
+    settings = SketchSettings()
+    clock = _Clock(spark)
+    scan_session = spark.newSession()
+    with tempfile.TemporaryDirectory() as tmp:
+        before = _load_revision(ref, Path(tmp))
+        _same_statistics(
+            before.sketch_files(spark, files, schema, settings),
+            pipeline.sketch_files(spark, files, schema, settings),
+        )
+        print(f"same statistics from {ref} and this checkout; JVM CPU s, best of {repeat}")
+        print(f"| column | type | min() | {ref}: sketch_files (÷ min) | "
+              "now: sketch_files (÷ min) | saved |")  # fmt: skip
+        print("|---|---|---|---|---|---|")
+        targets = [(f"all {len(schema.columns)} in one job", schema)]
+        targets += [(c.name, TableSchema(0, (c,))) for c in schema.columns]
+        for name, target in targets:
+            names = [c.name for c in target.columns]
+            scan = clock.best(lambda n=names: _min_scan(scan_session, files, n), repeat)[1]
+            old = new = float("inf")
+            for _ in range(repeat):  # interleaved: both sides see the same machine
+                run_old = lambda t=target: before.sketch_files(spark, files, t, settings)  # noqa: E731
+                run_new = lambda t=target: pipeline.sketch_files(spark, files, t, settings)  # noqa: E731
+                old = min(old, clock.best(run_old, 1)[1])
+                new = min(new, clock.best(run_new, 1)[1])
+            kind = target.columns[0].type if len(target.columns) == 1 else ""
+            print(f"| {name} | {kind} | {scan:.2f} | {old:.2f} ({old / scan:.2f}×) | "
+                  f"{new:.2f} ({new / scan:.2f}×) | {100 * (old - new) / old:+.0f} % |",
+                  flush=True)  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", default="100", help="how many of the cached files")
     parser.add_argument("--glob", default=_DEFAULT_FILES, help="glob of the Parquet files")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--variants", nargs="*", default=list(_DEFAULT_VARIANTS))
+    parser.add_argument("--compare", metavar="REF", help="before/after per column vs a git ref")
     parser.add_argument("--spark-master", default="local[2]")
     args = parser.parse_args(argv)
     files = sorted(glob.glob(args.glob, recursive=True))[: int(args.files)]  # noqa: PTH207
@@ -134,6 +215,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     scan_session = spark.newSession()
     clock = _Clock(spark)
     names = [c.name for c in schema.columns]
+    if args.compare:
+        print(f"{len(files)} files; load average {os.getloadavg()[0]:.2f} at start")
+        _compare(spark, args.compare, files, schema, args.repeat)
+        print(f"load average {os.getloadavg()[0]:.2f} at end")
+        return 0
     print(f"{len(files)} files, KLL k {settings.kll_k}, best of {args.repeat}; "
           f"load average {os.getloadavg()[0]:.2f} at start")  # fmt: skip
     print("| variant | wall s | JVM CPU s | CPU / scan CPU |")
