@@ -64,7 +64,7 @@ from lakestats.model import (
 from lakestats.sketches.frequent import empty_frequent_items, normalize_frequent_items
 from lakestats.sketches.hashing import ANSI_OFF, theta_input_sql
 from lakestats.sketches.key import key_sql
-from lakestats.sketches.merge import empty_kll, empty_theta, normalize_theta
+from lakestats.sketches.merge import empty_kll, empty_theta, kll_count, normalize_theta
 from lakestats.sketches.spark import stop_reason
 from lakestats.sketches.spec import TypeSpec, type_spec, validate_sketch_settings
 from lakestats.sketches.value_sample import (
@@ -531,7 +531,8 @@ def _plan_sql(
     for p in planned:
         i, spec, v = p.index, p.spec, _quote_path(p.column.name)
         projections.append((f"v{i}", v))
-        aggregates.append((f"nn{i}", f"count(v{i})"))
+        if not _counted_by_kll(spec):
+            aggregates.append((f"nn{i}", f"count(v{i})"))
         theta = theta_input_sql(spec.type, v)
         if theta is not None:
             projections.append((f"h{i}", theta))
@@ -566,8 +567,10 @@ def _plan_sql(
             aggregates.append((f"min{i}", f"min(m{i})"))
             aggregates.append((f"max{i}", f"max(m{i})"))
         if spec.lengths:
-            aggregates.append((f"lsum{i}", f"sum(length(v{i}))"))
-            aggregates.append((f"lmax{i}", f"max(length(v{i}))"))
+            # projected once: the aggregate's own inputs would compute it twice, interpreted
+            projections.append((f"len{i}", f"length({v})"))
+            aggregates.append((f"lsum{i}", f"sum(len{i})"))
+            aggregates.append((f"lmax{i}", f"max(len{i})"))
         if spec.booleans:
             aggregates.append((f"t{i}", f"count_if(v{i})"))
             aggregates.append((f"f{i}", f"count_if(NOT v{i})"))
@@ -588,6 +591,12 @@ def _plan_sql(
                 aggregates.append(("thetaretract", f"theta_sketch_agg({retracted}, {lg_k})"))
         aggregates.append(("thetakey", f"theta_sketch_agg({keyed}, {lg_k})"))
     return projections, aggregates
+
+
+def _counted_by_kll(spec: TypeSpec) -> bool:
+    """Whether the KLL sketch's n is the non-null count: its input is NULL exactly where the
+    value is (no NaN to leave out), so a ``count(v)`` per row would count it again."""
+    return spec.kll and not spec.nan
 
 
 def _kinds_sql(kinds: Sequence[int]) -> str:
@@ -690,13 +699,15 @@ def _read_schema(planned: list[_Planned], by_id: bool, key: _PlannedKey | None =
 def _column_sketch(row: Any, p: _Planned, settings: SketchSettings) -> ColumnSketch:
     i, spec, t = p.index, p.spec, p.spec.type
     rows = int(row["__rows"])
-    values: dict[str, Any] = {"null_count": rows - int(row[f"nn{i}"])}
+    kll = bytes(row[f"kll{i}"]) if spec.kll else None
+    non_null = kll_count(kll) if kll is not None and _counted_by_kll(spec) else int(row[f"nn{i}"])
+    values: dict[str, Any] = {"null_count": rows - non_null}
     if spec.theta and sample_carries_theta(spec, settings):
         values["theta"] = theta_of_value_sample(bytes(row[f"vs{i}"]))
     elif spec.theta:
         values["theta"] = normalize_theta(bytes(row[f"theta{i}"]))
-    if spec.kll:
-        values["kll"] = bytes(row[f"kll{i}"])
+    if kll is not None:
+        values["kll"] = kll
     if spec.kll and settings.frequent_items:
         sketch = row[f"fi{i}"]
         values["frequent_items"] = normalize_frequent_items(

@@ -61,6 +61,7 @@ _MASK64 = (1 << 64) - 1
 _C1 = 0x87C37B91114253D5
 _C2 = 0x4CF5AD432745937F
 _LONG_DECIMAL_DIGITS = 18  # unscaled values of up to 18 digits always fit a signed long
+_DOUBLE_EXACT_DIGITS = 15  # unscaled values of up to 15 digits survive a round trip via double
 
 
 def theta_input_sql(type_str: str, value_sql: str) -> str | None:
@@ -107,9 +108,7 @@ def _decimal_bytes_sql(type_str: str, v: str) -> str:
     """BigInteger.toByteArray() of the unscaled value, in Spark SQL."""
     precision, scale = decimal_precision_scale(type_str)
     if precision <= _LONG_DECIMAL_DIGITS:
-        # decimal(p,s) * 10^s has type decimal(p+s+2, s) <= decimal(38, s): exact, no
-        # precision loss, and an integer, so the BIGINT cast is exact too.
-        unscaled = f"CAST({v} * {10**scale}BD AS BIGINT)" if scale else f"CAST({v} AS BIGINT)"
+        unscaled = _unscaled_long_sql(precision, scale, v)
         # BIGINT → BINARY is the 8 big-endian two's-complement bytes. Spark allows that cast
         # only with ANSI mode off (``ANSI_OFF``, which the sketch job's session sets); it is
         # ~3× cheaper per row than building the bytes from hex strings, as before.
@@ -134,6 +133,24 @@ def _decimal_bytes_sql(type_str: str, v: str) -> str:
     )
     body = f"substring(unhex({hex32}), -{_min_bytes_sql(unscaled, 16)})"
     return f"CASE WHEN {v} IS NOT NULL THEN {body} END"
+
+
+def _unscaled_long_sql(precision: int, scale: int, v: str) -> str:
+    """The unscaled value of a decimal(p ≤ 18, s) as a BIGINT, exactly."""
+    if not scale:
+        return f"CAST({v} AS BIGINT)"
+    if precision <= _DOUBLE_EXACT_DIGITS:
+        # Through a double, without Spark's BigDecimal multiply (the decimal product below
+        # has 19+ digits, so Spark computes it in java.math.BigDecimal: measured, the
+        # largest per-row cost of decimal hashing). Exact: |u| < 10^15 < 2^50 and Spark's
+        # decimal → double is correctly rounded (java.math.BigDecimal.doubleValue), so
+        # fl(fl(u / 10^s) * 10^s) is within 2^-52·|u| < 1/4 of u, and rint gives u back.
+        # 10^s for s ≤ 15 is an exact double. The sketch job's KLL input is the same
+        # CAST AS DOUBLE, which Spark's projection computes once for both.
+        return f"CAST(rint(CAST({v} AS DOUBLE) * {10**scale}D) AS BIGINT)"
+    # decimal(p,s) * 10^s has type decimal(p+s+2, s) <= decimal(38, s): exact, no
+    # precision loss, and an integer, so the BIGINT cast is exact too.
+    return f"CAST({v} * {10**scale}BD AS BIGINT)"
 
 
 def _min_bytes_sql(unscaled_sql: str, max_bytes: int) -> str:

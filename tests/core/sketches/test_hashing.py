@@ -11,6 +11,7 @@ with ours without adding a single value.
 from __future__ import annotations
 
 import datetime as dt
+import random
 import struct
 import uuid
 from decimal import Decimal
@@ -24,7 +25,13 @@ from datasketches import compact_theta_sketch, theta_union
 
 from lakestats.model import Column, SketchSettings, TableSchema
 from lakestats.pipeline import sketch_files
-from lakestats.sketches.hashing import THETA_SEED, murmur3_x64_128, theta_hash
+from lakestats.sketches.hashing import (
+    ANSI_OFF,
+    THETA_SEED,
+    murmur3_x64_128,
+    theta_hash,
+    theta_input_sql,
+)
 from lakestats.values import encode_bound
 
 pytestmark = pytest.mark.spark
@@ -69,6 +76,13 @@ _DECIMAL_UNSCALED = [
     2**64 - 1, 2**64, -(2**64), -(2**64) - 1, 2**100, -(2**119), -(2**119) - 1,
     10**38 - 1, -(10**38 - 1),
 ]  # fmt: skip
+# 0, ±1, both sides of every byte-length boundary (±127/128, powers of 256) and the
+# largest 15-digit values: where a wrong byte count or a rounding slip would show
+_DOUBLE_PATH_UNSCALED = sorted(
+    {0, 10**15 - 1, -(10**15 - 1), 10**15 - 7, 123456789012345, -987654321098765}
+    | {sign * (b + d) for b in (1, 127, 128, *(256**n for n in range(1, 7))) for d in (-1, 0, 1)
+       for sign in (1, -1)}
+)  # fmt: skip
 DECIMAL_CASES: list[tuple[int, int, list[int]]] = [
     (38, 0, _DECIMAL_UNSCALED),
     (38, 10, [0, 1, -1, 10**10, -(10**37), 10**38 - 1, 2**64, -(2**64) - 1]),
@@ -76,6 +90,11 @@ DECIMAL_CASES: list[tuple[int, int, list[int]]] = [
     (18, 4, [0, 1, -1, 127, 128, -128, -129, 10**18 - 1, -(10**18 - 1), 2**55, -(2**55) - 1]),
     (9, 2, [0, 5, -5, 12345, -32768, 999_999_999, -999_999_999]),
     (1, 0, [0, 9, -9]),
+    # precision <= 15 with a scale: the unscaled value via a double (hashing.py)
+    (15, 2, _DOUBLE_PATH_UNSCALED),
+    (15, 15, _DOUBLE_PATH_UNSCALED),
+    (12, 4, [u for u in _DOUBLE_PATH_UNSCALED if abs(u) < 10**12]),
+    (16, 2, [0, 1, -1, 10**15, -(10**15), 10**16 - 1, -(10**16 - 1)]),  # the BD path again
 ]
 
 
@@ -214,3 +233,33 @@ def test_murmur3_reference_matches_datasketches() -> None:
     assert theta_hash(b"") is None
     # the 16-byte block path and a 9..15-byte tail
     assert murmur3_x64_128(b"x" * 40) != murmur3_x64_128(b"x" * 41)
+
+
+@pytest.mark.parametrize(("precision", "scale"), [(15, 2), (15, 7), (15, 15), (10, 3)])
+def test_decimal_hash_input_exact_over_random_values(
+    spark: Any, tmp_path: Path, precision: int, scale: int
+) -> None:
+    """The double path of the decimal hash input (precision <= 15) against Python's exact
+    minimal two's-complement bytes, over 20,000 random values spread over every magnitude."""
+    rng = random.Random(precision * 100 + scale)
+    unscaled = [
+        rng.choice((1, -1)) * rng.randrange(10 ** rng.randint(0, precision)) for _ in range(20_000)
+    ] + [-(256**n) for n in range(7) if 256**n < 10**precision]
+    # BigInteger.toByteArray: the fewest bytes holding the value and its sign bit
+    expected = [u.to_bytes(((u if u >= 0 else ~u).bit_length() + 8) // 8, "big", signed=True)
+                for u in unscaled]  # fmt: skip
+    arrow_type = pa.decimal128(precision, scale)
+    table = pa.table(
+        {
+            "v": pa.array([Decimal(f"{u}e-{scale}") for u in unscaled], type=arrow_type),
+            "expected": pa.array(expected, type=pa.binary()),
+        }
+    )
+    path = tmp_path / "decimals.parquet"
+    pq.write_table(table, path)
+    session = spark.newSession()
+    for key, value in ANSI_OFF.items():
+        session.conf.set(key, value)
+    hashed = theta_input_sql(f"decimal({precision}, {scale})", "v")
+    wrong = session.read.parquet(str(path)).where(f"NOT ({hashed} <=> expected)").count()
+    assert wrong == 0
