@@ -290,6 +290,10 @@ class DataFile:
     # row positions, equality deletes reported as approximate): its stats include
     # deleted rows. Kept by the store, where ``deletes`` itself is not.
     live_rows_unknown: bool = False
+    # (field id, type as the file was written) where that differs from the table's current
+    # type (Paimon after a type change): the core reads the file with those types and casts
+    # them to the current ones (``written_types``). Empty for every other format.
+    retyped: tuple[tuple[int, str], ...] = ()
 
     @property
     def live_rows(self) -> int:

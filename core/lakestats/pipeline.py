@@ -43,7 +43,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
@@ -74,6 +74,7 @@ from lakestats.sketches.value_sample import (
     theta_of_value_sample,
 )
 from lakestats.values import from_physical
+from lakestats.written_types import Retyped, by_written_types, read_cast, written_spark_type
 
 _log = structlog.get_logger(__name__)
 
@@ -211,6 +212,7 @@ def sketch_files(
     on_progress: ProgressFn | None = None,
     file_format: Literal["PARQUET", "ORC"] = "PARQUET",
     row_filter: RowFilter | None = None,
+    retyped: Mapping[str, Retyped] | None = None,
 ) -> dict[str, dict[int, ColumnSketch]]:
     """Sketch every supported column of every Parquet file in ``paths`` in one Spark job.
 
@@ -225,6 +227,8 @@ def sketch_files(
     ``SketchError`` for any other failure of the job, ``ConfigError`` for bad settings.
     ``on_progress`` hears the job's finished tasks about every ``limits.poll_s``.
     ``row_filter`` removes dead rows inside the job (its ``live_rows`` get the counts).
+    ``retyped`` (path → its ``DataFile.retyped``) names files written with other column
+    types: they are read with those and cast to the schema's (``written_types``).
     """
     settings = validate_sketch_settings(settings)
     if not paths:
@@ -241,6 +245,7 @@ def sketch_files(
         if (s := type_spec(c.type)) is not None
     ]
     key_plan = _plan_key(schema, planned)
+    written = {_input_key(p): r for p, r in (retyped or {}).items() if r}
     with _lock:
         session = _job_session(spark)
         job_limits = limits or JobLimits()
@@ -258,6 +263,7 @@ def sketch_files(
                     source="orc",
                     row_filter=row_filter,
                     key=key_plan,
+                    written=written,
                 )
             else:
                 if match_by == "field_id" and not _split_by_field_ids(unique_paths[:1])[0]:
@@ -274,6 +280,7 @@ def sketch_files(
                     on_progress,
                     row_filter=row_filter,
                     key=key_plan,
+                    written=written,
                 )
         except _NoFieldIdsError:
             # Files written without Parquet field ids (Hive migrations, Impala): Iceberg
@@ -290,6 +297,7 @@ def sketch_files(
                     on_progress,
                     row_filter=row_filter,
                     key=key_plan,
+                    written=written,
                 )
                 if by_id
                 else []
@@ -304,6 +312,7 @@ def sketch_files(
                 on_progress,
                 row_filter=row_filter,
                 key=key_plan,
+                written=written,
             )
 
     by_key: dict[str, dict[int, ColumnSketch]] = {}
@@ -364,6 +373,7 @@ def _run(  # noqa: PLR0917 - private, called once
     source: str = "parquet",
     row_filter: RowFilter | None = None,
     key: _PlannedKey | None = None,
+    written: Mapping[str, Retyped] | None = None,
 ) -> list[Any]:
     sc = session.sparkContext
     partitions = max(1, min(len(paths), sc.defaultParallelism))
@@ -371,25 +381,32 @@ def _run(  # noqa: PLR0917 - private, called once
     projections, aggregates = _plan_sql(planned, settings, key)
     sc.setJobGroup(JOB_GROUP, f"lakestats: sketch {len(paths)} data files", False)
     view = f"lakestats_sketch_{uuid.uuid4().hex}"
+    groups = by_written_types(paths, {p: (written or {}).get(_input_key(p), ()) for p in paths})
+    retyped = list(groups) != [()]
     try:
-        reader = session.read.schema(_read_schema(planned, match_by == "field_id", key))
-        df = reader.orc(*paths) if source == "orc" else reader.parquet(*paths)
         # The whole plan goes over Py4J as one SQL string: building ~150 Column objects one
         # call at a time cost ~0.3 s per job, a third of a small commit's update.
         # _metadata is a hidden column of the file scan: it must be selected before the view
-        if row_filter is None:
+        if row_filter is None and not retyped:
+            reader = session.read.schema(_read_schema(planned, match_by == "field_id", key))
+            df = reader.orc(*paths) if source == "orc" else reader.parquet(*paths)
             df.selectExpr(*_FILE_ROWS, "*").createOrReplaceTempView(view)
             group_by, extra = "__part", ["__part"]
         else:
             # deletes are anti-joined by file and row: every row needs its path, and after
-            # the join a Spark partition no longer holds exactly one file's rows
+            # the join (or the union of differently typed reads, ``written_types``) a Spark
+            # partition no longer holds exactly one file's rows
             hidden = ["_metadata.file_path AS __path"]
-            if row_filter.needs_row_index:
+            if row_filter is not None and row_filter.needs_row_index:
                 hidden.append("_metadata.row_index AS __row_index")
-            scan = row_filter.apply(session, df.selectExpr(*hidden, "*"))
-            aggregates = [*aggregates, *row_filter.aggregates]
+            scan = _scan(session, groups, planned, match_by, key, source, hidden)
+            extra = []
+            if row_filter is not None:
+                scan = row_filter.apply(session, scan)
+                aggregates = [*aggregates, *row_filter.aggregates]
+                extra = list(row_filter.columns)
             scan.createOrReplaceTempView(view)
-            group_by, extra = "__path", list(row_filter.columns)
+            group_by = "__path"
         projected = ", ".join(
             [*extra, "__path", *[f"{sql} AS {name}" for name, sql in projections]]
         )
@@ -656,12 +673,19 @@ def _spark_type(spec: TypeSpec) -> Any:
     return T.DecimalType(int(m.group(1)), int(m.group(2)))
 
 
-def _read_schema(planned: list[_Planned], by_id: bool, key: _PlannedKey | None = None) -> Any:
+def _read_schema(
+    planned: list[_Planned],
+    by_id: bool,
+    key: _PlannedKey | None = None,
+    written: Retyped = (),
+) -> Any:
     """The read schema: leaves carry their field id; struct parents (whose ids the model
     does not carry) are matched by name. A key sketch adds the row-kind column, if any
-    (by field id where the format gives one: its name is no column's)."""
+    (by field id where the format gives one: its name is no column's). ``written``: the
+    types files were written with, where they differ from the schema's."""
     from pyspark.sql import types as T  # noqa: N812, PLC0415 - lazy; pyspark's own name
 
+    as_written = dict(written)
     tree: dict[str, Any] = {}
     for p in planned:
         parts = p.column.name.split(".")
@@ -682,7 +706,9 @@ def _read_schema(planned: list[_Planned], by_id: bool, key: _PlannedKey | None =
                 fields.append(T.StructField(name, build(child), True))
             else:
                 metadata = {FIELD_ID_KEY: child.column.field_id} if by_id else {}
-                fields.append(T.StructField(name, _spark_type(child.spec), True, metadata))
+                was = as_written.get(child.column.field_id)
+                spark_type = _spark_type(child.spec) if was is None else written_spark_type(was)
+                fields.append(T.StructField(name, spark_type, True, metadata))
         return T.StructType(fields)
 
     schema = build(tree)
@@ -691,6 +717,33 @@ def _read_schema(planned: list[_Planned], by_id: bool, key: _PlannedKey | None =
         metadata = {FIELD_ID_KEY: kind_id} if by_id and kind_id is not None else {}
         schema = schema.add(T.StructField(key.key.row_kind_column, T.ByteType(), True, metadata))
     return schema
+
+
+def _scan(  # noqa: PLR0917 - private, called once
+    session: Any,
+    groups: Mapping[Retyped, Sequence[str]],
+    planned: list[_Planned],
+    match_by: str,
+    key: _PlannedKey | None,
+    source: str,
+    hidden: Sequence[str],
+) -> Any:
+    """The scan with ``hidden`` first; files written with other types than the schema's
+    read with those and cast (``written_types``)."""
+    from pyspark.sql import functions as F  # noqa: N812, PLC0415 - lazy; pyspark's own name
+
+    by_id = match_by == "field_id"
+    if list(groups) == [()]:
+        reader = session.read.schema(_read_schema(planned, by_id, key))
+        df = reader.orc(*groups[()]) if source == "orc" else reader.parquet(*groups[()])
+        return df.selectExpr(*hidden, "*")
+    return read_cast(
+        session,
+        groups,
+        lambda written: _read_schema(planned, by_id, key, written),
+        hidden=[F.expr(sql) for sql in hidden],
+        source=source,
+    )
 
 
 # -- results ---------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from lakestats.pipeline import ProgressFn
 from lakestats.plan import BatchPlan, BatchSketches, LiveRead, Sketches
 from lakestats.sketches.constant import constant_sketch
 from lakestats.sketches.spark import SparkSettings, get_spark, spark_started_since
+from lakestats.written_types import Retyped
 
 _log = structlog.get_logger(__name__)
 
@@ -91,9 +92,11 @@ class SparkSketcher:
         *,
         deletes: Mapping[str, Sequence[DeleteSource]] | None = None,
         location_map: LocationMap | None = None,
+        retyped: Mapping[str, Retyped] | None = None,
     ) -> Mapping[str, Mapping[int, ColumnSketch]]:
         """With ``deletes`` (path → its deletes), the files are read with them applied
-        (``lakestats.deletes``): the result is a ``LiveSketched`` with each file's live rows."""
+        (``lakestats.deletes``): the result is a ``LiveSketched`` with each file's live rows.
+        ``retyped`` (path → ``DataFile.retyped``): files written with other column types."""
         from lakestats.pipeline import JobLimits, sketch_files  # noqa: PLC0415
 
         started = time.perf_counter()
@@ -120,6 +123,7 @@ class SparkSketcher:
             on_progress=self.on_progress,
             file_format=file_format,
             row_filter=row_filter,
+            retyped=retyped,
         )
         if row_filter is None:
             return sketches
@@ -156,6 +160,8 @@ class MappedSketcher:
     ) -> Mapping[str, Mapping[int, ColumnSketch]]:
         mapped = {path: self.mapping.apply(path) for path in paths}
         inner: Any = self.inner  # extra keywords (file_format) only when the caller gave them
+        if kw.get("retyped"):
+            kw = {**kw, "retyped": {mapped[p]: r for p, r in kw["retyped"].items()}}
         deletes = kw.get("deletes")
         if deletes:
             # delete files are read where they really are; the paths inside position-delete
@@ -264,16 +270,18 @@ def sketch_batch(
     started = time.perf_counter()
     startup = 0.0
     sketches: Sketches = {}
+    # extra keywords only where needed: other sketchers need not know them
+    reader: Any = sketcher
     if parquet:
-        sketches = dict(sketcher(parquet, schema, batch.bounds_for))
+        sketches = dict(reader(parquet, schema, batch.bounds_for, **_retyped(batch, parquet)))
         startup += float(getattr(sketcher, "startup_s", 0.0))
     if orc:
-        orc_sketcher: Any = sketcher  # the ORC keyword is asked of the sketcher only here
-        sketches = {**sketches, **orc_sketcher(orc, schema, batch.bounds_for, file_format="ORC")}
+        extra = {"file_format": "ORC", **_retyped(batch, orc)}
+        sketches = {**sketches, **reader(orc, schema, batch.bounds_for, **extra)}
         startup += float(getattr(sketcher, "startup_s", 0.0))
     live: dict[tuple[int, str], LiveRead] = {}
     for group in _live_rounds(live_files):
-        live.update(_read_live(sketcher, group, schema))
+        live.update(_read_live(sketcher, group, schema, batch))
         startup += float(getattr(sketcher, "startup_s", 0.0))
     if settings is not None:
         sketches = with_constants(sketches, batch, schema, settings)
@@ -283,6 +291,18 @@ def sketch_batch(
     if live:
         return BatchSketches(sketches, live), total - startup, startup
     return sketches, total - startup, startup
+
+
+def _retyped(batch: BatchPlan, paths: Sequence[str]) -> dict[str, Any]:
+    """``retyped=`` for the files of ``paths`` written with other column types, if any."""
+    wanted = set(paths)
+    retyped = {
+        f.path: f.retyped
+        for c in batch.commits
+        for f in c.added_files
+        if f.retyped and f.path in wanted
+    }
+    return {"retyped": retyped} if retyped else {}
 
 
 def _counted_without_data(batch: BatchPlan, location_map: LocationMap | None) -> Sketches:
@@ -368,12 +388,18 @@ def _live_rounds(
 
 
 def _read_live(
-    sketcher: Sketcher, group: Sequence[tuple[int, DataFile]], schema: TableSchema
+    sketcher: Sketcher,
+    group: Sequence[tuple[int, DataFile]],
+    schema: TableSchema,
+    batch: BatchPlan,
 ) -> dict[tuple[int, str], LiveRead]:
     reader: Any = sketcher  # the deletes keyword is asked of the sketcher only here
     paths = [f.path for _, f in group]
     every_column = frozenset(c.field_id for c in schema.columns)  # bounds of live rows
-    extra: dict[str, Any] = {"deletes": {f.path: f.deletes for _, f in group}}
+    extra: dict[str, Any] = {
+        "deletes": {f.path: f.deletes for _, f in group},
+        **_retyped(batch, paths),
+    }
     if group[0][1].file_format == "ORC":
         extra["file_format"] = "ORC"
     result = reader(paths, schema, every_column, **extra)

@@ -10,9 +10,7 @@ in one ``groupBy`` of (group, key). A merged row belongs to the file of its
 highest-ordered row (``first-row``: its lowest), so per-file sketches stay mergeable and
 the file's live rows sum to the table's exact merged row count. Files written under an
 older schema are read with their own types (``MergeInput.retyped``) and cast to the
-current ones (Spark ``CAST``, ANSI off: ``DOUBLE`` → ``INT`` truncates toward zero,
-``BOOLEAN`` → ``STRING`` is ``true``/``false``, ``STRING`` → ``BYTES`` is UTF-8 — Paimon's
-cast rules for these).
+current ones, as the pipeline's ordinary read does (``written_types.read_cast``).
 
 Cost: every input of a touched bucket is read (the bucket's files, not only the commit's),
 one shuffle by key — as equality deletes are (``docs/paimon.md``).
@@ -28,7 +26,7 @@ import pyarrow as pa
 
 from lakestats.exceptions import SketchError
 from lakestats.model import KeyMerge, MergeInput, TableSchema
-from lakestats.sketches.spec import type_spec
+from lakestats.written_types import Retyped, by_written_types, read_cast, written_spark_type
 
 FIELD_ID_KEY = "parquet.field.id"
 UPDATE_BEFORE, DELETE = 1, 3
@@ -144,20 +142,18 @@ def _read_inputs(
     by_id: bool,
     names: dict[int, str],
 ) -> Any:
-    """Every input once, each with its own written types cast to the current ones."""
+    """Every input once, each with its own written types cast to the current ones
+    (``written_types.read_cast``)."""
     from pyspark.sql import functions as F  # noqa: N812, PLC0415 - lazy; pyspark's own name
     from pyspark.sql import types as T  # noqa: N812, PLC0415
 
     def meta(field_id: int | None) -> dict[str, Any]:
         return {FIELD_ID_KEY: field_id} if by_id and field_id is not None else {}
 
-    by_types: dict[tuple[tuple[int, str], ...], list[str]] = {}
-    for i in inputs:
-        by_types.setdefault(i.retyped, []).append(i.path)
     kind_read = next((f for f in fields if f.name == merge.row_kind_column), None)
-    frames = []
-    for retyped, paths in by_types.items():
-        written = {names[f]: _spark_type(t) for f, t in retyped if f in names}
+
+    def read_schema(retyped: Retyped) -> Any:
+        written = {names[f]: written_spark_type(t) for f, t in retyped if f in names}
         read_fields = [
             T.StructField(f.name, written.get(f.name, f.dataType), True, f.metadata) for f in fields
         ]
@@ -170,26 +166,25 @@ def _read_inputs(
         read_fields.append(
             T.StructField(merge.sequence_column, T.LongType(), True, meta(merge.sequence_field_id))
         )
-        read = session.read.schema(T.StructType(read_fields)).parquet(*paths)
-        frames.append(
-            read.select(
-                _normalised(F.col("_metadata.file_path")).alias(_URI),
-                F.col("_metadata.file_path").alias("__path"),
-                *[
-                    F.col(_q(f.name)).cast(f.dataType).alias(f.name)
-                    if f.name in written
-                    else F.col(_q(f.name))
-                    for f in fields
-                    if f.name != merge.row_kind_column
-                ],
-                F.col(_q(merge.row_kind_column)).cast("int").alias(_KIND),
-                F.col(_q(merge.sequence_column)).alias("__mseq"),
-            )
-        )
-    result = frames[0]
-    for frame in frames[1:]:
-        result = result.unionByName(frame)
-    return result
+        return T.StructType(read_fields)
+
+    groups = by_written_types([i.path for i in inputs], {i.path: i.retyped for i in inputs})
+    read = read_cast(
+        session,
+        groups,
+        read_schema,
+        hidden=[
+            _normalised(F.col("_metadata.file_path")).alias(_URI),
+            F.col("_metadata.file_path").alias("__path"),
+        ],
+    )
+    return read.select(
+        F.col(_URI),
+        F.col("__path"),
+        *[F.col(_q(f.name)) for f in fields if f.name != merge.row_kind_column],
+        F.col(_q(merge.row_kind_column)).cast("int").alias(_KIND),
+        F.col(_q(merge.sequence_column)).alias("__mseq"),
+    )
 
 
 def _live_inputs(rows: Any, merge: KeyMerge, partition: list[str]) -> Any:
@@ -286,15 +281,6 @@ def _aggregate(function: str, column: Any, order: Any) -> Any:
     if function == "bool_or":
         return F.bool_or(adding)
     raise SketchError(f"primary-key merge: aggregate function {function!r} is not supported")
-
-
-def _spark_type(type_str: str) -> Any:
-    from lakestats.pipeline import _spark_type as spark_type  # noqa: PLC0415
-
-    spec = type_spec(type_str)
-    if spec is None:
-        raise SketchError(f"primary-key merge: cannot read a column written as {type_str!r}")
-    return spark_type(spec)
 
 
 def _q(name: str) -> str:

@@ -35,8 +35,8 @@ SKETCHED = (
     "append_with_multiple_ts_precision_and_timezone",
     "pk_table_scan_and_read_dv",
 )
-# merge-on-read tables analyzed from metadata: pk_table_with_mor changed column types
-# (double -> int, boolean -> string) in a later schema, which Spark cannot read old files as
+# merge-on-read tables analyzed from metadata here (their sketched key merge, type
+# changes included: test_paimon_key_merge.py)
 METADATA_ONLY = ("pk_table_partial_update", "pk_table_with_mor")
 THETA_RSE = 1 / 64  # lg_k 12
 

@@ -171,8 +171,8 @@ class PaimonTable(TableIdentity):
 
     def schema(self, schema_id: int | None = None) -> TableSchema:
         """A schema's columns, typed as the current schema types them: files written
-        before a type change are read with their own types and cast (``KeyMerge``), so
-        their stats are values of the current type."""
+        before a type change are read with their own types and cast (``DataFile.retyped``),
+        so their stats are values of the current type."""
         written = self.paimon_schema(schema_id).table_schema
         if schema_id is None:
             return written
@@ -283,9 +283,26 @@ class PaimonTable(TableIdentity):
 
     def data_file(self, entry: ManifestEntry, vector: VectorRange | None = None) -> DataFile:
         converted = self._converter.data_file(entry)
+        written = self._retyped_of([entry.schema_id])[entry.schema_id]
+        if written:
+            converted = replace(converted, retyped=written)
         if vector is None:
             return converted
         return replace(converted, deletes=(self.deletion_vector(vector),))
+
+    def _retypes(self, snapshot: PaimonSnapshot) -> bool:
+        """Whether the snapshot is the first under a schema that changed a column's type:
+        then every live file is listed again (removed as it was, added as it is), so the
+        stats of files written before are made again as values of the new type."""
+        parent_id = snapshot.snapshot_id - 1
+        if parent_id not in self._ids:
+            return False
+        parent_schema = self.snapshot(parent_id).schema_id
+        if parent_schema == snapshot.schema_id:
+            return False
+        return bool(
+            retyped(self.paimon_schema(parent_schema), self.paimon_schema(snapshot.schema_id))
+        )
 
     def _locate(self, relative: str, file_name: str) -> str:
         directory = relative.rsplit("/", 1)[0]
@@ -385,6 +402,8 @@ class PaimonTable(TableIdentity):
             for key in set(vectors) | set(before)
             if key not in touched and vectors.get(key) != before.get(key)
         ]
+        if self._retypes(snapshot):
+            changed = [k for k in self.live_entries(snapshot) if k not in touched]
         if changed:
             live = self.live_entries(snapshot)
             for key in sorted(changed):
@@ -462,24 +481,28 @@ class PaimonTable(TableIdentity):
 
     def _merged_commit(self, snapshot: PaimonSnapshot) -> Commit:
         """Every live file of each bucket the commit touched, listed as removed (as it was)
-        and added (with its new merge): a new file changes which rows of the others win."""
+        and added (with its new merge): a new file changes which rows of the others win.
+        After a type change (``_retypes``), every live file."""
         delta = self.manifest_entries(snapshot.delta_manifest_list)
         touched = {(e.partition, e.bucket) for e in delta}
         parent_id = snapshot.snapshot_id - 1
-        after = [
-            e for e in self.live_entries(snapshot).values() if (e.partition, e.bucket) in touched
-        ]
+        retypes = self._retypes(snapshot)  # then every bucket
+
+        def in_touched(entry: ManifestEntry) -> bool:
+            return retypes or (entry.partition, entry.bucket) in touched
+
+        after = [e for e in self.live_entries(snapshot).values() if in_touched(e)]
         before: list[ManifestEntry] = []
         if parent_id in self._ids:
             before = [
-                e
-                for e in self.live_entries(self.snapshot(parent_id)).values()
-                if (e.partition, e.bucket) in touched
+                e for e in self.live_entries(self.snapshot(parent_id)).values() if in_touched(e)
             ]
         old = {(f.path, f.deletes): f for f in self._merged_files(before)}
         new = {(f.path, f.deletes): f for f in self._merged_files(after)}
         added = [f for k, f in new.items() if k not in old]  # a level move changes nothing
         removed = [f for k, f in old.items() if k not in new]
+        if retypes:  # every file, read again with the new types
+            added, removed = list(new.values()), list(old.values())
         return Commit(
             snapshot_id=snapshot.snapshot_id,
             parent_id=parent_id if parent_id >= 1 else None,
