@@ -100,7 +100,9 @@ _FILES = [(5, 0), (20, 1), (60, 20), (400, 150)]
 def test_derived_theta_equals_sparks_theta_sketch(spark: Any, tmp_path: Path) -> None:
     rng = random.Random(9)
     columns = [Column(i, f"c{i}", t) for i, (t, _a, _v) in enumerate(_TYPES, start=1)]
-    assert all(sample_carries_theta(type_spec(c.type)) for c in columns)  # type: ignore[arg-type]
+    settings = SketchSettings(theta_lg_k=LG_K)
+    specs = [type_spec(c.type) for c in columns]
+    assert all(spec is not None and sample_carries_theta(spec, settings) for spec in specs)
     paths = []
     for f, (rows, distinct) in enumerate(_FILES):
         arrays, fields = [], []
@@ -112,7 +114,6 @@ def test_derived_theta_equals_sparks_theta_sketch(spark: Any, tmp_path: Path) ->
         path = str(tmp_path / f"f{f}.parquet")
         pq.write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), path)
         paths.append(path)
-    settings = SketchSettings(theta_lg_k=LG_K)
     sketched = sketch_files(spark, paths, TableSchema(1, tuple(columns)), settings)
 
     # what the job computed before: theta_sketch_agg over the same spec-hash input
