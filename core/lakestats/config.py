@@ -180,9 +180,9 @@ class SketchConfig(ConfigSection):
     histogram_buckets: Annotated[int, Field(ge=1, le=10000)] = 100
     quantiles: tuple[float, ...] = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
     # items each file's frequent-items sketch tracks (0: no frequent values); 8 … 1000
-    frequent_items: Annotated[int, Field(ge=0, le=MAX_ITEMS_TRACKED)] = 256
+    frequent_items: Annotated[int, Field(ge=0, le=MAX_ITEMS_TRACKED)] = 0
     # per-bucket NDV from a value sample per file and column
-    value_samples: bool = True
+    value_samples: bool = False
     max_files_per_job: Annotated[int, Field(ge=1, le=1_000_000)] = 2000
     # a batch's new data files weigh at most this much (a single bigger commit is one batch)
     max_bytes_per_job: Annotated[int, BeforeValidator(parse_size), Field(ge=1, le=1 << 50)] = (

@@ -350,9 +350,9 @@ class SketchSettings:
     kll_error_rate: float | None = None
     # frequent values: items a file's frequent-items sketch tracks (0: none); measured
     # choice in docs/benchmarks.md ("Making value samples and frequent items cheap")
-    frequent_items: int = 256
+    frequent_items: int = 0
     # per-bucket NDV: a value sample per file and column (carries the theta sketch too)
-    value_samples: bool = True
+    value_samples: bool = False
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,10 @@ def _batch(rng: random.Random) -> pa.Table:
     )
 
 
+# value samples and frequent items are opt-in (docs/sketches.md); these tests use them
+OPT_IN = SketchConfig(frequent_items=256, value_samples=True)
+
+
 @pytest.fixture(scope="module")
 def analyzed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Analyzed:
     """The stats document and the table's rows (Arrow) after three appends."""
@@ -84,7 +88,7 @@ def analyzed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Analyzed:
     for _ in range(3):
         warehouse.append("t", _batch(rng))
     location = warehouse.location("t")
-    config = Config(state_dir=str(root / "state"))
+    config = Config(state_dir=str(root / "state"), sketch=OPT_IN)
     lakestats.analyze_table(location, config=config)
     doc = lakestats.read_stats(location, config=config)
     return Analyzed(doc, warehouse.table("t").scan().to_arrow(), location, config)
@@ -378,7 +382,7 @@ def incremental(tmp_path_factory: pytest.TempPathFactory) -> Incremental:
     warehouse = IcebergWarehouse(root / "wh")
     warehouse.create_table("t", SCHEMA)
     location = warehouse.location("t")
-    config = Config(state_dir=str(root / "state"))
+    config = Config(state_dir=str(root / "state"), sketch=OPT_IN)
     rng = random.Random(14)
     batches = [_batch(rng) for _ in range(3)]
     stray = _batch(random.Random(99))

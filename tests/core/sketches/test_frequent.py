@@ -156,7 +156,7 @@ def test_dates_and_merges(files: dict[str, Any]) -> None:
 
 
 def test_constant_column_counts_every_row(tmp_path: Path) -> None:
-    sketch = constant_sketch("date", DAY0, 1234, SketchSettings())
+    sketch = constant_sketch("date", DAY0, 1234, SKETCH_SETTINGS)
     assert sketch is not None and sketch.frequent_items is not None
     found = frequent_values(sketch.frequent_items, 10)
     assert [(v.value, v.count, v.lower, v.upper) for v in found.values] == [

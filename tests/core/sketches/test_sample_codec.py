@@ -100,7 +100,7 @@ _FILES = [(5, 0), (20, 1), (60, 20), (400, 150)]
 def test_derived_theta_equals_sparks_theta_sketch(spark: Any, tmp_path: Path) -> None:
     rng = random.Random(9)
     columns = [Column(i, f"c{i}", t) for i, (t, _a, _v) in enumerate(_TYPES, start=1)]
-    settings = SketchSettings(theta_lg_k=LG_K)
+    settings = SketchSettings(theta_lg_k=LG_K, value_samples=True)
     specs = [type_spec(c.type) for c in columns]
     assert all(spec is not None and sample_carries_theta(spec, settings) for spec in specs)
     paths = []

@@ -76,7 +76,7 @@ def sketched(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[int, 
         columns.append(Column(i, f"c{i}", type_str))
     path = str(tmp_path_factory.mktemp("value_sample") / "f.parquet")
     pq.write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), path)
-    settings = SketchSettings(theta_lg_k=LG_K)
+    settings = SketchSettings(theta_lg_k=LG_K, value_samples=True)
     return sketch_files(spark, [path], TableSchema(1, tuple(columns)), settings)[path]
 
 
@@ -147,7 +147,7 @@ def test_a_constant_columns_sample_has_sparks_hash(spark: Any, tmp_path: Path) -
     path = str(tmp_path / "one.parquet")
     field = pa.field("c", pa.decimal128(15, 2), metadata={b"PARQUET:field_id": b"1"})
     pq.write_table(pa.table({"c": [Decimal("12.25")] * 3}, schema=pa.schema([field])), path)
-    settings = SketchSettings()
+    settings = SketchSettings(value_samples=True)
     scanned = sketch_files(
         spark, [path], TableSchema(1, (Column(1, "c", "decimal(15, 2)"),)), settings
     )[path][1]
