@@ -40,13 +40,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from columns import _schema  # the bench's own helper: Iceberg schema of a lineitem file
+from columns import _Clock, _schema  # the bench's own helpers (Iceberg schema of a lineitem file)
 
 from lakestats import pipeline
 from lakestats.model import SketchSettings, TableSchema
@@ -66,22 +65,10 @@ _KINDS = {
 _DEFAULT_VARIANTS = ("scan", "scan1", "group", "count", "theta", "kll", "bounds", "lengths", "full")
 
 
-class _Clock:
-    def __init__(self, spark: Any) -> None:
-        self._pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
-
-    def cpu(self) -> float:
-        fields = Path(f"/proc/{self._pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / 100.0  # utime + stime, clock ticks
-
+class _WarmClock(_Clock):
     def best(self, fn: Callable[[], object], repeat: int) -> tuple[float, float]:
         fn()  # warm-up: planning caches, JIT of this variant's generated code
-        wall = cpu = float("inf")
-        for _ in range(repeat):
-            c, t = self.cpu(), time.perf_counter()
-            fn()
-            wall, cpu = min(wall, time.perf_counter() - t), min(cpu, self.cpu() - c)
-        return wall, cpu
+        return super().best(fn, repeat)
 
 
 def _type_group(type_str: str) -> str:
@@ -167,7 +154,7 @@ def _same_statistics(a: dict[str, Any], b: dict[str, Any]) -> None:
 
 def _compare(spark: Any, ref: str, files: Sequence[str], schema: TableSchema, repeat: int) -> None:
     settings = SketchSettings()
-    clock = _Clock(spark)
+    clock = _WarmClock(spark)
     scan_session = spark.newSession()
     with tempfile.TemporaryDirectory() as tmp:
         before = _load_revision(ref, Path(tmp))
@@ -213,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = get_spark(SparkSettings(master=args.spark_master))
     session = pipeline._job_session(spark)
     scan_session = spark.newSession()
-    clock = _Clock(spark)
+    clock = _WarmClock(spark)
     names = [c.name for c in schema.columns]
     if args.compare:
         print(f"{len(files)} files; load average {os.getloadavg()[0]:.2f} at start")

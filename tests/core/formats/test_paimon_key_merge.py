@@ -22,7 +22,7 @@ from lakestats.analyze import analyze_table
 from lakestats.config import Config, SketchConfig, TableConfig
 from lakestats.formats.paimon import open_paimon_location
 from lakestats.formats.paimon.key_merge import merge_rules
-from lakestats.formats.paimon.types import parse_schema
+from lakestats.formats.paimon.types import PaimonSchema, parse_schema
 from lakestats.model import KeyMerge
 from lakestats.read import read_stats
 from lakestats.sketching import SparkSketcher
@@ -292,6 +292,22 @@ def test_a_fully_compacted_bucket_needs_no_merge(tmp_path: Path) -> None:
     assert all(isinstance(f.deletes[0], KeyMerge) for f in after.added_files)
 
 
+def _keyed_schema(options: dict[str, str]) -> PaimonSchema:
+    """Key ``k``, a string ``s`` and a double ``v``, with the table ``options``."""
+    return parse_schema(
+        {
+            "id": 0,
+            "fields": [
+                {"id": 0, "name": "k", "type": "INT NOT NULL"},
+                {"id": 1, "name": "s", "type": "STRING"},
+                {"id": 2, "name": "v", "type": "DOUBLE"},
+            ],
+            "primaryKeys": ["k"],
+            "options": options,
+        }
+    )
+
+
 @pytest.mark.parametrize(
     ("options", "said"),
     [
@@ -307,39 +323,19 @@ def test_a_fully_compacted_bucket_needs_no_merge(tmp_path: Path) -> None:
 def test_merges_it_cannot_reproduce_are_refused_in_one_line(
     options: dict[str, str], said: str
 ) -> None:
-    schema = parse_schema(
-        {
-            "id": 0,
-            "fields": [
-                {"id": 0, "name": "k", "type": "INT NOT NULL"},
-                {"id": 1, "name": "s", "type": "STRING"},
-                {"id": 2, "name": "v", "type": "DOUBLE"},
-            ],
-            "primaryKeys": ["k"],
-            "options": options,
-        }
-    )
+    schema = _keyed_schema(options)
     refused = merge_rules(schema)
     assert isinstance(refused, str) and said in refused and "\n" not in refused
 
 
 def test_merge_rules_follow_the_table_options() -> None:
-    schema = parse_schema(
+    schema = _keyed_schema(
         {
-            "id": 0,
-            "fields": [
-                {"id": 0, "name": "k", "type": "INT NOT NULL"},
-                {"id": 1, "name": "s", "type": "STRING"},
-                {"id": 2, "name": "v", "type": "DOUBLE"},
-            ],
-            "primaryKeys": ["k"],
-            "options": {
-                "merge-engine": "aggregation",
-                "fields.default-aggregate-function": "max",
-                "fields.v.aggregate-function": "sum",
-                "sequence.field": "s",
-                "aggregation.remove-record-on-delete": "true",
-            },
+            "merge-engine": "aggregation",
+            "fields.default-aggregate-function": "max",
+            "fields.v.aggregate-function": "sum",
+            "sequence.field": "s",
+            "aggregation.remove-record-on-delete": "true",
         }
     )
     rules = merge_rules(schema)

@@ -412,16 +412,7 @@ class PaimonTable(TableIdentity):
                     continue
                 removed.append(self.data_file(entry, before.get(key)))
                 added.append(self.data_file(entry, vectors.get(key)))
-        return Commit(
-            snapshot_id=snapshot.snapshot_id,
-            parent_id=parent_id if parent_id >= 1 else None,
-            sequence_number=snapshot.snapshot_id,
-            timestamp_ms=snapshot.time_millis,
-            operation=operation(snapshot.commit_kind, len(added), len(removed)),
-            schema_id=snapshot.schema_id,
-            added_files=tuple(added),
-            removed_files=tuple(removed),
-        )
+        return _change(snapshot, added, removed)
 
     def _live_data_files(self, snapshot: PaimonSnapshot) -> list[DataFile]:
         if self.key_merge_rules is not None:
@@ -503,16 +494,7 @@ class PaimonTable(TableIdentity):
         removed = [f for k, f in old.items() if k not in new]
         if retypes:  # every file, read again with the new types
             added, removed = list(new.values()), list(old.values())
-        return Commit(
-            snapshot_id=snapshot.snapshot_id,
-            parent_id=parent_id if parent_id >= 1 else None,
-            sequence_number=snapshot.snapshot_id,
-            timestamp_ms=snapshot.time_millis,
-            operation=operation(snapshot.commit_kind, len(added), len(removed)),
-            schema_id=snapshot.schema_id,
-            added_files=tuple(added),
-            removed_files=tuple(removed),
-        )
+        return _change(snapshot, added, removed)
 
     def format_terms(
         self, snapshot_id: int, table: PartitionAggregate, settings: SketchSettings
@@ -528,3 +510,18 @@ class PaimonTable(TableIdentity):
                 f"snapshot {snapshot_id} is not in table {self._description}"
             )
         return self._live_data_files(self.snapshot(snapshot_id))
+
+
+def _change(snapshot: PaimonSnapshot, added: list[DataFile], removed: list[DataFile]) -> Commit:
+    """The commit of ``snapshot`` (its parent is the id before it) with these file changes."""
+    parent_id = snapshot.snapshot_id - 1
+    return Commit(
+        snapshot_id=snapshot.snapshot_id,
+        parent_id=parent_id if parent_id >= 1 else None,
+        sequence_number=snapshot.snapshot_id,
+        timestamp_ms=snapshot.time_millis,
+        operation=operation(snapshot.commit_kind, len(added), len(removed)),
+        schema_id=snapshot.schema_id,
+        added_files=tuple(added),
+        removed_files=tuple(removed),
+    )
