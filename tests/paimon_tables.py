@@ -30,6 +30,8 @@ from lakestats.formats.paimon.commit import (
     table_root,
     write_avro,
 )
+from lakestats.formats.paimon.testing import write_arrow
+from lakestats.formats.paimon.types import PaimonSchema, parse_schema
 from lakestats.model import ColumnSketch, DataFile, TableSchema
 from lakestats.sketches.hashing import THETA_SEED
 from table_types import arrow_type
@@ -109,15 +111,7 @@ class PaimonWarehouse:
             {f.name: pa.array(rows.get(f.name, [None] * _length(rows)), f.type) for f in schema},
             schema=schema,
         )
-        builder = table.new_batch_write_builder()
-        if overwrite:
-            builder = builder.overwrite()
-        write = builder.new_write()
-        write.write_arrow(data)
-        commit = builder.new_commit()
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
+        write_arrow(table, data, overwrite={} if overwrite else None)
         return self.current(name)
 
     def current(self, name: str) -> int:
@@ -182,6 +176,24 @@ class PaimonWarehouse:
         committed = commit_with_retry(table, attempt)
         assert committed is not None
         return committed
+
+
+def parsed_schema(
+    fields: Sequence[tuple[str, str]],
+    *,
+    primary_keys: Sequence[str] = (),
+    options: Mapping[str, str] | None = None,
+) -> PaimonSchema:
+    """The adapter's parse of a schema file: ``fields`` (name, Paimon SQL type) with ids 0,
+    1, … in order, the ``primary_keys`` in key order and the table ``options``."""
+    return parse_schema(
+        {
+            "id": 0,
+            "fields": [{"id": i, "name": n, "type": t} for i, (n, t) in enumerate(fields)],
+            "primaryKeys": list(primary_keys),
+            "options": dict(options or {}),
+        }
+    )
 
 
 def _length(rows: Mapping[str, Sequence[Any]]) -> int:

@@ -22,14 +22,14 @@ from lakestats.analyze import analyze_table
 from lakestats.config import Config, SketchConfig, TableConfig
 from lakestats.formats.paimon import open_paimon_location
 from lakestats.formats.paimon.key_merge import merge_rules
-from lakestats.formats.paimon.types import PaimonSchema, parse_schema
+from lakestats.formats.paimon.types import PaimonSchema
 from lakestats.model import KeyMerge
 from lakestats.read import read_stats
 from lakestats.sketching import SparkSketcher
 from lakestats.tables import open_configured
 from lakestats.values import to_json
 from paimon_fixtures import fixture, needs_paimon_fixtures, read_rows
-from paimon_tables import PaimonWarehouse, compact_fully
+from paimon_tables import PaimonWarehouse, compact_fully, parsed_schema
 
 pytestmark = pytest.mark.spark
 
@@ -294,18 +294,8 @@ def test_a_fully_compacted_bucket_needs_no_merge(tmp_path: Path) -> None:
 
 def _keyed_schema(options: dict[str, str]) -> PaimonSchema:
     """Key ``k``, a string ``s`` and a double ``v``, with the table ``options``."""
-    return parse_schema(
-        {
-            "id": 0,
-            "fields": [
-                {"id": 0, "name": "k", "type": "INT NOT NULL"},
-                {"id": 1, "name": "s", "type": "STRING"},
-                {"id": 2, "name": "v", "type": "DOUBLE"},
-            ],
-            "primaryKeys": ["k"],
-            "options": options,
-        }
-    )
+    fields = [("k", "INT NOT NULL"), ("s", "STRING"), ("v", "DOUBLE")]
+    return parsed_schema(fields, primary_keys=["k"], options=options)
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ from lakestats.sketching import SparkSketcher
 from lakestats.store.segments import read_segment
 from lakestats.tables import open_configured
 from paimon_fixtures import fixture, needs_paimon_fixtures
-from paimon_tables import NameSketcher, PaimonWarehouse, compact_fully
+from paimon_tables import NameSketcher, PaimonWarehouse, compact_fully, parsed_schema
 
 pytestmark = pytest.mark.spark
 
@@ -230,18 +230,8 @@ def test_files_without_key_sketches_leave_the_count_unknown_not_low(
 def test_which_rows_retract_their_key_follows_the_merge_engine(
     options: dict[str, str], retracting: tuple[int, ...]
 ) -> None:
-    schema = parse_schema(
-        {
-            "id": 0,
-            "fields": [
-                {"id": 0, "name": "a", "type": "INT NOT NULL"},
-                {"id": 1, "name": "b", "type": "STRING NOT NULL"},
-                {"id": 2, "name": "v", "type": "DOUBLE"},
-            ],
-            "primaryKeys": ["b", "a"],
-            "options": options,
-        }
-    )
+    fields = [("a", "INT NOT NULL"), ("b", "STRING NOT NULL"), ("v", "DOUBLE")]
+    schema = parsed_schema(fields, primary_keys=["b", "a"], options=options)
     key = schema.table_schema.key
     assert key is not None and key.field_ids == (1, 0)  # in key order
     assert key.retract_kinds == retracting

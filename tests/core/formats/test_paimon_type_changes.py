@@ -24,6 +24,7 @@ from pypaimon.schema.schema_change import SchemaChange
 from lakestats.analyze import analyze_table
 from lakestats.config import Config, SketchConfig, TableConfig
 from lakestats.formats.paimon import open_paimon_location
+from lakestats.formats.paimon.testing import write_arrow
 from lakestats.read import read_stats
 from lakestats.sketching import SparkSketcher
 from lakestats.tables import open_configured
@@ -180,13 +181,7 @@ def with_vectors(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     catalog.alter_table(identifier, [SchemaChange.update_column_type("f3", AtomicType("INT"))])
     table = catalog.get_table(identifier)
     schema = PyarrowFieldParser.from_paimon_schema(table.table_schema.fields)
-    builder = table.new_batch_write_builder()
-    write = builder.new_write()
-    write.write_arrow(pa.table({"f0": ["Zed"], "f1": [20], "f2": [1], "f3": [9]}, schema=schema))
-    commit = builder.new_commit()
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
+    write_arrow(table, pa.table({"f0": ["Zed"], "f1": [20], "f2": [1], "f3": [9]}, schema=schema))
     return {
         "before": before,
         "after": analyze(incremental),
