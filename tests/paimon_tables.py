@@ -20,6 +20,7 @@ from pypaimon import CatalogFactory, Schema
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
 
+from lakestats.config import Config, SketchConfig, TableConfig
 from lakestats.formats.paimon import PaimonTable, open_paimon_location
 from lakestats.formats.paimon.commit import (
     PendingFiles,
@@ -176,6 +177,16 @@ class PaimonWarehouse:
         committed = commit_with_retry(table, attempt)
         assert committed is not None
         return committed
+
+
+def one_table_config(name: str, location: Path | str, state: Path, **table: Any) -> Config:
+    """A config of the one table ``name`` at ``location`` (``table``: its other settings),
+    its stats stored under ``state``, with the default sketches."""
+    return Config(
+        state_dir=str(state),
+        table=(TableConfig(name=name, location=str(location), **table),),
+        sketch=SketchConfig(),
+    )
 
 
 def parsed_schema(

@@ -8,14 +8,13 @@ the store and the sidecar publisher are the real ones.
 from __future__ import annotations
 
 import json
-import random
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lakestatsd_harness import DaemonProcess, WriterLoop, fast_config_text
+from lakestatsd_harness import DaemonProcess, WriterLoop, fast_config_text, kill_while_writing
 
 from delta_tables import DeltaWriter, live_rows
 from lakestats.analyze import analyze_table, read_stats
@@ -61,14 +60,6 @@ def sidecar(writer: DeltaWriter) -> tuple[dict[str, str], set[str]]:
     return index, on_disk
 
 
-def processed(state_dir: Path) -> int:
-    tables = [p for p in state_dir.iterdir() if p.is_dir()] if state_dir.exists() else []
-    if not tables:
-        return 0
-    state = StatsStore(state_dir, tables[0].name).current()
-    return 0 if state is None else len(state.stats)
-
-
 def test_the_daemon_follows_delta_commits(
     tmp_path: Path, run_daemon: Callable[..., DaemonProcess]
 ) -> None:
@@ -107,24 +98,7 @@ def test_sigkill_while_delta_rs_commits_strands_nothing(
     state_dir = tmp_path / "state"
     text = config_text(writer.path, state_dir)
     committer = Writer(writer)
-    committer.start()
-    rng = random.Random(1)
-    progress: list[int] = []
-    try:
-        for kill in range(KILLS):
-            daemon = run_daemon(text, wait_ready=False)
-            daemon.wait_event("http_listening", timeout_s=30)
-            if kill % 3 == 0:
-                daemon.wait_event("commit_processed", timeout_s=30)
-                time.sleep(rng.uniform(0, 0.2))
-            else:
-                time.sleep(rng.uniform(0.05, 1.5))
-            daemon.proc.kill()
-            daemon.proc.wait(10)
-            progress.append(processed(state_dir))
-    finally:
-        committer.stop.set()
-        committer.join(30)
+    progress = kill_while_writing(run_daemon, text, committer, state_dir, KILLS)
     assert committer.error is None, committer.error
     assert committer.commits >= KILLS
     assert progress == sorted(progress), progress
