@@ -172,6 +172,13 @@ class DaemonProcess:
                 raise AssertionError(f"no {count}× {name!r} in time:\n{self.tail()}")
             time.sleep(0.05)
 
+    def wait_until(self, done: Callable[[], bool], timeout_s: float = 60) -> None:
+        """Poll ``done`` until it holds; after ``timeout_s`` fail with the log's tail."""
+        deadline = time.monotonic() + timeout_s
+        while not done():
+            assert time.monotonic() < deadline, self.tail()
+            time.sleep(0.2)
+
     def tail(self, n: int = 40) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
 

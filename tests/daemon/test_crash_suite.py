@@ -105,10 +105,7 @@ def test_sigkill_while_a_writer_commits_strands_nothing(
         served = resp.json().get("snapshot_id") if resp.status == 200 else None
         return served == current and registered == lineage
 
-    deadline = time.monotonic() + 60
-    while not settled():
-        assert time.monotonic() < deadline, daemon.tail()
-        time.sleep(0.2)
+    daemon.wait_until(settled)
     assert daemon.terminate() == 0
     failures = [e for e in daemon.events() if e.get("event") == "table_run_failed"]
     assert not failures, daemon.tail()  # recovering from the kills is not an error
