@@ -4,7 +4,8 @@ publishing them as Paimon's own statistics file.
 An example script, not part of the library: it writes the table with pypaimon (a
 filesystem catalog under ``<repository>/demo-warehouse-paimon``, replaced on every run),
 starts ``lakestatsd --config <repository>/config/local-paimon.toml`` in the background,
-then writes commits (appends, a partition overwrite) and after each shows the stats the
+then writes commits (appends, a partition overwrite; each one pypaimon batch commit through
+``lakestats.formats.paimon.testing.write_arrow``) and after each shows the stats the
 daemon serves and the statistics file it published (an ``ANALYZE`` snapshot naming
 ``statistics/stat-<uuid>-0``, as Spark's ``ANALYZE TABLE`` would commit); finally stops
 the daemon with SIGTERM.
@@ -29,6 +30,7 @@ from demo_daemon import base_url, run_beside_daemon
 from pypaimon import CatalogFactory, Schema
 
 from lakestats.config import load_config
+from lakestats.formats.paimon.testing import write_arrow
 
 CONFIG_PATH = Path(__file__).resolve().parents[1] / "config" / "local-paimon.toml"
 SCHEMA = pa.schema(
@@ -60,18 +62,6 @@ def _batch(rng: random.Random, start: int, rows: int, region: str | None = None)
     )
 
 
-def _write(table: Any, data: pa.Table, *, overwrite: dict[str, str] | None = None) -> None:
-    builder = table.new_batch_write_builder()
-    if overwrite is not None:
-        builder = builder.overwrite(overwrite)
-    write = builder.new_write()
-    write.write_arrow(data)
-    commit = builder.new_commit()
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
-
-
 def build_warehouse(root: Path) -> Any:
     """A fresh Paimon table ``shop.orders`` partitioned by region, with a first commit."""
     if root.exists():
@@ -82,7 +72,7 @@ def build_warehouse(root: Path) -> Any:
     schema = Schema.from_pyarrow_schema(SCHEMA, partition_keys=["region"], options=options)
     catalog.create_table("shop.orders", schema, False)
     table = catalog.get_table("shop.orders")
-    _write(table, _batch(random.Random(0), 0, 5000))  # noqa: S311 - demo data
+    write_arrow(table, _batch(random.Random(0), 0, 5000))  # noqa: S311 - demo data
     return table
 
 
@@ -117,11 +107,11 @@ def main() -> int:
         rng = random.Random(7)  # noqa: S311 - demo data
         steps: list[tuple[str, Callable[[], None]]] = [
             ("first commit", lambda: None),
-            ("append 5000 rows", lambda: _write(table, _batch(rng, 5000, 5000))),
-            ("append 5000 rows", lambda: _write(table, _batch(rng, 10000, 5000))),
+            ("append 5000 rows", lambda: write_arrow(table, _batch(rng, 5000, 5000))),
+            ("append 5000 rows", lambda: write_arrow(table, _batch(rng, 10000, 5000))),
             (
                 "overwrite region=apac",
-                lambda: _write(
+                lambda: write_arrow(
                     table, _batch(rng, 20000, 100, "apac"), overwrite={"region": "apac"}
                 ),
             ),

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
+from lakestats.values import to_json
 from table_types import arrow_type
 
 _DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "delta"
@@ -61,6 +63,9 @@ _DELTA_TYPES = {
 
 # table properties under which cleanup_metadata removes every commit before a checkpoint
 NO_LOG_RETENTION = {"delta.logRetentionDuration": "interval 0 seconds"}
+
+# an id, a nullable name and the partition: the table most Delta tests write (``id_name_part``)
+ID_NAME_PART = (("id", "long"), ("name", "string"), ("part", "string"))
 
 
 def fixture_path(name: str) -> str:
@@ -226,6 +231,46 @@ def live_rows(path: str) -> pa.Table:
     # DataFusion hands over view types, which pyarrow.compute does not cover everywhere
     views = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
     return data.cast(pa.schema([f.with_type(views.get(f.type, f.type)) for f in data.schema]))
+
+
+def id_name_part(
+    ids: range, part: str, *, null_every: int, names: str, distinct: int
+) -> dict[str, list[Any]]:
+    """Rows of ``ID_NAME_PART`` in partition ``part``: each id in ``ids``, its name null
+    when ``id % null_every == 0``, else ``names`` formatted with ``id % distinct``."""
+    return {
+        "id": list(ids),
+        "name": [None if i % null_every == 0 else names.format(i % distinct) for i in ids],
+        "part": [part] * len(ids),
+    }
+
+
+def assert_describes_live_rows(
+    doc: Mapping[str, Any], data: pa.Table, *, ndv: bool, partition: str | None = None
+) -> None:
+    """``doc`` (``show --json``) holds the statistics of ``data`` (the live rows): its
+    record counts, every column's null count, min and max exactly; with ``ndv`` each NDV
+    within three of its theta sketch's standard errors; with ``partition`` (the one
+    partition column) each partition's record count."""
+    assert doc["format"] == "delta"
+    assert doc["record_count"] == doc["merged_record_count"] == data.num_rows
+    assert set(doc["columns"]) == set(data.column_names)
+    for name, got in doc["columns"].items():
+        column = data.column(name)
+        bounds = pc.min_max(column)  # nulls skipped
+        assert got["null_count"] == column.null_count, name
+        assert (got["min"], got["max"]) == (
+            to_json(bounds["min"].as_py()),
+            to_json(bounds["max"].as_py()),
+        ), name
+        if ndv:
+            distinct = len(pc.unique(column.drop_null()))
+            error = got["sketch"]["ndv"]["relative_standard_error"]
+            assert abs(got["ndv"] - distinct) <= 3 * error * distinct + 1, name
+    if partition is not None:
+        parts = {tuple(p["partition"].values()): p["record_count"] for p in doc["partitions"]}
+        expected = pc.value_counts(data.column(partition)).to_pylist()
+        assert parts == {(e["values"],): e["counts"] for e in expected}
 
 
 def duckdb_with_delta() -> Any:

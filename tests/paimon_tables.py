@@ -20,6 +20,7 @@ from pypaimon import CatalogFactory, Schema
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
 
+from lakestats.config import Config, SketchConfig, TableConfig
 from lakestats.formats.paimon import PaimonTable, open_paimon_location
 from lakestats.formats.paimon.commit import (
     PendingFiles,
@@ -30,6 +31,8 @@ from lakestats.formats.paimon.commit import (
     table_root,
     write_avro,
 )
+from lakestats.formats.paimon.testing import write_arrow
+from lakestats.formats.paimon.types import PaimonSchema, parse_schema
 from lakestats.model import ColumnSketch, DataFile, TableSchema
 from lakestats.sketches.hashing import THETA_SEED
 from table_types import arrow_type
@@ -109,15 +112,7 @@ class PaimonWarehouse:
             {f.name: pa.array(rows.get(f.name, [None] * _length(rows)), f.type) for f in schema},
             schema=schema,
         )
-        builder = table.new_batch_write_builder()
-        if overwrite:
-            builder = builder.overwrite()
-        write = builder.new_write()
-        write.write_arrow(data)
-        commit = builder.new_commit()
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
+        write_arrow(table, data, overwrite={} if overwrite else None)
         return self.current(name)
 
     def current(self, name: str) -> int:
@@ -182,6 +177,34 @@ class PaimonWarehouse:
         committed = commit_with_retry(table, attempt)
         assert committed is not None
         return committed
+
+
+def one_table_config(name: str, location: Path | str, state: Path, **table: Any) -> Config:
+    """A config of the one table ``name`` at ``location`` (``table``: its other settings),
+    its stats stored under ``state``, with the default sketches."""
+    return Config(
+        state_dir=str(state),
+        table=(TableConfig(name=name, location=str(location), **table),),
+        sketch=SketchConfig(),
+    )
+
+
+def parsed_schema(
+    fields: Sequence[tuple[str, str]],
+    *,
+    primary_keys: Sequence[str] = (),
+    options: Mapping[str, str] | None = None,
+) -> PaimonSchema:
+    """The adapter's parse of a schema file: ``fields`` (name, Paimon SQL type) with ids 0,
+    1, … in order, the ``primary_keys`` in key order and the table ``options``."""
+    return parse_schema(
+        {
+            "id": 0,
+            "fields": [{"id": i, "name": n, "type": t} for i, (n, t) in enumerate(fields)],
+            "primaryKeys": list(primary_keys),
+            "options": dict(options or {}),
+        }
+    )
 
 
 def _length(rows: Mapping[str, Sequence[Any]]) -> int:

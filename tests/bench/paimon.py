@@ -38,6 +38,7 @@ try:
 
     from lakestats.analyze import CommitReport, SparkSketcher, analyze_table, read_stats
     from lakestats.config import Config, SparkConfig, TableConfig
+    from lakestats.formats.paimon.testing import write_arrow
     from lakestats.sketches.merge import theta_relative_standard_error
     from lakestats.sketches.spark import SparkSettings, get_spark, stop_spark
     from lakestats.tables import open_configured
@@ -87,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
     table = catalog.get_table("tpch.lineitem")
     started = time.perf_counter()
     for i in range(1, args.commits + 1):
-        _append(table, tpch.read_part(parts / "lineitem" / f"lineitem.{i}.parquet"))
+        write_arrow(table, tpch.read_part(parts / "lineitem" / f"lineitem.{i}.parquet"))
     loaded = time.perf_counter() - started
     location = root / "warehouse" / "tpch.db" / "lineitem"
     loads = {"start": load_average()}
@@ -102,7 +103,7 @@ def _run(args: argparse.Namespace) -> int:
     sketcher = SparkSketcher(config)
     sketcher.warm()
     full, _ = _analyze(config, sketcher)
-    _append(table, tpch.read_part(parts / "lineitem" / f"lineitem.{args.commits + 1}.parquet"))
+    write_arrow(table, tpch.read_part(parts / "lineitem" / f"lineitem.{args.commits + 1}.parquet"))
     incremental, reports = _analyze(config, sketcher)
     loads["after the update"] = load_average()
     doc = read_stats("lineitem", config=config)
@@ -157,16 +158,6 @@ def _spark_analyze(args: argparse.Namespace, config: Config, root: Path) -> tupl
     columns = [c.name for c in opened.table.schema().columns]
     result = baseline.analyze(session, columns, args.repeat, lambda m: print(m, flush=True))
     return result.seconds.best, len(live)
-
-
-def _append(table: Any, data: pa.Table) -> None:
-    builder = table.new_batch_write_builder()
-    write = builder.new_write()
-    write.write_arrow(data)
-    commit = builder.new_commit()
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
 
 
 def _analyze(config: Config, sketcher: SparkSketcher) -> tuple[float, list[CommitReport]]:

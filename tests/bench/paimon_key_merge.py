@@ -23,6 +23,7 @@ from pypaimon import CatalogFactory, Schema
 
 from lakestats.analyze import analyze_table
 from lakestats.config import Config, SparkConfig, TableConfig
+from lakestats.formats.paimon.testing import write_arrow
 from lakestats.read import read_stats
 from lakestats.sketching import SparkSketcher
 from lakestats.tables import open_configured
@@ -41,13 +42,7 @@ def rows(keys: range, step: int) -> pa.Table:
 
 
 def write(catalog: Any, table: pa.Table) -> None:
-    builder = catalog.get_table("db.t").new_batch_write_builder()
-    writer = builder.new_write()
-    writer.write_arrow(table)
-    commit = builder.new_commit()
-    commit.commit(writer.prepare_commit())
-    writer.close()
-    commit.close()
+    write_arrow(catalog.get_table("db.t"), table)
 
 
 def timed(config: Config) -> tuple[float, Any]:

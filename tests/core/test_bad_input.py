@@ -53,6 +53,17 @@ def assert_one_line(err: str, *needles: str) -> None:
         assert needle in lines[0], (needle, lines[0])
 
 
+def assert_analyze_refused(
+    capsys: pytest.CaptureFixture[str], loc: str, state: Path, *needles: str
+) -> None:
+    """``analyze`` fails with one line naming ``needles`` and leaves the store as it was."""
+    before = snapshot_dir(state)
+    code, err = run(capsys, "analyze", loc, "--state-dir", str(state), "--no-sketches")
+    assert code == 1
+    assert_one_line(err, *needles)
+    assert snapshot_dir(state) == before
+
+
 def test_path_that_is_no_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     empty = tmp_path / "not-a-table"
     empty.mkdir()
@@ -72,11 +83,7 @@ def test_truncated_metadata_json(
     _, loc, state = analyzed
     newest = max((Path(loc) / "metadata").glob("*.metadata.json"))
     newest.write_bytes(newest.read_bytes()[:200])
-    before = snapshot_dir(state)
-    code, err = run(capsys, "analyze", loc, "--state-dir", str(state), "--no-sketches")
-    assert code == 1
-    assert_one_line(err, newest.name)
-    assert snapshot_dir(state) == before
+    assert_analyze_refused(capsys, loc, state, newest.name)
 
 
 def test_corrupt_manifest(
@@ -88,11 +95,7 @@ def test_corrupt_manifest(
     manifests = snapshot.manifests(wh.table("t").io)
     newest = Path(manifests[0].manifest_path.removeprefix("file://"))
     newest.write_bytes(b"Obj\x01garbage")
-    before = snapshot_dir(state)
-    code, err = run(capsys, "analyze", loc, "--state-dir", str(state), "--no-sketches")
-    assert code == 1
-    assert_one_line(err, newest.name)
-    assert snapshot_dir(state) == before
+    assert_analyze_refused(capsys, loc, state, newest.name)
 
 
 def test_missing_manifest_list(
@@ -103,11 +106,7 @@ def test_missing_manifest_list(
     assert snapshot is not None
     manifest_list = Path(snapshot.manifest_list.removeprefix("file://"))
     manifest_list.unlink()
-    before = snapshot_dir(state)
-    code, err = run(capsys, "analyze", loc, "--state-dir", str(state), "--no-sketches")
-    assert code == 1
-    assert_one_line(err, manifest_list.name)
-    assert snapshot_dir(state) == before
+    assert_analyze_refused(capsys, loc, state, manifest_list.name)
 
 
 def test_bad_config_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,8 +12,11 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from lakestats.store import StatsStore
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHONPATH = os.pathsep.join([str(REPO / "core"), str(REPO / "daemon")])
@@ -43,6 +46,48 @@ class WriterLoop(threading.Thread):
                 self.stop.wait(rng.uniform(0.1, 0.6))
         except BaseException as exc:
             self.error = exc
+
+
+def processed(state_dir: Path) -> int:
+    """How many commits the store's current state holds (0 before its first state)."""
+    tables = [p for p in state_dir.iterdir() if p.is_dir()] if state_dir.exists() else []
+    if not tables:
+        return 0
+    state = StatsStore(state_dir, tables[0].name).current()
+    return 0 if state is None else len(state.stats)
+
+
+def kill_while_writing(
+    run_daemon: Callable[..., DaemonProcess],
+    config_text: str,
+    writer: WriterLoop,
+    state_dir: Path,
+    kills: int,
+) -> list[int]:
+    """Start ``writer``, then the daemon ``kills`` times, each life ended by SIGKILL: every
+    third right after a commit was processed, the others at a random moment. Returns
+    ``processed`` after each kill; the writer is stopped and joined (its ``error`` and
+    ``commits`` are the test's to check)."""
+    writer.start()
+    rng = random.Random(1)
+    progress: list[int] = []
+    try:
+        for kill in range(kills):
+            daemon = run_daemon(config_text, wait_ready=False)
+            daemon.wait_event("http_listening", timeout_s=30)
+            if kill % 3 == 0:
+                # right after a commit's state version: mid-batch, before its registration
+                daemon.wait_event("commit_processed", timeout_s=30)
+                time.sleep(rng.uniform(0, 0.2))
+            else:
+                time.sleep(rng.uniform(0.05, 1.5))  # anywhere: starting, mid-run, idle
+            daemon.proc.kill()
+            daemon.proc.wait(10)
+            progress.append(processed(state_dir))
+    finally:
+        writer.stop.set()
+        writer.join(30)
+    return progress
 
 
 def daemon_env(**extra: str) -> dict[str, str]:
@@ -126,6 +171,13 @@ class DaemonProcess:
             if time.monotonic() > deadline:
                 raise AssertionError(f"no {count}× {name!r} in time:\n{self.tail()}")
             time.sleep(0.05)
+
+    def wait_until(self, done: Callable[[], bool], timeout_s: float = 60) -> None:
+        """Poll ``done`` until it holds; after ``timeout_s`` fail with the log's tail."""
+        deadline = time.monotonic() + timeout_s
+        while not done():
+            assert time.monotonic() < deadline, self.tail()
+            time.sleep(0.2)
 
     def tail(self, n: int = 40) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])

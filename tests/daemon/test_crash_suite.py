@@ -13,7 +13,6 @@ reference is left (after the grace period); the stats equal those of a from-scra
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from lakestatsd_harness import DaemonProcess, WriterLoop, fast_config_text
+from lakestatsd_harness import DaemonProcess, WriterLoop, fast_config_text, kill_while_writing
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table
 from pyiceberg.transforms import IdentityTransform
@@ -29,7 +28,6 @@ from pyiceberg.transforms import IdentityTransform
 from lakestats.analyze import analyze_table, read_stats
 from lakestats.config import load_config
 from lakestats.publish.iceberg import FILE_PREFIX
-from lakestats.store import StatsStore
 from lakestats.tables import open_configured
 from lakestats.testing import IcebergWarehouse
 
@@ -77,14 +75,6 @@ def stats_files(table: Table) -> tuple[set[str], set[str]]:
     return on_disk, {Path(p).name for p in paths}
 
 
-def processed(state_dir: Path) -> int:
-    tables = [p for p in state_dir.iterdir() if p.is_dir()] if state_dir.exists() else []
-    if not tables:
-        return 0
-    state = StatsStore(state_dir, tables[0].name).current()
-    return 0 if state is None else len(state.stats)
-
-
 @pytest.mark.slow
 def test_sigkill_while_a_writer_commits_strands_nothing(
     tmp_path: Path, run_daemon: Callable[..., DaemonProcess]
@@ -95,25 +85,7 @@ def test_sigkill_while_a_writer_commits_strands_nothing(
     state_dir = tmp_path / "state"
     text = config_text(wh, state_dir)
     writer = Writer(wh)
-    writer.start()
-    rng = random.Random(1)
-    progress: list[int] = []
-    try:
-        for kill in range(KILLS):
-            daemon = run_daemon(text, wait_ready=False)
-            daemon.wait_event("http_listening", timeout_s=30)
-            if kill % 3 == 0:
-                # right after a commit's state version: mid-batch, before its registration
-                daemon.wait_event("commit_processed", timeout_s=30)
-                time.sleep(rng.uniform(0, 0.2))
-            else:
-                time.sleep(rng.uniform(0.05, 1.5))  # anywhere: starting, mid-run, idle
-            daemon.proc.kill()
-            daemon.proc.wait(10)
-            progress.append(processed(state_dir))
-    finally:
-        writer.stop.set()
-        writer.join(30)
+    progress = kill_while_writing(run_daemon, text, writer, state_dir, KILLS)
     assert writer.error is None, writer.error
     assert writer.commits >= KILLS
     # it kept advancing while being killed: every third life committed at least one
@@ -133,10 +105,7 @@ def test_sigkill_while_a_writer_commits_strands_nothing(
         served = resp.json().get("snapshot_id") if resp.status == 200 else None
         return served == current and registered == lineage
 
-    deadline = time.monotonic() + 60
-    while not settled():
-        assert time.monotonic() < deadline, daemon.tail()
-        time.sleep(0.2)
+    daemon.wait_until(settled)
     assert daemon.terminate() == 0
     failures = [e for e in daemon.events() if e.get("event") == "table_run_failed"]
     assert not failures, daemon.tail()  # recovering from the kills is not an error

@@ -8,14 +8,13 @@ the store and the sidecar publisher are the real ones.
 from __future__ import annotations
 
 import json
-import random
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lakestatsd_harness import DaemonProcess, WriterLoop, fast_config_text
+from lakestatsd_harness import DaemonProcess, WriterLoop, fast_config_text, kill_while_writing
 
 from delta_tables import DeltaWriter, live_rows
 from lakestats.analyze import analyze_table, read_stats
@@ -61,14 +60,6 @@ def sidecar(writer: DeltaWriter) -> tuple[dict[str, str], set[str]]:
     return index, on_disk
 
 
-def processed(state_dir: Path) -> int:
-    tables = [p for p in state_dir.iterdir() if p.is_dir()] if state_dir.exists() else []
-    if not tables:
-        return 0
-    state = StatsStore(state_dir, tables[0].name).current()
-    return 0 if state is None else len(state.stats)
-
-
 def test_the_daemon_follows_delta_commits(
     tmp_path: Path, run_daemon: Callable[..., DaemonProcess]
 ) -> None:
@@ -83,19 +74,12 @@ def test_the_daemon_follows_delta_commits(
         resp = daemon.request("GET", "/v1/tables/t/stats")
         return resp.json() if resp.status == 200 else None
 
-    deadline = time.monotonic() + 60
-    while (doc := served()) is None or doc.get("snapshot_id") != version:
-        assert time.monotonic() < deadline, daemon.tail()
-        time.sleep(0.2)
+    daemon.wait_until(lambda: (served() or {}).get("snapshot_id") == version)
+    doc = served()
     assert doc["format"] == "delta"
     assert doc["record_count"] == doc["merged_record_count"] == live_rows(writer.path).num_rows
     assert doc["columns"]["id"]["max"] == 103
-    index, _ = sidecar(writer)
-    deadline = time.monotonic() + 30
-    while str(version) not in index:
-        assert time.monotonic() < deadline, daemon.tail()
-        time.sleep(0.2)
-        index, _ = sidecar(writer)
+    daemon.wait_until(lambda: str(version) in sidecar(writer)[0], timeout_s=30)
     assert daemon.terminate() == 0
 
 
@@ -107,24 +91,7 @@ def test_sigkill_while_delta_rs_commits_strands_nothing(
     state_dir = tmp_path / "state"
     text = config_text(writer.path, state_dir)
     committer = Writer(writer)
-    committer.start()
-    rng = random.Random(1)
-    progress: list[int] = []
-    try:
-        for kill in range(KILLS):
-            daemon = run_daemon(text, wait_ready=False)
-            daemon.wait_event("http_listening", timeout_s=30)
-            if kill % 3 == 0:
-                daemon.wait_event("commit_processed", timeout_s=30)
-                time.sleep(rng.uniform(0, 0.2))
-            else:
-                time.sleep(rng.uniform(0.05, 1.5))
-            daemon.proc.kill()
-            daemon.proc.wait(10)
-            progress.append(processed(state_dir))
-    finally:
-        committer.stop.set()
-        committer.join(30)
+    progress = kill_while_writing(run_daemon, text, committer, state_dir, KILLS)
     assert committer.error is None, committer.error
     assert committer.commits >= KILLS
     assert progress == sorted(progress), progress
@@ -139,10 +106,7 @@ def test_sigkill_while_delta_rs_commits_strands_nothing(
         index, _ = sidecar(writer)
         return served == current and str(current) in index
 
-    deadline = time.monotonic() + 60
-    while not settled():
-        assert time.monotonic() < deadline, daemon.tail()
-        time.sleep(0.2)
+    daemon.wait_until(settled)
     assert daemon.terminate() == 0
     failures = [e for e in daemon.events() if e.get("event") == "table_run_failed"]
     assert not failures, daemon.tail()
@@ -185,15 +149,9 @@ def test_the_daemons_compaction_drops_the_rows_of_vacuumed_files(
         resp = daemon.request("GET", "/v1/tables/t/stats")
         return resp.json() if resp.status == 200 else None
 
-    def wait_for(done: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + 60
-        while not done():
-            assert time.monotonic() < deadline, daemon.tail()
-            time.sleep(0.2)
-
-    wait_for(lambda: (served() or {}).get("snapshot_id") == writer.version())
+    daemon.wait_until(lambda: (served() or {}).get("snapshot_id") == writer.version())
     version = writer.delete("cat = 'c1'")
-    wait_for(lambda: (served() or {}).get("snapshot_id") == version)
+    daemon.wait_until(lambda: (served() or {}).get("snapshot_id") == version)
     (vacuumed,) = writer.vacuum()
     gone = f"file://{writer.path}/{vacuumed}"
 
@@ -202,7 +160,7 @@ def test_the_daemons_compaction_drops_the_rows_of_vacuumed_files(
         return {path for rel in segments for path in store.segment_paths(rel)}
 
     # the scheduled compaction drops its row, its cleanup deletes the segment that held it
-    wait_for(lambda: gone not in held_anywhere())
+    daemon.wait_until(lambda: gone not in held_anywhere())
     assert any(e.get("dead_rows_dropped") == 1 for e in daemon.events("compact_done"))
     state = store.current()
     assert state is not None

@@ -21,7 +21,14 @@ import pyarrow as pa
 import pytest
 from pyroaring import BitMap64
 
-from delta_tables import NO_LOG_RETENTION, DeltaWriter, fixture_path, live_rows, needs_fixtures
+from delta_tables import (
+    ID_NAME_PART,
+    NO_LOG_RETENTION,
+    DeltaWriter,
+    fixture_path,
+    live_rows,
+    needs_fixtures,
+)
 from lakestats.cli import main
 from lakestats.exceptions import LineageError, MetadataError
 from lakestats.formats.delta.dv import (
@@ -36,7 +43,7 @@ from lakestats.formats.delta.schema import name_field_id, parse_schema
 from lakestats.formats.registry import open_table
 from lakestats.model import DeletionVector
 
-COLUMNS = (("id", "long"), ("name", "string"), ("part", "string"))
+COLUMNS = ID_NAME_PART
 
 
 def snapshot_dir(root: Path) -> dict[str, str]:

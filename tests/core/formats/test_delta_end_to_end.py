@@ -10,12 +10,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 
-from delta_tables import NO_LOG_RETENTION, DeltaWriter, live_rows
+from delta_tables import (
+    NO_LOG_RETENTION,
+    DeltaWriter,
+    assert_describes_live_rows,
+    id_name_part,
+    live_rows,
+)
 from lakestats.cli import main
-from lakestats.values import to_json
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -32,12 +36,8 @@ def cli(*args: str) -> str:
 def batch(ids: range, part: str) -> dict[str, list[Any]]:
     from decimal import Decimal
 
-    return {
-        "id": list(ids),
-        "name": [None if i % 7 == 0 else f"name-{i % 50}" for i in ids],
-        "price": [Decimal(i % 300) / 4 for i in ids],
-        "part": [part] * len(ids),
-    }
+    rows = id_name_part(ids, part, null_every=7, names="name-{}", distinct=50)
+    return {**rows, "price": [Decimal(i % 300) / 4 for i in ids]}
 
 
 @pytest.fixture(scope="module")
@@ -116,21 +116,4 @@ def test_quantiles_are_within_the_kll_rank_error(history: dict[str, Any], which:
 
 def test_stats_equal_the_live_rows(history: dict[str, Any]) -> None:
     data = live_rows(history["writer"].path)
-    doc = history["incremental"]
-    assert doc["format"] == "delta"
-    assert doc["record_count"] == doc["merged_record_count"] == data.num_rows
-    for name, got in doc["columns"].items():
-        column = data.column(name)
-        present = column.drop_null()
-        bounds = pc.min_max(present)
-        assert got["null_count"] == column.null_count, name
-        assert (got["min"], got["max"]) == (
-            to_json(bounds["min"].as_py()),
-            to_json(bounds["max"].as_py()),
-        ), name
-        distinct = len(pc.unique(present))
-        error = got["sketch"]["ndv"]["relative_standard_error"]
-        assert abs(got["ndv"] - distinct) <= 3 * error * distinct + 1, name
-    parts = {tuple(p["partition"].values()): p["record_count"] for p in doc["partitions"]}
-    expected = pc.value_counts(data.column("part")).to_pylist()
-    assert parts == {(e["values"],): e["counts"] for e in expected}
+    assert_describes_live_rows(history["incremental"], data, ndv=True, partition="part")

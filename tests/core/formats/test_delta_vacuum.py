@@ -16,19 +16,25 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 
-from delta_tables import DeltaWriter, fixture_path, live_rows, needs_fixtures
+from delta_tables import (
+    ID_NAME_PART,
+    DeltaWriter,
+    assert_describes_live_rows,
+    fixture_path,
+    id_name_part,
+    live_rows,
+    needs_fixtures,
+)
 from lakestats.cli import main
 from lakestats.exceptions import LineageError
 from lakestats.formats.delta.dv import relative_dv_path
 from lakestats.formats.registry import open_table
 from lakestats.store import StatsStore
 from lakestats.store.store import SEGMENTS_DIR
-from lakestats.values import to_json
 
-COLUMNS = (("id", "long"), ("name", "string"), ("part", "string"))
+COLUMNS = ID_NAME_PART
 GRACE_S = 1.0
 
 
@@ -40,11 +46,7 @@ def cli(config: Path, *args: str) -> str:
 
 
 def batch(ids: range, part: str) -> dict[str, list[Any]]:
-    return {
-        "id": list(ids),
-        "name": [None if i % 9 == 0 else f"n{i % 37}" for i in ids],
-        "part": [part] * len(ids),
-    }
+    return id_name_part(ids, part, null_every=9, names="n{}", distinct=37)
 
 
 def current_rows(store: StatsStore) -> dict[str, tuple[bool, int]]:
@@ -69,18 +71,7 @@ def paths_in_every_segment_file(store: StatsStore) -> set[str]:
 
 
 def assert_exact(doc: dict[str, Any], data: pa.Table) -> None:
-    assert doc["record_count"] == doc["merged_record_count"] == data.num_rows
-    for name, got in doc["columns"].items():
-        column = data.column(name)
-        bounds = pc.min_max(column)
-        assert got["null_count"] == column.null_count, name
-        assert (got["min"], got["max"]) == (
-            to_json(bounds["min"].as_py()),
-            to_json(bounds["max"].as_py()),
-        ), name
-        distinct = len(pc.unique(column.drop_null()))
-        error = got["sketch"]["ndv"]["relative_standard_error"]
-        assert abs(got["ndv"] - distinct) <= 3 * error * distinct + 1, name
+    assert_describes_live_rows(doc, data, ndv=True)
 
 
 @pytest.fixture(scope="module")

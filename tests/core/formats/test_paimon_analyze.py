@@ -18,14 +18,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakestats.analyze import analyze_table
-from lakestats.config import Config, SketchConfig, TableConfig
+from lakestats.config import Config
 from lakestats.read import read_stats
 from lakestats.render import render_stats
 from lakestats.sketching import SparkSketcher
 from lakestats.tables import open_configured
 from lakestats.values import to_json
 from paimon_fixtures import fixture, needs_paimon_fixtures, read_rows
-from paimon_tables import NameSketcher, PaimonWarehouse
+from paimon_tables import NameSketcher, PaimonWarehouse, one_table_config
 
 pytestmark = [pytest.mark.spark, needs_paimon_fixtures]
 
@@ -41,14 +41,6 @@ METADATA_ONLY = ("pk_table_partial_update", "pk_table_with_mor")
 THETA_RSE = 1 / 64  # lg_k 12
 
 
-def config_for(name: str, location: Path | str, state: Path, **table: Any) -> Config:
-    return Config(
-        state_dir=str(state),
-        table=(TableConfig(name=name, location=str(location), **table),),
-        sketch=SketchConfig(),
-    )
-
-
 def analyze(config: Config, *, sketches: bool = True, spark: bool = True) -> dict[str, Any]:
     opened = open_configured(config.table[0], config)
     sketcher = (SparkSketcher(config) if spark else NameSketcher()) if sketches else None
@@ -61,7 +53,7 @@ def shown(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dic
     state = tmp_path_factory.mktemp("state")
     docs = {}
     for name in (*SKETCHED, *METADATA_ONLY):
-        config = config_for(name, fixture(name), state)
+        config = one_table_config(name, fixture(name), state)
         docs[name] = analyze(config, sketches=name in SKETCHED)
     return docs
 
@@ -132,7 +124,7 @@ def test_incremental_equals_from_scratch_on_a_pypaimon_table(spark: Any, tmp_pat
     location = warehouse.create(
         "t", [("id", "long"), ("p", "string"), ("v", "double")], partition_keys=["p"]
     )
-    incremental = config_for("t", location, tmp_path / "inc")
+    incremental = one_table_config("t", location, tmp_path / "inc")
     for start in (0, 100):
         ids = list(range(start, start + 50))
         warehouse.write(
@@ -143,7 +135,7 @@ def test_incremental_equals_from_scratch_on_a_pypaimon_table(spark: Any, tmp_pat
     warehouse.add_column("t", "note", "string")
     warehouse.write("t", {"id": [1000], "p": ["p9"], "v": [1.0], "note": ["x"]})
     step = analyze(incremental, spark=False)
-    scratch = analyze(config_for("t", location, tmp_path / "scratch"), spark=False)
+    scratch = analyze(one_table_config("t", location, tmp_path / "scratch"), spark=False)
     for doc in (step, scratch):
         doc.pop("computed_at_ms")
         doc.pop("commit")

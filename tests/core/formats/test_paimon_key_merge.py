@@ -19,29 +19,21 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakestats.analyze import analyze_table
-from lakestats.config import Config, SketchConfig, TableConfig
+from lakestats.config import Config
 from lakestats.formats.paimon import open_paimon_location
 from lakestats.formats.paimon.key_merge import merge_rules
-from lakestats.formats.paimon.types import PaimonSchema, parse_schema
+from lakestats.formats.paimon.types import PaimonSchema
 from lakestats.model import KeyMerge
 from lakestats.read import read_stats
 from lakestats.sketching import SparkSketcher
 from lakestats.tables import open_configured
 from lakestats.values import to_json
 from paimon_fixtures import fixture, needs_paimon_fixtures, read_rows
-from paimon_tables import PaimonWarehouse, compact_fully
+from paimon_tables import PaimonWarehouse, compact_fully, one_table_config, parsed_schema
 
 pytestmark = pytest.mark.spark
 
 THETA_RSE = 1 / 64  # lg_k 12
-
-
-def config_for(name: str, location: Path | str, state: Path, **table: Any) -> Config:
-    return Config(
-        state_dir=str(state),
-        table=(TableConfig(name=name, location=str(location), **table),),
-        sketch=SketchConfig(),
-    )
 
 
 def analyze(config: Config) -> dict[str, Any]:
@@ -104,7 +96,7 @@ def merge_partial_update_ignoring_deletes(location: Path) -> pa.Table:
 def fixtures(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     state = tmp_path_factory.mktemp("state")
     return {
-        name: analyze(config_for(name, fixture(name), state))
+        name: analyze(one_table_config(name, fixture(name), state))
         for name in ("pk_table_partial_update", "pk_table_with_mor")
     }
 
@@ -202,7 +194,7 @@ def engines(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
             options={"metadata.stats-mode": "full", "bucket": "2", **options},
         )
         steps = []
-        incremental = config_for(engine, location, root / f"inc-{engine}")
+        incremental = one_table_config(engine, location, root / f"inc-{engine}")
         warehouse.write(engine, batch(range(40), "+I", 1))
         if engine == "deduplicate":
             steps.append(analyze(incremental))
@@ -218,7 +210,7 @@ def engines(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
             "location": location,
         }
         if engine == "deduplicate":
-            out[engine]["scratch"] = analyze(config_for(engine, location, root / "scratch"))
+            out[engine]["scratch"] = analyze(one_table_config(engine, location, root / "scratch"))
     return out
 
 
@@ -294,18 +286,8 @@ def test_a_fully_compacted_bucket_needs_no_merge(tmp_path: Path) -> None:
 
 def _keyed_schema(options: dict[str, str]) -> PaimonSchema:
     """Key ``k``, a string ``s`` and a double ``v``, with the table ``options``."""
-    return parse_schema(
-        {
-            "id": 0,
-            "fields": [
-                {"id": 0, "name": "k", "type": "INT NOT NULL"},
-                {"id": 1, "name": "s", "type": "STRING"},
-                {"id": 2, "name": "v", "type": "DOUBLE"},
-            ],
-            "primaryKeys": ["k"],
-            "options": options,
-        }
-    )
+    fields = [("k", "INT NOT NULL"), ("s", "STRING"), ("v", "DOUBLE")]
+    return parsed_schema(fields, primary_keys=["k"], options=options)
 
 
 @pytest.mark.parametrize(

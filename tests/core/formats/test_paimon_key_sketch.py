@@ -18,7 +18,7 @@ import pytest
 from datasketches import compact_theta_sketch
 
 from lakestats.analyze import analyze_table
-from lakestats.config import Config, SketchConfig, TableConfig
+from lakestats.config import Config
 from lakestats.formats.paimon.types import parse_schema
 from lakestats.model import KEY_SKETCH_ID, RETRACTED_KEY_SKETCH_ID
 from lakestats.read import read_stats
@@ -29,7 +29,13 @@ from lakestats.sketching import SparkSketcher
 from lakestats.store.segments import read_segment
 from lakestats.tables import open_configured
 from paimon_fixtures import fixture, needs_paimon_fixtures
-from paimon_tables import NameSketcher, PaimonWarehouse, compact_fully
+from paimon_tables import (
+    NameSketcher,
+    PaimonWarehouse,
+    compact_fully,
+    one_table_config,
+    parsed_schema,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -51,11 +57,7 @@ def config_for(location: Path, state: Path, **table: Any) -> Config:
     """``key_merge = "estimate"``: files sketched as stored, the count from the key sketch
     (with the default "apply" it is exact: ``test_paimon_key_merge.py``)."""
     table.setdefault("key_merge", "estimate")
-    return Config(
-        state_dir=str(state),
-        table=(TableConfig(name="t", location=str(location), **table),),
-        sketch=SketchConfig(),
-    )
+    return one_table_config("t", location, state, **table)
 
 
 def analyze(config: Config, sketcher: Any = None) -> dict[str, Any]:
@@ -230,18 +232,8 @@ def test_files_without_key_sketches_leave_the_count_unknown_not_low(
 def test_which_rows_retract_their_key_follows_the_merge_engine(
     options: dict[str, str], retracting: tuple[int, ...]
 ) -> None:
-    schema = parse_schema(
-        {
-            "id": 0,
-            "fields": [
-                {"id": 0, "name": "a", "type": "INT NOT NULL"},
-                {"id": 1, "name": "b", "type": "STRING NOT NULL"},
-                {"id": 2, "name": "v", "type": "DOUBLE"},
-            ],
-            "primaryKeys": ["b", "a"],
-            "options": options,
-        }
-    )
+    fields = [("a", "INT NOT NULL"), ("b", "STRING NOT NULL"), ("v", "DOUBLE")]
+    schema = parsed_schema(fields, primary_keys=["b", "a"], options=options)
     key = schema.table_schema.key
     assert key is not None and key.field_ids == (1, 0)  # in key order
     assert key.retract_kinds == retracting

@@ -11,7 +11,6 @@ stats equal a from-scratch run's.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -22,27 +21,20 @@ from pypaimon.schema.data_types import AtomicType, PyarrowFieldParser
 from pypaimon.schema.schema_change import SchemaChange
 
 from lakestats.analyze import analyze_table
-from lakestats.config import Config, SketchConfig, TableConfig
+from lakestats.config import Config
 from lakestats.formats.paimon import open_paimon_location
+from lakestats.formats.paimon.testing import write_arrow
 from lakestats.read import read_stats
 from lakestats.sketching import SparkSketcher
 from lakestats.tables import open_configured
 from lakestats.values import to_json
 from paimon_fixtures import copy_fixture, needs_paimon_fixtures, read_rows
-from paimon_tables import PaimonWarehouse
+from paimon_tables import PaimonWarehouse, one_table_config
 
 pytestmark = pytest.mark.spark
 
 THETA_RSE = 1 / 64  # lg_k 12
 DV_TABLE = "pk_table_scan_and_read_dv"
-
-
-def config_for(name: str, location: Path, state: Path) -> Config:
-    return Config(
-        state_dir=str(state),
-        table=(TableConfig(name=name, location=str(location)),),
-        sketch=SketchConfig(),
-    )
 
 
 def analyze(config: Config) -> dict[str, Any]:
@@ -100,7 +92,7 @@ def append_only(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     location = warehouse.create("t", columns, options={"bucket": "-1"})
     warehouse.write("t", {k: v[:3] for k, v in BEFORE.items()})
     warehouse.write("t", {k: v[3:] for k, v in BEFORE.items()})
-    incremental = config_for("t", location, root / "inc")
+    incremental = one_table_config("t", location, root / "inc")
     before = analyze(incremental)
     warehouse.alter("t", *(SchemaChange.update_column_type(c, AtomicType(t)) for c, t in CHANGES))
     warehouse.write("t", AFTER)
@@ -108,7 +100,7 @@ def append_only(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     return {
         "before": before,
         "after": analyze(incremental),
-        "scratch": analyze(config_for("t", location, root / "scratch")),
+        "scratch": analyze(one_table_config("t", location, root / "scratch")),
         "rows": read.new_read().to_arrow(read.new_scan().plan().splits()),
         "location": location,
     }
@@ -173,20 +165,14 @@ def with_vectors(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     visible file with the new type: what a from-scratch run reads)."""
     root = tmp_path_factory.mktemp("dv")
     location = copy_fixture(DV_TABLE, root)
-    incremental = config_for(DV_TABLE, location, root / "inc")
+    incremental = one_table_config(DV_TABLE, location, root / "inc")
     before = analyze(incremental)
     catalog = CatalogFactory.create({"warehouse": str(root)})
     identifier = f"{DV_TABLE}.{DV_TABLE}"
     catalog.alter_table(identifier, [SchemaChange.update_column_type("f3", AtomicType("INT"))])
     table = catalog.get_table(identifier)
     schema = PyarrowFieldParser.from_paimon_schema(table.table_schema.fields)
-    builder = table.new_batch_write_builder()
-    write = builder.new_write()
-    write.write_arrow(pa.table({"f0": ["Zed"], "f1": [20], "f2": [1], "f3": [9]}, schema=schema))
-    commit = builder.new_commit()
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
+    write_arrow(table, pa.table({"f0": ["Zed"], "f1": [20], "f2": [1], "f3": [9]}, schema=schema))
     return {
         "before": before,
         "after": analyze(incremental),

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from lakestats.analyze import analyze_table
-from lakestats.config import Config, SketchConfig, TableConfig
+from lakestats.config import Config
 from lakestats.formats.paimon import PaimonTable, open_paimon_location
 from lakestats.formats.paimon.serialize import java_double, to_paimon_string
 from lakestats.formats.paimon.types import PaimonType, parse_schema
@@ -34,7 +34,7 @@ from lakestats.publish.paimon import PaimonPublisher
 from lakestats.publish.registry import publisher_for
 from lakestats.read import read_stats
 from lakestats.tables import open_configured
-from paimon_tables import NameSketcher, PaimonWarehouse
+from paimon_tables import NameSketcher, PaimonWarehouse, one_table_config
 
 COLUMNS = [("id", "long"), ("cat", "string"), ("price", "decimal(10, 2)"), ("day", "date")]
 REPO = Path(__file__).resolve().parents[3]
@@ -50,11 +50,7 @@ def rows(ids: Sequence[int]) -> dict[str, list[Any]]:
 
 
 def config_for(location: Path, state: Path, **table: Any) -> Config:
-    return Config(
-        state_dir=str(state),
-        table=(TableConfig(name="t", location=str(location), **table),),
-        sketch=SketchConfig(),
-    )
+    return one_table_config("t", location, state, **table)
 
 
 def analyze(config: Config) -> None:

@@ -275,8 +275,8 @@ def test_is_published_before_and_after(target: Target) -> None:
     assert not target.publisher().is_published(oldest, published)
 
 
-def test_one_flush_registers_a_batch_in_one_commit(every_snapshot_target: Target) -> None:
-    target = every_snapshot_target
+def stage_every_snapshot_then_flush(target: Target) -> dict[str, Any]:
+    """One publisher stages every snapshot (no commit yet), then flushes (a commit)."""
     publisher = target.publisher()
     before = target.version()
     for snapshot_id in target.snapshots:
@@ -284,6 +284,12 @@ def test_one_flush_registers_a_batch_in_one_commit(every_snapshot_target: Target
     assert target.version() == before  # staging commits nothing
     published = publisher.flush({})
     assert target.version() != before
+    return published
+
+
+def test_one_flush_registers_a_batch_in_one_commit(every_snapshot_target: Target) -> None:
+    target = every_snapshot_target
+    published = stage_every_snapshot_then_flush(target)
     assert all(target.registered(s) for s in target.snapshots)
     assert all(target.publisher().is_published(s, published) for s in target.snapshots)
 
@@ -360,13 +366,7 @@ def test_one_flush_registers_the_newest_staged_snapshot_in_one_commit(
     newest_only_target: Target,
 ) -> None:
     target = newest_only_target
-    publisher = target.publisher()
-    before = target.version()
-    for snapshot_id in target.snapshots:
-        publisher.stage(target.stats(snapshot_id), {})
-    assert target.version() == before  # staging commits nothing
-    published = publisher.flush({})
-    assert target.version() != before
+    published = stage_every_snapshot_then_flush(target)
     newest, older = target.snapshots[-1], target.snapshots[:-1]
     assert target.registered(newest) and target.registered(newest) <= target.stored()
     assert all(target.registered(s) == set() for s in older)
