@@ -297,6 +297,7 @@ def behind_note(fresh: Any) -> str:
         f"{fresh.last_snapshot_id}, table at {fresh.current_snapshot_id}; oldest missing "
         f"commit {describe_age(fresh.oldest_unprocessed_age_s)} old): run "
         f"`lakestats analyze {fresh.name}`"
+        + (f" ({fresh.starts_over})" if fresh.starts_over else "")
     )
 
 
