@@ -6,6 +6,7 @@ stats a from-scratch run computes, equal to the live rows the format's own reade
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 
 from delta_tables import DeltaWriter
 from lakestats.analyze import analyze_table
+from lakestats.cli import main
 from lakestats.config import Config, SketchConfig, TableConfig
 from lakestats.freshness import freshness
 from lakestats.read import read_stats
@@ -115,6 +117,12 @@ def test_paimon_rollback_then_as_many_commits(spark: Any, tmp_path: Path) -> Non
     assert_restarts_and_equals_from_scratch(config, config_for(location, tmp_path / "s"), 3, rows)
 
 
+def show(location: str, state: Path, *extra: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(["show", location, "--state-dir", str(state), *extra], out=out)
+    return code, out.getvalue()
+
+
 def cut_log_back(writer: DeltaWriter, version: int) -> None:
     """Delta's rollback by cutting the log: every commit and checkpoint after ``version``
     deleted, ``_last_checkpoint`` pointed at the newest checkpoint left (or removed)."""
@@ -145,6 +153,11 @@ def test_delta_log_cut_back_then_as_many_commits(spark: Any, tmp_path: Path) -> 
 
     rows = writer.table().to_pyarrow_table()
     assert rows.num_rows == 40 + 7 + 3
+    # `show` says so before the next run, of the current stats and of --snapshot 3
+    for extra in ((), ("--snapshot", "3")):
+        code, text = show(writer.path, tmp_path / "state", *extra)
+        assert code == 0, text
+        assert "BEHIND" in text and "no longer the commit the stats describe" in text, extra
     assert_restarts_and_equals_from_scratch(
         config, config_for(writer.path, tmp_path / "s"), 3, rows
     )
