@@ -22,8 +22,9 @@ from typing import Any
 import structlog
 
 from lakestats.config import Config
-from lakestats.exceptions import ConcurrentUpdateError, LakestatsError, LineageError, StoreError
+from lakestats.exceptions import ConcurrentUpdateError, LakestatsError, StoreError
 from lakestats.formats.base import SupportsFormatTerms
+from lakestats.lineage import pending_commits
 from lakestats.locations import LocationMap
 from lakestats.maintenance import expire_stats, stale_stats
 from lakestats.merge import merge_partitions, whole_table
@@ -208,13 +209,19 @@ class _CommitPath:
         )
 
     def pending(self, state: StateVersion) -> tuple[StateVersion, Sequence[Commit]]:
-        """The lineage walk (once per run). After a rollback past what was processed the
-        run starts over from the table's lineage."""
-        try:
-            return state, self.opened.table.commits_since(state.last_snapshot_id)
-        except LineageError:
-            state = replace(state, last_snapshot_id=None, segments=())
-            return state, self.opened.table.commits_since(None)
+        """The lineage walk (once per run, ``lakestats.lineage``). After a rollback past
+        what was processed, or when the processed id now names another commit, the run
+        starts over from the table's lineage."""
+        pending = pending_commits(self.opened.table, state)
+        if pending.started_over is None:
+            return state, pending.commits
+        _log.warning("lineage_restart", table=self.opened.name, reason=pending.started_over)
+        state = replace(state, last_snapshot_id=None, segments=(), last_fingerprint=None)
+        if pending.id_reused:
+            # the stats of older snapshots may describe commits that were replaced too
+            # (which ones the state cannot tell): the walk writes them again
+            state = replace(state, stats={})
+        return state, pending.commits
 
     # -- per commit ----------------------------------------------------------------------
 
@@ -281,6 +288,7 @@ class _CommitPath:
             stats={**state.stats, snapshot_id: stats_path},
             created_at_ms=int(time.time() * 1000),
             merged_path=merged_path,
+            last_fingerprint=plan.commit.fingerprint,
         )
         next_state = replace(next_state, merged_key=merge_key(next_state))
         committed = self.store.commit(next_state)

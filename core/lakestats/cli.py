@@ -274,6 +274,8 @@ def _cmd_show(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO
             fresh = None
         if fresh is not None and fresh.commits_behind:
             behind = behind_note(fresh)
+    else:
+        behind = replaced_note(opened, args.snapshot)
     if args.json:
         json.dump(doc, out, indent=2, allow_nan=False)
         out.write("\n")
@@ -297,6 +299,26 @@ def behind_note(fresh: Any) -> str:
         f"{fresh.last_snapshot_id}, table at {fresh.current_snapshot_id}; oldest missing "
         f"commit {describe_age(fresh.oldest_unprocessed_age_s)} old): run "
         f"`lakestats analyze {fresh.name}`"
+        + (f" ({fresh.starts_over})" if fresh.starts_over else "")
+    )
+
+
+def replaced_note(opened: Any, snapshot_id: int) -> str | None:
+    """A note when ``snapshot_id`` is the processed snapshot and its id names another
+    commit now (Delta, Paimon: rolled back and committed again; ``lakestats.lineage``)."""
+    from lakestats.lineage import replaced_commit  # noqa: PLC0415
+
+    state = opened.store.current()
+    if state is None or state.last_snapshot_id != snapshot_id:
+        return None
+    try:
+        reason = replaced_commit(opened.table, state)
+    except LakestatsError:  # the stats are still worth showing
+        return None
+    if reason is None:
+        return None
+    return (
+        f"these stats describe an earlier commit: {reason}: run `lakestats analyze {opened.name}`"
     )
 
 

@@ -12,13 +12,12 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from lakestats.config import Config, TableConfig
-from lakestats.exceptions import LakestatsError, LineageError
-from lakestats.model import Commit
+from lakestats.exceptions import LakestatsError
+from lakestats.lineage import Pending, pending_commits, replaced_commit
 from lakestats.tables import OpenedTable, open_configured
 
 
@@ -35,6 +34,9 @@ class Freshness:
     oldest_unprocessed_age_s: float | None  # how long the stats have been missing a commit
     last_error: str | None
     checked_at_ms: int
+    # why the next analyze starts over from the table's lineage (rolled back past the
+    # stats, or their snapshot id names another commit now); None: it continues
+    starts_over: str | None = None
 
     @property
     def up_to_date(self) -> bool:
@@ -44,13 +46,6 @@ class Freshness:
         return {**asdict(self), "up_to_date": self.up_to_date}
 
 
-def _pending(opened: OpenedTable, last: int | None) -> Sequence[Commit]:
-    try:
-        return opened.table.commits_since(last)
-    except LineageError:  # rolled back past the stats: analyze starts over from the lineage
-        return opened.table.commits_since(None)
-
-
 def freshness(opened: OpenedTable, now_ms: int | None = None) -> Freshness:
     """The stats of ``opened`` against its current snapshot (raises what reading raises)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -58,7 +53,13 @@ def freshness(opened: OpenedTable, now_ms: int | None = None) -> Freshness:
     current = opened.table.current_snapshot_id()
     state = opened.store.current()
     last = state.last_snapshot_id if state is not None else None
-    pending = [] if current is None or current == last else list(_pending(opened, last))
+    replaced = replaced_commit(opened.table, state)
+    walk = (
+        Pending(())
+        if current is None or (current == last and replaced is None)
+        else pending_commits(opened.table, state)
+    )
+    pending = list(walk.commits)
     return Freshness(
         name=opened.name,
         format=opened.table.format_name,
@@ -69,6 +70,7 @@ def freshness(opened: OpenedTable, now_ms: int | None = None) -> Freshness:
         oldest_unprocessed_age_s=_age(now, pending[0].timestamp_ms) if pending else None,
         last_error=None,
         checked_at_ms=now,
+        starts_over=walk.started_over,
     )
 
 

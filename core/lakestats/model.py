@@ -326,6 +326,10 @@ class Commit:
     removed_files: tuple[DataFile, ...] = ()
     added_delete_files: tuple[DataFile, ...] = ()
     removed_delete_files: tuple[DataFile, ...] = ()
+    # What tells this commit apart from another one that got the same id later (Delta and
+    # Paimon reuse ids after a rollback): ``SupportsCommitFingerprint``. None: the format
+    # keeps no such thing (Iceberg's random ids need none).
+    fingerprint: str | None = None
 
     @property
     def is_baseline(self) -> bool:
@@ -453,6 +457,10 @@ class StateVersion:
     # segments it was made from (``store.merge_key``); it is ignored when they differ.
     merged_path: str | None = None
     merged_key: str | None = None
+    # ``Commit.fingerprint`` of ``last_snapshot_id`` as processed: a run that finds the
+    # format naming another fingerprint for that id (rolled back, then as many commits
+    # again) starts over (``lakestats.lineage``). None: unknown (older stores, Iceberg).
+    last_fingerprint: str | None = None
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from lakestats.exceptions import (
     SnapshotNotFoundError,
     TableNotFoundError,
 )
+from lakestats.lineage import replaced_commit
 from lakestats.model import Commit
 from lakestats.read import read_last_stats
 from lakestats.tables import OpenedTable
@@ -142,6 +143,8 @@ class TableRuntime:
         current = opened.table.current_snapshot_id()
         state = opened.store.current()
         processed = state.last_snapshot_id if state is not None else None
+        if replaced_commit(opened.table, state) is not None:
+            processed = None  # its id names another commit now: the run starts over
         if (current is None or current == processed) and not self._stale(opened):
             # the cheap path of every poll tick: no Spark, no manifest read
             self._freshness.observe(

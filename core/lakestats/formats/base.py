@@ -97,6 +97,22 @@ class TableIdentity:
 
 
 @runtime_checkable
+class SupportsCommitFingerprint(Protocol):
+    """A format whose snapshot ids can name a different commit later: Delta versions and
+    Paimon snapshot ids are reused after a rollback (the later commits deleted, then as
+    many new ones written). Its commits carry ``Commit.fingerprint``; the core records the
+    processed commit's and compares it with what the table names now (``lakestats.lineage``).
+    Iceberg needs none: its snapshot ids are random 63-bit numbers."""
+
+    def commit_fingerprint(self, snapshot_id: int) -> str | None:
+        """The fingerprint of the commit ``snapshot_id`` names now, read from the current
+        metadata (never a cache that a rollback could leave stale); ``None`` when the
+        snapshot is not there or keeps nothing to tell it by. Equals the
+        ``Commit.fingerprint`` that ``commits_since`` gives that commit."""
+        ...
+
+
+@runtime_checkable
 class SupportsSnapshotExpiry(Protocol):
     """A format that can run its own snapshot expiry (Iceberg through a catalog)."""
 

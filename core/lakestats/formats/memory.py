@@ -77,6 +77,7 @@ class MemoryTable(TableIdentity):
         self._current: int | None = None
         self._last_snapshot_id = 0
         self._last_sequence_number = 0
+        self._commits_made = 0  # never reused: what a commit's fingerprint counts
         self._metadata_version = 1
         self._unreadable: str | None = None
 
@@ -132,6 +133,12 @@ class MemoryTable(TableIdentity):
                 removed_delete_files=(),
             )
         return commits
+
+    def commit_fingerprint(self, snapshot_id: int) -> str | None:
+        """``SupportsCommitFingerprint`` (ids come back after ``cut_back``)."""
+        self._check_readable()
+        snapshot = self._snapshots.get(snapshot_id)
+        return snapshot.commit.fingerprint if snapshot is not None else None
 
     def live_files(self, snapshot_id: int) -> Sequence[DataFile]:
         self._check_readable()
@@ -257,6 +264,7 @@ class MemoryTable(TableIdentity):
         live.update((f.path, f) for f in new)
         self._last_snapshot_id += 1
         self._last_sequence_number += 1
+        self._commits_made += 1
         commit = Commit(
             snapshot_id=self._last_snapshot_id,
             parent_id=self._current,
@@ -270,6 +278,7 @@ class MemoryTable(TableIdentity):
             removed_files=_of_content(gone, data=True),
             added_delete_files=_of_content(new, data=False),
             removed_delete_files=_of_content(gone, data=False),
+            fingerprint=f"{self._table_id}/commit-{self._commits_made}",
         )
         self._snapshots[commit.snapshot_id] = _Snapshot(commit, tuple(live.values()))
         self._current = commit.snapshot_id
@@ -303,6 +312,16 @@ class MemoryTable(TableIdentity):
             raise ValueError(f"snapshot {snapshot_id} is not an ancestor of the current one")
         self._current = snapshot_id
         self._metadata_version += 1
+
+    def cut_back(self, snapshot_id: int) -> None:
+        """Roll back as Delta and Paimon do: the snapshots after ``snapshot_id`` are
+        deleted and the next commits get their ids again (Iceberg's ``rollback`` keeps
+        them, and its ids are never reused)."""
+        self.rollback(snapshot_id)
+        for later in [s for s in self._snapshots if s > snapshot_id]:
+            del self._snapshots[later]
+        self._last_snapshot_id = snapshot_id
+        self._last_sequence_number = self._snapshots[snapshot_id].commit.sequence_number
 
     def make_unreadable(self, reason: str = "truncated") -> None:
         """From now on every read raises ``MetadataError`` naming the metadata file."""

@@ -66,6 +66,8 @@ def version_to_json(state: StateVersion) -> bytes:
         doc["expired"] = {str(snap): state.expired[snap] for snap in sorted(state.expired)}
     if state.merged_path is not None:  # optional, likewise
         doc["merged"] = {"path": state.merged_path, "key": state.merged_key}
+    if state.last_fingerprint is not None:  # optional, likewise
+        doc["last_fingerprint"] = state.last_fingerprint
     return (json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n").encode()
 
 
@@ -144,6 +146,9 @@ def version_from_json(data: bytes, source: str) -> StateVersion:
             expired=_expired(doc.get("expired", {})),
             merged_path=_get(merged, "path", str) if merged is not None else None,
             merged_key=_get(merged, "key", str) if merged is not None else None,
+            last_fingerprint=(
+                _get(doc, "last_fingerprint", str) if "last_fingerprint" in doc else None
+            ),
         )
     except ValueError as exc:
         raise StoreError(f"{source}: not a lakestats state version: {exc}") from exc

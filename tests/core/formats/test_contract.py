@@ -26,7 +26,11 @@ from lakestats.exceptions import (
     SnapshotNotFoundError,
     TableNotFoundError,
 )
-from lakestats.formats.base import SupportsSnapshotExpiry, TableFormat
+from lakestats.formats.base import (
+    SupportsCommitFingerprint,
+    SupportsSnapshotExpiry,
+    TableFormat,
+)
 from lakestats.formats.memory import MemoryTable
 from lakestats.formats.registry import open_table
 from lakestats.locations import local_path
@@ -429,6 +433,34 @@ class TestLineage:
         opened.refresh()
         assert [c.snapshot_id for c in opened.commits_since(first)] == [after]
         assert [c.parent_id for c in opened.commits_since(first)] == [first]
+
+    def test_an_id_given_again_after_a_rollback_names_another_commit(
+        self, driver: TableDriver
+    ) -> None:
+        first = driver.append(rows([1]))
+        abandoned = driver.append(rows([2]))
+        opened = driver.open()  # one handle throughout, as the daemon keeps it
+        (before,) = opened.commits_since(first)
+        fingerprints = isinstance(opened, SupportsCommitFingerprint)
+        if fingerprints:
+            assert before.fingerprint is not None
+            assert opened.commit_fingerprint(abandoned) == before.fingerprint
+
+        driver.rollback(first)
+        again = driver.append(rows([3]))
+        opened.refresh()
+        (after,) = opened.commits_since(first)
+
+        assert after.snapshot_id == again
+        assert added_paths(after).isdisjoint(added_paths(before))
+        if again != abandoned:  # Iceberg's random ids (and MemoryTable's) are never reused
+            with pytest.raises(LineageError):
+                opened.commits_since(abandoned)
+            return
+        # Delta and Paimon give the id again: only the fingerprint tells the commits apart
+        assert fingerprints
+        assert after.fingerprint not in (None, before.fingerprint)
+        assert opened.commit_fingerprint(again) == after.fingerprint
 
 
 class TestExpiry:

@@ -205,6 +205,7 @@ STATE_VERSIONS = st.builds(
     stats=st.dictionaries(st.integers(-(2**63), 2**63 - 1), TEXT, max_size=4),
     created_at_ms=st.integers(0, 2**62),
     published=st.dictionaries(TEXT, JSON_VALUES, max_size=3),
+    last_fingerprint=st.none() | TEXT,
 )
 
 

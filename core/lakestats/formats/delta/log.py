@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from hashlib import sha256
 from typing import Any
 from urllib.parse import unquote
 
@@ -140,10 +141,19 @@ def _last_checkpoint(location: TableLocation) -> int | None:
         return None
 
 
-def read_commit(location: TableLocation, version: int) -> list[dict[str, Any]]:
-    """The actions of one commit file, in file order."""
+def read_commit_fingerprinted(
+    location: TableLocation, version: int
+) -> tuple[list[dict[str, Any]], str]:
+    """The actions of one commit file, in file order, and a digest of its bytes: what
+    tells this commit apart from another one written under its version after the log was
+    cut back (a commit file is never rewritten in place; every writer's adds name new
+    files)."""
     name = commit_name(version)
     text = _read_text(location, name)
+    return _commit_actions(text, name), "sha256:" + sha256(text.encode()).hexdigest()[:32]
+
+
+def _commit_actions(text: str, name: str) -> list[dict[str, Any]]:
     actions: list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

@@ -52,9 +52,16 @@ class CommitLog:
     metadata: Mapping[str, Any] | None = None
     protocol: Mapping[str, Any] | None = None
     engine_operation: str | None = None  # commitInfo.operation, e.g. "WRITE", "OPTIMIZE"
+    fingerprint: str | None = None  # ``Commit.fingerprint``: a digest of the commit file
 
     @classmethod
-    def of(cls, version: int, actions: Iterable[Mapping[str, Any]], mtime_ms: int) -> CommitLog:
+    def of(
+        cls,
+        version: int,
+        actions: Iterable[Mapping[str, Any]],
+        mtime_ms: int,
+        fingerprint: str | None = None,
+    ) -> CommitLog:
         adds, removes = [], []
         metadata = protocol = info = None
         for action in actions:
@@ -79,6 +86,7 @@ class CommitLog:
             metadata=metadata,
             protocol=protocol,
             engine_operation=(info or {}).get("operation"),
+            fingerprint=fingerprint,
         )
 
     @property

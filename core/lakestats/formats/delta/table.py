@@ -40,7 +40,7 @@ from lakestats.formats.delta.log import (
     commit_name,
     list_log,
     read_checkpoint,
-    read_commit,
+    read_commit_fingerprinted,
 )
 from lakestats.formats.delta.replay import (
     CommitLog,
@@ -199,6 +199,15 @@ class DeltaLakeTable:
             return self._follow(listing, state, None, last)
         return [self._baseline(listing, state), *self._follow(listing, state, state.version, last)]
 
+    def commit_fingerprint(self, snapshot_id: int) -> str | None:
+        """``SupportsCommitFingerprint``: the digest of the version's commit file as the
+        current listing has it (cached per file name, modification time and size, so a
+        log cut back and written again is read anew)."""
+        listing = self._snapshot()
+        if snapshot_id not in self._view(listing).snapshots or snapshot_id not in listing.commits:
+            return None
+        return self._commit(listing, snapshot_id).fingerprint
+
     def live_files(self, snapshot_id: int) -> Sequence[DataFile]:
         listing = self._snapshot()
         if snapshot_id not in self._view(listing).snapshots:
@@ -245,6 +254,7 @@ class DeltaLakeTable:
                         _removed_file(self._file_uri(path), remove)
                         for path, remove in removed.items()
                     ),
+                    fingerprint=log.fingerprint,
                 )
             )
             parent = version
@@ -296,8 +306,10 @@ class DeltaLakeTable:
         entry = listing.commits.get(version)
         checkpoint = listing.checkpoints.get(version)
         stamp = entry.mtime_ms if entry else (checkpoint.mtime_ms if checkpoint else 0)
+        fingerprint = None  # a checkpoint whose commit file is gone: nothing to tell it by
         if entry is not None:
-            stamp = self._commit(listing, version).timestamp_ms
+            log = self._commit(listing, version)
+            stamp, fingerprint = log.timestamp_ms, log.fingerprint
         return Commit(
             snapshot_id=version,
             parent_id=None,
@@ -306,6 +318,7 @@ class DeltaLakeTable:
             operation=BASELINE_OPERATION,
             schema_id=schema.schema_id,
             added_files=tuple(self._data_file(add, schema, where) for add in state.files.values()),
+            fingerprint=fingerprint,
         )
 
     def _data_file(self, add: Mapping[str, Any], schema: DeltaSchema, where: str) -> DataFile:
@@ -367,7 +380,8 @@ class DeltaLakeTable:
             if cached is not None:
                 self._commits.move_to_end(key)
                 return cached
-        log = CommitLog.of(version, read_commit(self._location, version), entry.mtime_ms)
+        actions, fingerprint = read_commit_fingerprinted(self._location, version)
+        log = CommitLog.of(version, actions, entry.mtime_ms, fingerprint)
         with self._lock:
             self._commits[key] = log
             while len(self._commits) > _CACHE_SIZE:

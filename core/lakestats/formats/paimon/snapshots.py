@@ -28,6 +28,13 @@ class PaimonSnapshot:
     commit_user: str | None = None
     changelog_manifest_list: str | None = None  # changelog files (``changelog-producer``)
 
+    @property
+    def fingerprint(self) -> str:
+        """What tells this snapshot apart from another one given its id after a rollback
+        (``Commit.fingerprint``): its commit time and its delta manifest list, whose name
+        holds a random UUID that every commit draws anew."""
+        return f"{self.time_millis}/{self.delta_manifest_list}"
+
 
 def parse_snapshot(document: Mapping[str, Any], where: str) -> PaimonSnapshot:
     try:

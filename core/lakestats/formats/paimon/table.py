@@ -65,7 +65,8 @@ _CACHE_SIZE = 512
 
 
 class PaimonTable(TableIdentity):
-    """A Paimon table opened by location (``TableFormat``, ``SupportsSnapshotExpiry``)."""
+    """A Paimon table opened by location (``TableFormat``, ``SupportsSnapshotExpiry``,
+    ``SupportsCommitFingerprint``)."""
 
     FORMAT_NAME = FORMAT_NAME
 
@@ -122,6 +123,17 @@ class PaimonTable(TableIdentity):
                 # a rollback deletes snapshot files and ids are reused: forget what we read
                 self._snapshots = {i: s for i, s in self._snapshots.items() if i in ids}
                 self._ids = ids
+        newest = self._snapshots.get(ids[-1]) if ids else None
+        if newest is not None and not self._unchanged(newest):
+            # rolled back and committed again as many times: the same ids, other commits
+            with self._lock:
+                self._snapshots = {}
+
+    def _unchanged(self, cached: PaimonSnapshot) -> bool:
+        try:
+            return self._read_snapshot(cached.snapshot_id) == cached
+        except MetadataError:  # gone or half-written meanwhile: read it again when asked
+            return False
 
     def current_snapshot_id(self) -> int | None:
         return self._ids[-1] if self._ids else None
@@ -137,10 +149,25 @@ class PaimonTable(TableIdentity):
             raise SnapshotNotFoundError(
                 f"snapshot {snapshot_id} is not in table {self._description}"
             )
-        where = self.files.path(SNAPSHOT_DIR, f"{SNAPSHOT_PREFIX}{snapshot_id}")
-        parsed = parse_snapshot(self.files.snapshot(snapshot_id), where)
+        parsed = self._read_snapshot(snapshot_id)
         self._snapshots[snapshot_id] = parsed
         return parsed
+
+    def _read_snapshot(self, snapshot_id: int) -> PaimonSnapshot:
+        where = self.files.path(SNAPSHOT_DIR, f"{SNAPSHOT_PREFIX}{snapshot_id}")
+        return parse_snapshot(self.files.snapshot(snapshot_id), where)
+
+    def commit_fingerprint(self, snapshot_id: int) -> str | None:
+        """``SupportsCommitFingerprint``: read from the snapshot file itself (a cached
+        snapshot may be one a rollback replaced since)."""
+        if snapshot_id not in self._ids:
+            return None
+        try:
+            return self._read_snapshot(snapshot_id).fingerprint
+        except MetadataError:
+            if self.files.exists(SNAPSHOT_DIR, f"{SNAPSHOT_PREFIX}{snapshot_id}"):
+                raise
+            return None  # deleted since the listing: commits_since says what happened
 
     def paimon_schema(self, schema_id: int | None = None) -> PaimonSchema:
         if schema_id is None and self._current_schema_id is not None:
@@ -380,6 +407,7 @@ class PaimonTable(TableIdentity):
             operation=BASELINE_OPERATION,
             schema_id=snapshot.schema_id,
             added_files=tuple(self._live_data_files(snapshot)),
+            fingerprint=snapshot.fingerprint,
         )
 
     def _commit(self, snapshot: PaimonSnapshot) -> Commit:
@@ -524,4 +552,5 @@ def _change(snapshot: PaimonSnapshot, added: list[DataFile], removed: list[DataF
         schema_id=snapshot.schema_id,
         added_files=tuple(added),
         removed_files=tuple(removed),
+        fingerprint=snapshot.fingerprint,
     )

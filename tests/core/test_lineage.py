@@ -1,0 +1,143 @@
+"""The core's lineage check (``lakestats.lineage``) over a ``MemoryTable`` cut back as Delta
+and Paimon roll back: the processed id comes back naming another commit.
+
+Metadata-only (no Spark): the real writers' versions are in
+``tests/core/formats/test_reused_ids.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lakestats.analyze import analyze_table, read_stats
+from lakestats.cli import behind_note
+from lakestats.config import Config, TableConfig
+from lakestats.formats.memory import MemoryTable
+from lakestats.freshness import freshness
+from lakestats.lineage import pending_commits, replaced_commit
+from lakestats.store import StatsStore
+from lakestats.tables import OpenedTable
+
+VOLATILE = {"computed_at_ms"}
+
+
+def _opened(table: MemoryTable, state: Path) -> OpenedTable:
+    return OpenedTable(
+        config=TableConfig(name="t", location=str(state / "unused")),
+        table=table,  # type: ignore[arg-type]
+        store=StatsStore(str(state), table.table_id),
+    )
+
+
+def _analyze(opened: OpenedTable) -> list[int]:
+    processed: list[int] = []
+    analyze_table(
+        opened,
+        config=Config(state_dir=str(opened.store.table_dir.parent)),
+        sketcher=None,
+        on_commit=lambda report: processed.append(report.snapshot_id),
+    )
+    return processed
+
+
+def _stable(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k not in VOLATILE}
+
+
+def _append(table: MemoryTable, name: str, ids: list[int]) -> int:
+    return table.append(
+        table.data_file(
+            f"memory://t/data/{name}.parquet", len(ids), bounds={"id": (min(ids), max(ids))}
+        )
+    )
+
+
+@pytest.fixture
+def table() -> MemoryTable:
+    made = MemoryTable([("id", "long")], name="t")
+    _append(made, "a", [1, 2])
+    _append(made, "b", [3, 4, 5])
+    _append(made, "c", [6])
+    return made
+
+
+def test_a_reused_id_starts_over_and_equals_a_fresh_analyze(
+    table: MemoryTable, tmp_path: Path
+) -> None:
+    opened = _opened(table, tmp_path / "state")
+    assert _analyze(opened) == [1, 2, 3]
+    state = opened.store.current()
+    assert state is not None and state.last_fingerprint == table.commit_fingerprint(3)
+
+    table.cut_back(1)  # snapshots 2 and 3 deleted; the next commits get their ids again
+    assert _append(table, "d", [10, 20]) == 2
+    assert _append(table, "e", [30]) == 3
+    # same id, same commit time (MemoryTable derives it from the sequence): only the
+    # fingerprint tells the commits apart
+    assert replaced_commit(table, opened.store.current()) is not None
+
+    fresh = freshness(opened)
+    assert fresh.current_snapshot_id == fresh.last_snapshot_id == 3
+    assert fresh.commits_behind == 3  # the whole lineage is processed again
+    assert not fresh.up_to_date
+    assert fresh.starts_over is not None and "no longer the commit" in fresh.starts_over
+    assert "no longer the commit" in behind_note(fresh)
+
+    assert _analyze(opened) == [1, 2, 3]
+    doc = read_stats(opened)
+    assert doc["record_count"] == 2 + 2 + 1
+    assert (doc["columns"]["id"]["min"], doc["columns"]["id"]["max"]) == (1, 30)
+    scratch = _opened(table, tmp_path / "scratch")
+    _analyze(scratch)
+    assert _stable(doc) == _stable(read_stats(scratch))
+    again = freshness(opened)
+    assert again.up_to_date and again.starts_over is None
+    assert _analyze(opened) == []  # and it stays up to date
+
+
+def test_stats_of_older_snapshots_are_not_kept_after_a_reused_id(
+    table: MemoryTable, tmp_path: Path
+) -> None:
+    opened = _opened(table, tmp_path / "state")
+    _analyze(opened)
+    table.cut_back(1)
+    _append(table, "d", [10])
+    _append(table, "e", [30])
+    _analyze(opened)
+    state = opened.store.current()
+    assert state is not None
+    assert sorted(state.stats) == [1, 2, 3]  # every one written again by the new walk
+    assert read_stats(opened, 2)["record_count"] == 2 + 1
+
+
+def test_a_store_without_a_fingerprint_keeps_the_old_behaviour(
+    table: MemoryTable, tmp_path: Path
+) -> None:
+    opened = _opened(table, tmp_path / "state")
+    _analyze(opened)
+    state = opened.store.current()
+    assert state is not None
+    # a state version written before fingerprints existed
+    opened.store.commit(replace(state, version=state.version + 1, last_fingerprint=None))
+    table.cut_back(1)
+    _append(table, "d", [10])
+    _append(table, "e", [30])
+    assert replaced_commit(table, opened.store.current()) is None
+    assert freshness(opened).up_to_date  # the documented limit of such a store
+    assert _analyze(opened) == []
+
+
+def test_a_rollback_past_the_stats_is_still_a_start_over(
+    table: MemoryTable, tmp_path: Path
+) -> None:
+    opened = _opened(table, tmp_path / "state")
+    _analyze(opened)
+    table.cut_back(2)  # snapshot 3 is gone and no commit took its id yet
+    pending = pending_commits(table, opened.store.current())
+    assert pending.started_over is not None and not pending.id_reused
+    assert [c.snapshot_id for c in pending.commits] == [1, 2]
+    assert _analyze(opened) == [1, 2]
