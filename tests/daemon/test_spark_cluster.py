@@ -8,11 +8,15 @@ the one test goes through them:
 
 * master down at start → ``lakestats analyze`` fails in one line; /readyz 503 naming the
   unreachable master at once, /healthz 503 after ``spark_unavailable_timeout_s`` (4 s);
-  master and worker up → stats current (and equal to local mode's) within 60 s;
+  master and worker up → stats current (and equal to local mode's);
 * worker killed in the middle of a sketch job (a 3-million-row commit) → the table's run
-  fails with the cause (not a hang) within 45 s; worker back → the daemon processes that
-  commit again within 60 s, no restart;
-* master and worker both restarted → stats current again within 60 s, no restart.
+  fails with the cause (not a hang); worker back → the daemon processes that commit
+  again, no restart;
+* master and worker both restarted → stats current again, no restart.
+
+"Not a hang" and every recovery wait are bounded by ``RECOVERY_S`` (3 minutes): a bound
+that tells a hang from a recovery on a loaded 2-core machine (a quiet one recovers in
+seconds; 60 s bounds failed at load 7-12), not a speed: speed is measured in benchmarks.
 
 The SparkSession of this test process is process-wide (the session fixture), so every
 lakestats that talks to the cluster runs in a subprocess (the CLI and real daemons). Every
@@ -69,6 +73,7 @@ def free_port() -> int:
 # rows of the commit whose job the worker dies in: enough for seconds of sketching on the
 # one executor core, so the kill lands mid-job (the test asserts it did)
 BIG_ROWS = 3_000_000
+RECOVERY_S = 180  # tells a hang from a recovery under load (module docstring)
 
 
 def big_rows(first_id: int, count: int) -> pa.Table:
@@ -153,7 +158,7 @@ class Cluster:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
 
-    def wait_until_up(self, workers: int = 1, timeout_s: float = 60) -> None:
+    def wait_until_up(self, workers: int = 1, timeout_s: float = RECOVERY_S) -> None:
         """The master accepts connections and ``workers`` registrations were logged."""
         deadline = time.monotonic() + timeout_s
         log = self.work / "master.log"
@@ -322,7 +327,7 @@ def test_spark_cluster_down_up_lost_and_restarted(
     cluster.start_master()
     cluster.start_worker()
     current = wh.lineage("t")[-1]
-    up = wait_for(lambda: stats_at(daemon) == current, 60, "master up", daemon)
+    up = wait_for(lambda: stats_at(daemon) == current, RECOVERY_S, "master up", daemon)
     wait_for(lambda: daemon.request("GET", "/readyz").status == 200, 30, "ready", daemon)
     assert daemon.request("GET", "/healthz").status == 200
     assert comparable(daemon.get_json("/v1/tables/t/stats")) == want
@@ -338,10 +343,13 @@ def test_spark_cluster_down_up_lost_and_restarted(
 
     # -- the worker dies in the middle of a job: the run fails with the cause (not a hang) -
     newest = wh.append("t", big_rows(3 * ROWS + 2 * ROWS, BIG_ROWS))
-    wait_for(lambda: sketching(daemon, BIG_ROWS), 60, "the big job to start", daemon)
+    wait_for(lambda: sketching(daemon, BIG_ROWS), RECOVERY_S, "the big job to start", daemon)
     cluster.kill_worker()
     lost = wait_for(
-        lambda: "executor" in (table_entry(daemon)["last_error"] or ""), 45, "lost workers", daemon
+        lambda: "executor" in (table_entry(daemon)["last_error"] or ""),
+        RECOVERY_S,
+        "lost workers",
+        daemon,
     )
     # the kill came while the job ran: it never finished, and the stats did not move
     assert not [e for e in daemon.events("analyze_progress") if e["phase"] == "sketched"
@@ -357,7 +365,7 @@ def test_spark_cluster_down_up_lost_and_restarted(
 
     # -- the worker comes back: the daemon recovers by itself and finishes that commit -----
     cluster.start_worker()
-    back = wait_for(lambda: stats_at(daemon) == newest, 60, "worker back", daemon)
+    back = wait_for(lambda: stats_at(daemon) == newest, RECOVERY_S, "worker back", daemon)
     recovered = daemon.get_json("/v1/tables/t/stats")
     assert recovered["record_count"] == 3 * ROWS + BIG_ROWS
     assert recovered["columns"]["id"]["max"] == 3 * ROWS + 2 * ROWS + BIG_ROWS - 1
@@ -373,7 +381,7 @@ def test_spark_cluster_down_up_lost_and_restarted(
     later = wh.append("t", rows(4))
     cluster.start_master()
     cluster.start_worker()
-    both = wait_for(lambda: stats_at(daemon) == later, 60, "new master", daemon)
+    both = wait_for(lambda: stats_at(daemon) == later, RECOVERY_S, "new master", daemon)
     assert table_entry(daemon)["healthy"]
     progress = daemon.events("analyze_progress")
     assert progress and progress[-1]["phase"] == "sketched"
