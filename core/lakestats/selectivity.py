@@ -195,6 +195,9 @@ class _Buckets:
         self.counts = [float(b["count"]) for b in histogram]
         self.ndvs = [None if b.get("ndv") is None else float(b["ndv"]) for b in histogram]
         self.cuts = [[_unit(type_str, c) for c in b.get("ndv_cuts") or ()] for b in histogram]
+        self.count_cuts = [
+            [_unit(type_str, c) for c in b.get("count_cuts") or ()] for b in histogram
+        ]
         self.step = _step(type_str)
         self.frequent = frequent or {}
         if frequent_counts_finer:
@@ -268,6 +271,9 @@ class _Buckets:
         j = bisect.bisect_right(self.uppers, x)  # buckets 0 .. j-1 lie wholly at or below x
         rows = sum(self.counts[:j])
         if j < len(self.counts) and self._holds(j, x):
+            if self.count_cuts[j]:  # where the bucket's rows lie (listed ones included)
+                lower, upper = self.lowers[j], self.uppers[j]
+                return rows + self.counts[j] * _share_by(lower, upper, self.count_cuts[j], x)
             rows += sum(c for v, c in self.listed[j] if v <= x)
             rows += self.rest_rows[j] * self._share(j, x)
         return rows
@@ -280,7 +286,7 @@ class _Buckets:
         lower, upper, first = self.lowers[j], self.uppers[j], j == 0
         if upper <= lower:
             return 1.0
-        fraction = _distinct_share(lower, upper, self.cuts[j], x)
+        fraction = _share_by(lower, upper, self.cuts[j], x)
         ndv = self.rest_ndvs[j]
         if ndv is None and self.step is not None:
             ndv = self._values(j)
@@ -312,13 +318,12 @@ class _Buckets:
         j = self._bucket(x)
         if j is None:
             return 0.0
-        for value, count in self.listed[j]:
-            if value == x:
-                return count
-        each = self._unlisted_each(j)
-        if self.unlisted_at_most is not None and self._distinct(j) > 1:
-            each = min(each, self.unlisted_at_most)
-        return min(each, self.at_most(x) - sum(self.counts[:j]))
+        each = next((count for value, count in self.listed[j] if value == x), None)
+        if each is None:
+            each = self._unlisted_each(j)
+            if self.unlisted_at_most is not None and self._distinct(j) > 1:
+                each = min(each, self.unlisted_at_most)
+        return max(0.0, min(each, self.at_most(x) - sum(self.counts[:j])))
 
     def _unlisted_each(self, j: int) -> float:
         ndv = self.rest_ndvs[j]
@@ -345,10 +350,10 @@ class _Buckets:
         return (self.uppers[j] - self.lowers[j]) / self.step + (1 if j == 0 else 0)
 
 
-def _distinct_share(lower: float, upper: float, cuts: list[float], x: float) -> float:
-    """The share of a bucket's distinct values <= x: linear between the bucket's cuts
-    (``ndv_cuts``: ``len(cuts) + 1`` equal parts of its distinct values), and over the
-    whole range without them."""
+def _share_by(lower: float, upper: float, cuts: list[float], x: float) -> float:
+    """The share of a bucket's distinct values (``ndv_cuts``) or rows (``count_cuts``)
+    <= x: linear between the cuts (``len(cuts) + 1`` equal parts), and over the whole
+    range without them."""
     points = [lower, *cuts, upper]
     piece = bisect.bisect_left(points, x, 1, len(points) - 1) - 1  # points[piece] < x
     left, right = points[piece], points[piece + 1]

@@ -10,7 +10,8 @@ value samples and frequent items on; exact values by pyarrow over the table's ow
 * ``capped``: Pareto values capped at 200,000, the cap holding ~0.75 % of the rows (less
   than a bucket, so no bucket of its own): a range over it counts its frequent count;
 * ``spread``: Pareto values whose last bucket spans three decades, its distinct values
-  crowded at the bottom: the bucket's cuts (``ndv_cuts``) place them.
+  and rows crowded at the bottom: the bucket's cuts (``ndv_cuts``, ``count_cuts``) place
+  them.
 """
 
 from __future__ import annotations
@@ -187,7 +188,8 @@ def test_a_uniform_key_keeps_the_apportioned_ndv_the_sample_cannot_reject(
 def test_a_range_over_a_listed_value_counts_its_frequent_count(analyzed: Analyzed) -> None:
     """The cap holds less than a bucket (no bucket of its own) but is a frequent value:
     ranges that hold it count it, within the frequent sketch's maximum error plus the
-    histogram's error for the rest; with the frequent values dropped they count ~1 row."""
+    histogram's error for the rest (with the KLL quartiles, ``count_cuts``, or without);
+    with neither they count ~1 row."""
     doc, data = analyzed.doc, analyzed.data
     column = doc["columns"]["capped"]
     cap_rows = _exact(data, Predicate("capped", "=", (CAP,)))
@@ -197,9 +199,14 @@ def test_a_range_over_a_listed_value_counts_its_frequent_count(analyzed: Analyze
     assert CAP in listed  # listed at the default 256 items
     error = column["sketch"]["frequent_items"]["maximum_error"]
     bucket_error = column["sketch"]["quantiles"]["bucket_count_error"]
-    without = copy.deepcopy(doc)
-    without["columns"]["capped"]["frequent_values"] = None
-    without["columns"]["capped"]["sketch"].pop("frequent_items")
+    # the last bucket's KLL quartiles (count_cuts) see the cap's rows too: without them
+    # the frequent count alone does it; without both, ~1 row
+    frequent_only = copy.deepcopy(doc)
+    for bucket in frequent_only["columns"]["capped"]["histogram"]:
+        bucket["count_cuts"] = []
+    neither = copy.deepcopy(frequent_only)
+    neither["columns"]["capped"]["frequent_values"] = None
+    neither["columns"]["capped"]["sketch"].pop("frequent_items")
     for predicate in (
         Predicate("capped", "between", (CAP, CAP + 1000)),
         Predicate("capped", "between", (CAP - 1, CAP)),
@@ -207,33 +214,45 @@ def test_a_range_over_a_listed_value_counts_its_frequent_count(analyzed: Analyze
         Predicate("capped", "=", (CAP,)),
     ):
         exact = _exact(data, predicate)
-        assert abs(_estimate(doc, predicate) - exact) <= error + bucket_error, predicate
-        assert _q(_estimate(without, predicate), exact) > 10, predicate
+        for variant in (doc, frequent_only):
+            assert abs(_estimate(variant, predicate) - exact) <= error + bucket_error, predicate
+        assert _q(_estimate(neither, predicate), exact) > 10, predicate
     # a range ending below the cap keeps the cap's rows out of the bucket's other values
     below = Predicate("capped", "<", (CAP,))
     assert abs(_estimate(doc, below) - _exact(data, below)) <= error + bucket_error
 
 
-def test_a_sparse_tail_bucket_places_its_values_by_its_cuts(analyzed: Analyzed) -> None:
-    """``spread``'s last bucket spans ~1,000 … ~10^6 with most distinct values near the
-    bottom: its cuts say so, and a range inside it is estimated within 35 % (evenly
-    spaced values: off by more than 10×). The uniform key's buckets have no cuts."""
+def test_a_sparse_tail_bucket_places_its_values_and_rows_by_its_cuts(
+    analyzed: Analyzed,
+) -> None:
+    """``spread``'s last bucket spans ~1,000 … ~10^6 with most distinct values and rows
+    near the bottom: its cuts say so (``ndv_cuts`` from the value sample, ``count_cuts``
+    from KLL), and a range inside it is estimated within 35 % by either (evenly spaced:
+    off by more than 10×). The uniform key's buckets have (almost) no cuts."""
     doc, data = analyzed.doc, analyzed.data
     column = doc["columns"]["spread"]
     last = column["histogram"][-1]
-    assert len(last["ndv_cuts"]) == 3
-    assert last["ndv_cuts"][1] < last["lower"] + 0.01 * (last["upper"] - last["lower"])
+    span = last["upper"] - last["lower"]
+    assert len(last["ndv_cuts"]) == 3 and len(last["count_cuts"]) == 3
+    assert last["ndv_cuts"][1] < last["lower"] + 0.01 * span
+    assert last["count_cuts"][1] < last["lower"] + 0.01 * span
     low = int(last["lower"]) + 1
     high = low * 5
     predicate = Predicate("spread", "between", (low, high))
     exact = _exact(data, predicate)
     assert _q(_estimate(doc, predicate), exact) <= 1.35, (_estimate(doc, predicate), exact)
-    even = copy.deepcopy(doc)
-    for bucket in even["columns"]["spread"]["histogram"]:
-        bucket["ndv_cuts"] = []
-    assert _q(_estimate(even, predicate), exact) > 10
-    key_cuts = [b["ndv_cuts"] for b in doc["columns"]["key"]["histogram"]]
-    assert sum(1 for c in key_cuts if c) <= 2  # a 3-sigma test: ~1 % of buckets by chance
+    variants = {}
+    for drop in (("count_cuts",), ("ndv_cuts",), ("count_cuts", "ndv_cuts")):
+        variant = copy.deepcopy(doc)
+        for bucket in variant["columns"]["spread"]["histogram"]:
+            for key in drop:
+                bucket[key] = []
+        variants[drop] = _q(_estimate(variant, predicate), exact)
+    assert variants[("count_cuts",)] <= 1.35 and variants[("ndv_cuts",)] <= 1.35, variants
+    assert variants[("count_cuts", "ndv_cuts")] > 10, variants
+    for kind in ("ndv_cuts", "count_cuts"):
+        # tests at 3 standard errors / KLL's 99 % rank error: by chance in ~1 % of buckets
+        assert sum(1 for b in doc["columns"]["key"]["histogram"] if b[kind]) <= 3, kind
 
 
 def test_in_counts_each_bucket_at_most_once() -> None:

@@ -119,6 +119,9 @@ def _sketch_fields(
                 # values that cut the bucket's distinct values into equal parts (quartiles,
                 # from the value sample); [] without one or with too few entries
                 "ndv_cuts": [to_json(kll_value(column.type, v)) for v in b.ndv_cuts],
+                # values that cut the bucket's rows into equal parts (KLL quartiles), where
+                # the rows are surely not evenly spread over the range; else []
+                "count_cuts": [to_json(kll_value(column.type, v)) for v in b.count_cuts],
             }
             for b in buckets
         ]
