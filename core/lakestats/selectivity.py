@@ -271,8 +271,10 @@ class _Buckets:
         j = bisect.bisect_right(self.uppers, x)  # buckets 0 .. j-1 lie wholly at or below x
         rows = sum(self.counts[:j])
         if j < len(self.counts) and self._holds(j, x):
-            if self.count_cuts[j]:  # where the bucket's rows lie (listed ones included)
-                lower, upper = self.lowers[j], self.uppers[j]
+            lower, upper = self.lowers[j], self.uppers[j]
+            # where the bucket's rows lie (listed ones included); the first bucket's
+            # minimum itself is one of its values, counted as below
+            if self.count_cuts[j] and x > lower:
                 return rows + self.counts[j] * _share_by(lower, upper, self.count_cuts[j], x)
             rows += sum(c for v, c in self.listed[j] if v <= x)
             rows += self.rest_rows[j] * self._share(j, x)
@@ -355,7 +357,9 @@ def _share_by(lower: float, upper: float, cuts: list[float], x: float) -> float:
     <= x: linear between the cuts (``len(cuts) + 1`` equal parts), and over the whole
     range without them."""
     points = [lower, *cuts, upper]
-    piece = bisect.bisect_left(points, x, 1, len(points) - 1) - 1  # points[piece] < x
+    # points[piece] <= x < points[piece + 1]: equal cuts (a value holding more than one
+    # part) all count as at or below x
+    piece = bisect.bisect_right(points, x, 1, len(points) - 1) - 1
     left, right = points[piece], points[piece + 1]
     within = (x - left) / (right - left) if right > left else 1.0
     return (piece + min(1.0, max(0.0, within))) / (len(points) - 1)

@@ -268,3 +268,23 @@ def test_in_counts_each_bucket_at_most_once() -> None:
     }
     assert _estimate(doc, Predicate("c", "in", (2, 3, 4, 5, 100))) == 10.0
     assert _estimate(doc, Predicate("c", "in", (1, 100))) == 95.0
+
+
+def test_count_cuts_place_a_bucket_s_rows() -> None:
+    """A bucket's rows by its KLL quartiles: a quarter between each two cuts; equal cuts
+    (a value holding two quarters) count whole at their value; the first bucket's
+    minimum keeps its own rows."""
+    histogram = [
+        {"lower": 0, "upper": 100, "count": 40, "ndv": 20.0, "count_cuts": [1, 1, 50]},
+        {"lower": 100, "upper": 1000, "count": 40, "ndv": 40.0, "count_cuts": [110, 120, 130]},
+    ]
+    doc = {
+        "record_count": 80,
+        "columns": {"c": {"type": "long", "null_count": 0, "ndv": 60, "histogram": histogram}},
+    }
+    assert _estimate(doc, Predicate("c", "<=", (1,))) == 20.0  # two quarters at 1
+    assert _estimate(doc, Predicate("c", "<=", (0,))) == 2.0  # the minimum: 40 rows / 20
+    assert _estimate(doc, Predicate("c", "<=", (125,))) == pytest.approx(40 + 25.0)
+    assert _estimate(doc, Predicate("c", "between", (131, 1000))) == pytest.approx(
+        10 - 10 * 1 / 870 + 1.0, abs=0.05
+    )
