@@ -26,6 +26,7 @@ Constants are given as Python values of the column's type or as their JSON form
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import math
 import re
@@ -109,31 +110,29 @@ def _rows(column: dict[str, Any], predicate: Predicate, non_null: float) -> floa
     histogram = column.get("histogram")
     if not histogram:
         return _rows_without_histogram(column, predicate, non_null)
-    buckets = _Buckets(type_str, histogram)
+    frequent, unlisted_at_most = _frequent_values(column, type_str)
+    buckets = _Buckets(
+        type_str, histogram, frequent, unlisted_at_most, _frequent_counts_finer(column)
+    )
     points = [_unit(type_str, v) for v in values]
     op = predicate.op
     if op in ("=", "in"):
-        frequent, unlisted_at_most = _frequent_values(column, type_str)
-
-        def equal(x: float) -> float:
-            if x in frequent:
-                return frequent[x]
-            guess = buckets.equal(x)
-            return guess if unlisted_at_most is None else min(guess, unlisted_at_most)
-
-        return sum(equal(p) for p in set(points))
+        return buckets.equal_any(points)
+    # ranges: rows <= x from the histogram, and the rows of x itself as that same
+    # histogram counts them (not the frequent sketch's own count, which KLL's may differ
+    # from by the two sketches' errors), so that < and <= differ by exactly x's rows
     if op == "<":
-        return buckets.at_most(points[0]) - buckets.equal(points[0])
+        return buckets.at_most(points[0]) - buckets.equal_within(points[0])
     if op == "<=":
         return buckets.at_most(points[0])
     if op == ">":
         return buckets.rows - buckets.at_most(points[0])
     if op == ">=":
-        return buckets.rows - buckets.at_most(points[0]) + buckets.equal(points[0])
+        return buckets.rows - buckets.at_most(points[0]) + buckets.equal_within(points[0])
     low, high = points  # between, inclusive
     if low > high:
         return 0.0
-    return buckets.at_most(high) - buckets.at_most(low) + buckets.equal(low)
+    return buckets.at_most(high) - buckets.at_most(low) + buckets.equal_within(low)
 
 
 def _rows_without_histogram(column: dict[str, Any], predicate: Predicate, non_null: float) -> float:
@@ -163,44 +162,134 @@ def _frequent_values(
     return counts, cap
 
 
-class _Buckets:
-    """A histogram in KLL units with its cumulative rows."""
+def _frequent_counts_finer(column: dict[str, Any]) -> bool:
+    """Whether the frequent values' counts are more precise than the histogram's bucket
+    counts (their maximum error at most the KLL bucket-count error)."""
+    frequent = (column.get("sketch") or {}).get("frequent_items") or {}
+    quantiles = (column.get("sketch") or {}).get("quantiles") or {}
+    if frequent.get("maximum_error") is None or quantiles.get("bucket_count_error") is None:
+        return False
+    return float(frequent["maximum_error"]) <= float(quantiles["bucket_count_error"])
 
-    def __init__(self, type_str: str, histogram: list[dict[str, Any]]) -> None:
+
+class _Buckets:
+    """A histogram in KLL units with its cumulative rows and the column's frequent values.
+
+    A frequent value inside a bucket that holds more than one value is counted by its own
+    count (within the frequent-items sketch's maximum error); the bucket's other rows
+    (its count minus the listed counts) are spread over its other distinct values (its NDV
+    minus the listed values), evenly spaced up to its upper bound. Without frequent values
+    that is the plain histogram: rows / ndv per value.
+    """
+
+    def __init__(
+        self,
+        type_str: str,
+        histogram: list[dict[str, Any]],
+        frequent: dict[float, float] | None = None,
+        unlisted_at_most: float | None = None,
+        frequent_counts_finer: bool = False,
+    ) -> None:
         self.lowers = [_unit(type_str, b["lower"]) for b in histogram]
         self.uppers = [_unit(type_str, b["upper"]) for b in histogram]
         self.counts = [float(b["count"]) for b in histogram]
         self.ndvs = [None if b.get("ndv") is None else float(b["ndv"]) for b in histogram]
+        self.cuts = [[_unit(type_str, c) for c in b.get("ndv_cuts") or ()] for b in histogram]
+        self.count_cuts = [
+            [_unit(type_str, c) for c in b.get("count_cuts") or ()] for b in histogram
+        ]
         self.step = _step(type_str)
+        self.frequent = frequent or {}
+        if frequent_counts_finer:
+            self._recount_hot_buckets()
         self.rows = sum(self.counts)
+        self.unlisted_at_most = unlisted_at_most
+        # per bucket: the listed values inside it, ascending, with their counts scaled so
+        # that they never add up to more than the bucket's count (KLL and the frequent
+        # sketch count independently); what is left for the bucket's other values
+        self.listed: list[list[tuple[float, float]]] = [[] for _ in histogram]
+        for value, count in sorted(self.frequent.items()):
+            j = self._bucket(value)
+            if j is not None and self._distinct(j) > 1:
+                self.listed[j].append((value, count))
+        self.rest_rows = list(self.counts)
+        self.rest_ndvs: list[float | None] = list(self.ndvs)
+        for j, listed in enumerate(self.listed):
+            if not listed:
+                continue
+            total = sum(c for _, c in listed)
+            scale = min(1.0, self.counts[j] / total) if total > 0 else 1.0
+            self.listed[j] = [(v, c * scale) for v, c in listed]
+            self.rest_rows[j] = max(0.0, self.counts[j] - total * scale)
+            self.rest_ndvs[j] = max(1.0, self._distinct(j) - len(listed))
+
+    def _recount_hot_buckets(self) -> None:
+        """Give each run of adjacent one-value buckets whose values are listed their
+        frequent counts (finer than KLL's) and take the difference from the buckets on
+        either side of the run: KLL's error in a hot bucket's count is the rank error at
+        its two bounds, which moves rows between it and its neighbours."""
+        hot = [
+            self._distinct(j) <= 1 and self.uppers[j] in self.frequent
+            for j in range(len(self.counts))
+        ]
+        j = 0
+        while j < len(hot):
+            if not hot[j]:
+                j += 1
+                continue
+            end = j
+            while end + 1 < len(hot) and hot[end + 1]:
+                end += 1
+            delta = 0.0
+            for i in range(j, end + 1):
+                delta += self.frequent[self.uppers[i]] - self.counts[i]
+                self.counts[i] = self.frequent[self.uppers[i]]
+            sides = [i for i in (j - 1, end + 1) if 0 <= i < len(hot)]
+            for n, i in enumerate(sides):
+                share = delta / (len(sides) - n)  # what is left, over the sides left
+                taken = min(share, self.counts[i])
+                self.counts[i] -= taken
+                delta -= taken
+            j = end + 1
 
     def _holds(self, j: int, x: float) -> bool:
         if j == 0:
             return self.lowers[0] <= x <= self.uppers[0]
         return self.lowers[j] < x <= self.uppers[j]
 
+    def _bucket(self, x: float) -> int | None:
+        """The bucket holding ``x`` (bounds ascend: the first whose upper is >= x)."""
+        j = bisect.bisect_left(self.uppers, x)
+        return j if j < len(self.uppers) and self._holds(j, x) else None
+
+    def _distinct(self, j: int) -> float:
+        ndv = self.ndvs[j]
+        return max(1.0, self._values(j) if ndv is None else ndv)
+
     def at_most(self, x: float) -> float:
         """Rows with a value <= x."""
-        rows = 0.0
-        for j, count in enumerate(self.counts):
-            if self.uppers[j] <= x:
-                rows += count
-            elif self._holds(j, x):
-                rows += count * self._share(j, x)
-            else:
-                break
+        j = bisect.bisect_right(self.uppers, x)  # buckets 0 .. j-1 lie wholly at or below x
+        rows = sum(self.counts[:j])
+        if j < len(self.counts) and self._holds(j, x):
+            lower, upper = self.lowers[j], self.uppers[j]
+            # where the bucket's rows lie (listed ones included); the first bucket's
+            # minimum itself is one of its values, counted as below
+            if self.count_cuts[j] and x > lower:
+                return rows + self.counts[j] * _share_by(lower, upper, self.count_cuts[j], x)
+            rows += sum(c for v, c in self.listed[j] if v <= x)
+            rows += self.rest_rows[j] * self._share(j, x)
         return rows
 
     def _share(self, j: int, x: float) -> float:
-        """The share of bucket ``j``'s rows whose value is <= x (lower < x < upper, or
-        lower <= x for the first bucket). Its ``ndv`` distinct values are taken as evenly
-        spaced up to ``upper`` (a value that exists): a single-value bucket has none below
-        its upper bound. Without an NDV, values spread evenly over the range."""
+        """The share of bucket ``j``'s unlisted rows whose value is <= x (lower < x <
+        upper, or lower <= x for the first bucket). Its unlisted distinct values are taken
+        as evenly spaced up to ``upper`` (a value that exists): a single-value bucket has
+        none below its upper bound. Without an NDV, values spread evenly over the range."""
         lower, upper, first = self.lowers[j], self.uppers[j], j == 0
         if upper <= lower:
             return 1.0
-        fraction = (x - lower) / (upper - lower)
-        ndv = self.ndvs[j]
+        fraction = _share_by(lower, upper, self.cuts[j], x)
+        ndv = self.rest_ndvs[j]
         if ndv is None and self.step is not None:
             ndv = self._values(j)
         if ndv is None or ndv < 1:
@@ -213,19 +302,67 @@ class _Buckets:
         return min(1.0, below / values)
 
     def equal(self, x: float) -> float:
-        """Rows with the value x."""
-        for j, count in enumerate(self.counts):
-            if self._holds(j, x):
-                ndv = self.ndvs[j]
-                if ndv is None:
-                    ndv = max(1.0, self._values(j))
-                return count / max(ndv, 1.0)
-        return 0.0
+        """Rows with the value x: a frequent value's count, else its bucket's unlisted
+        rows over its unlisted distinct values (at most what an unlisted value can have
+        when the frequent list is complete); 0 outside the histogram."""
+        if x in self.frequent:
+            return self.frequent[x]
+        j = self._bucket(x)
+        if j is None:
+            return 0.0
+        guess = self._unlisted_each(j)
+        return guess if self.unlisted_at_most is None else min(guess, self.unlisted_at_most)
+
+    def equal_within(self, x: float) -> float:
+        """Rows with the value x as ``at_most`` counts them: a listed value's (scaled)
+        count, a one-value bucket's count, else the bucket's unlisted rows per unlisted
+        value; never more than ``at_most(x)`` minus the rows of the buckets below."""
+        j = self._bucket(x)
+        if j is None:
+            return 0.0
+        each = next((count for value, count in self.listed[j] if value == x), None)
+        if each is None:
+            each = self._unlisted_each(j)
+            if self.unlisted_at_most is not None and self._distinct(j) > 1:
+                each = min(each, self.unlisted_at_most)
+        return max(0.0, min(each, self.at_most(x) - sum(self.counts[:j])))
+
+    def _unlisted_each(self, j: int) -> float:
+        ndv = self.rest_ndvs[j]
+        if ndv is None:
+            ndv = max(1.0, self._values(j))
+        return self.rest_rows[j] / max(ndv, 1.0)
+
+    def equal_any(self, points: list[float]) -> float:
+        """Rows with any of the values: the sum of ``equal`` over the distinct values, the
+        unlisted ones of a bucket at most its unlisted rows."""
+        rows = 0.0
+        unlisted: dict[int, float] = {}
+        for x in set(points):
+            j = None if x in self.frequent else self._bucket(x)
+            if j is None:
+                rows += self.equal(x)
+            else:
+                unlisted[j] = unlisted.get(j, 0.0) + self.equal(x)
+        return rows + sum(min(r, self.rest_rows[j]) for j, r in unlisted.items())
 
     def _values(self, j: int) -> float:
         if self.step is None:
             return self.counts[j]
         return (self.uppers[j] - self.lowers[j]) / self.step + (1 if j == 0 else 0)
+
+
+def _share_by(lower: float, upper: float, cuts: list[float], x: float) -> float:
+    """The share of a bucket's distinct values (``ndv_cuts``) or rows (``count_cuts``)
+    <= x: linear between the cuts (``len(cuts) + 1`` equal parts), and over the whole
+    range without them."""
+    points = [lower, *cuts, upper]
+    # points[piece] <= x < points[piece + 1]: equal cuts (a value holding more than one
+    # part) all count as at or below x
+    piece = bisect.bisect_right(points, x, 1, len(points) - 1) - 1
+    left, right = points[piece], points[piece + 1]
+    within = (x - left) / (right - left) if right > left else 1.0
+    return (piece + min(1.0, max(0.0, within))) / (len(points) - 1)
 
 
 def _step(type_str: str) -> float | None:

@@ -112,6 +112,16 @@ def _sketch_fields(
                 "approximate": b.approximate,
                 # ndv shared out by row count (no value sample: an older store), not measured
                 "ndv_apportioned": b.ndv_apportioned,
+                # the value sample's bounds on the bucket's distinct count (2 standard
+                # deviations); null without a sample
+                "ndv_lower": None if b.ndv_bounds is None else b.ndv_bounds[0],
+                "ndv_upper": None if b.ndv_bounds is None else b.ndv_bounds[1],
+                # values that cut the bucket's distinct values into equal parts (quartiles,
+                # from the value sample); [] without one or with too few entries
+                "ndv_cuts": [to_json(kll_value(column.type, v)) for v in b.ndv_cuts],
+                # values that cut the bucket's rows into equal parts (KLL quartiles), where
+                # the rows are surely not evenly spread over the range; else []
+                "count_cuts": [to_json(kll_value(column.type, v)) for v in b.count_cuts],
             }
             for b in buckets
         ]

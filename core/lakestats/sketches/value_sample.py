@@ -163,8 +163,15 @@ class ValueSample:
 
     def retained_in(self, lower: float, upper: float, *, include_lower: bool = False) -> int:
         """Entries with ``lower < value <= upper`` (``lower <= value`` if ``include_lower``)."""
+        first, end = self.range_in(lower, upper, include_lower=include_lower)
+        return end - first
+
+    def range_in(
+        self, lower: float, upper: float, *, include_lower: bool = False
+    ) -> tuple[int, int]:
+        """``values[first:end]`` are the entries of ``retained_in`` (``first`` <= ``end``)."""
         left = (bisect.bisect_left if include_lower else bisect.bisect_right)(self.values, lower)
-        return max(0, bisect.bisect_right(self.values, upper) - left)
+        return left, max(left, bisect.bisect_right(self.values, upper))
 
     def estimate_in(self, lower: float, upper: float, *, include_lower: bool = False) -> float:
         return self.retained_in(lower, upper, include_lower=include_lower) / self.theta
