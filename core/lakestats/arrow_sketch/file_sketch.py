@@ -194,6 +194,12 @@ def _as_type(values: pa.Array, target: pa.DataType, type_str: str) -> pa.Array:
         return values
     if type_str == "binary" and pa.types.is_large_binary(have):
         return values
+    if type_str == "timestamptz" and pa.types.is_timestamp(have) and have.tz is not None:
+        # micros since the epoch whatever zone the writer's Arrow schema named
+        values = values.cast(pa.timestamp(have.unit, tz="UTC"))
+        have = values.type
+        if have == target:
+            return values
     widen = (
         (type_str == "int" and have in (pa.int8(), pa.int16(), pa.uint8(), pa.uint16()))
         or (type_str == "long" and have in _LONG_FROM)
