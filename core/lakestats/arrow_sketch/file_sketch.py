@@ -316,12 +316,9 @@ def _bounds(values: pa.Array, type_str: str) -> tuple[Any, Any]:
         bounds = pc.min_max(physical)
         lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
         return from_physical(type_str, lo), from_physical(type_str, hi)
-    if pa.types.is_binary(values.type) or pa.types.is_fixed_size_binary(values.type):
-        ordered = sorted(values.to_pylist())  # bytes order unsigned, as Spark's binary order
-        lo, hi = ordered[0], ordered[-1]
-    else:
-        bounds = pc.min_max(values)
-        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    # binaries compare as unsigned bytes in Arrow, as in Spark
+    bounds = pc.min_max(values)
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
     if type_str in ("float", "double"):
         # Iceberg orders -0.0 before 0.0; Arrow's min/max need not tell them apart
         bits = values.view(pa.int32() if type_str == "float" else pa.int64())
