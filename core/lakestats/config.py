@@ -183,6 +183,9 @@ class SketchConfig(ConfigSection):
     frequent_items: Annotated[int, Field(ge=0, le=MAX_ITEMS_TRACKED)] = 0
     # per-bucket NDV from a value sample per file and column
     value_samples: bool = False
+    # "auto": the Arrow engine for plain jobs (same results, ~scan speed; Python workers need
+    # lakestats' dependencies); "sql": always the SQL aggregate (docs/sketches.md)
+    engine: Literal["auto", "sql"] = "auto"
     max_files_per_job: Annotated[int, Field(ge=1, le=1_000_000)] = 2000
     # a batch's new data files weigh at most this much (a single bigger commit is one batch)
     max_bytes_per_job: Annotated[int, BeforeValidator(parse_size), Field(ge=1, le=1 << 50)] = (

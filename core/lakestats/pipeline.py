@@ -50,7 +50,16 @@ from urllib.parse import unquote, urlsplit
 
 import structlog
 
-from lakestats.exceptions import DataFileError, SketchError, SparkUnavailableError
+from lakestats.arrow_sketch.engine import (
+    ENGINES,
+    Engine,
+    arrow_job,
+    pyarrow_can_open,
+    run_arrow,
+    worker_cannot_run,
+)
+from lakestats.arrow_sketch.file_sketch import ArrowJob
+from lakestats.exceptions import ConfigError, DataFileError, SketchError, SparkUnavailableError
 from lakestats.locations import is_local, local_path
 from lakestats.model import (
     KEY_SKETCH_ID,
@@ -213,6 +222,7 @@ def sketch_files(
     file_format: Literal["PARQUET", "ORC"] = "PARQUET",
     row_filter: RowFilter | None = None,
     retyped: Mapping[str, Retyped] | None = None,
+    engine: Engine = "auto",
 ) -> dict[str, dict[int, ColumnSketch]]:
     """Sketch every supported column of every Parquet file in ``paths`` in one Spark job.
 
@@ -229,8 +239,13 @@ def sketch_files(
     ``row_filter`` removes dead rows inside the job (its ``live_rows`` get the counts).
     ``retyped`` (path → its ``DataFile.retyped``) names files written with other column
     types: they are read with those and cast to the schema's (``written_types``).
+    ``engine`` (config ``sketch.engine``): ``"auto"`` sketches plain jobs with the Arrow
+    engine (``lakestats.arrow_sketch``: pyarrow in Spark tasks, one per file, the same
+    results), ``"sql"`` always with the SQL aggregate.
     """
     settings = validate_sketch_settings(settings)
+    if engine not in ENGINES:
+        raise ConfigError(f"sketch.engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if not paths:
         return {}
     keys = {p: _input_key(p) for p in paths}
@@ -246,12 +261,25 @@ def sketch_files(
     ]
     key_plan = _plan_key(schema, planned)
     written = {_input_key(p): r for p, r in (retyped or {}).items() if r}
+    arrow = _arrow_plan(
+        engine, planned, settings, match_by, file_format, row_filter, written, key_plan, unique
+    )
+    if arrow is not None and _arrow_unusable_on(spark):
+        arrow = None
     with _lock:
         session = _job_session(spark)
         job_limits = limits or JobLimits()
         unique_paths = list(unique.values())
+        rows: list[Any] = []
+        sketched: dict[str, dict[int, ColumnSketch]] = {}
+        if arrow is not None:
+            sketched, unique_paths = _run_arrow(
+                session, unique_paths, arrow, job_limits, on_progress
+            )
         try:
-            if file_format == "ORC":
+            if not unique_paths:
+                pass  # the Arrow engine sketched every file
+            elif file_format == "ORC":
                 rows = _run(
                     session,
                     unique_paths,
@@ -324,6 +352,7 @@ def sketch_files(
             **{p.column.field_id: _column_sketch(row, p, settings) for p in planned},
             **_key_sketches(row, key_plan),
         }
+    by_key.update({_input_key(p): s for p, s in sketched.items()})
     empty = {p.column.field_id: _empty_sketch(p.spec, settings) for p in planned}
     if key_plan is not None:
         empty |= {
@@ -342,6 +371,89 @@ def sketch_files(
         counted = {_spark_key(row["__path"]): int(row["__rows"]) for row in rows}
         row_filter.live_rows.update({p: counted.get(key, 0) for p, key in keys.items()})
     return result
+
+
+# -- the Arrow engine ---------------------------------------------------------------------
+
+
+def _arrow_plan(  # noqa: PLR0917 - private, called once with sketch_files' own inputs
+    engine: Engine,
+    planned: Sequence[_Planned],
+    settings: SketchSettings,
+    match_by: Literal["field_id", "name"],
+    file_format: str,
+    row_filter: RowFilter | None,
+    written: Mapping[str, Retyped],
+    key_plan: _PlannedKey | None,
+    unique: Mapping[str, str],
+) -> ArrowJob | None:
+    """The Arrow engine's plan when the job is plain (docs/sketches.md, "The Arrow engine"):
+    Parquet, no deletes, no retyped files, no key sketch, no value samples or frequent
+    items, every column of a type the engine implements, files pyarrow opens; else ``None``
+    and the SQL job runs as always."""
+    plain = (
+        engine == "auto"
+        and file_format == "PARQUET"
+        and row_filter is None
+        and not written
+        and key_plan is None
+        and not settings.value_samples
+        and not settings.frequent_items
+    )
+    if not plain or not pyarrow_can_open(list(unique.values())):
+        return None
+    columns = [(p.column.field_id, p.column.name, p.spec, p.scan_bounds) for p in planned]
+    return arrow_job(columns, settings, match_by)
+
+
+# SparkContexts whose Python workers failed to run the Arrow engine (id → (context, why))
+_arrow_unusable: dict[int, tuple[Any, str]] = {}
+
+
+def _arrow_unusable_on(spark: Any) -> bool:
+    entry = _arrow_unusable.get(id(spark.sparkContext))
+    return entry is not None and entry[0] is spark.sparkContext
+
+
+def _run_arrow(
+    session: Any,
+    paths: list[str],
+    job: ArrowJob,
+    limits: JobLimits,
+    on_progress: ProgressFn | None,
+) -> tuple[dict[str, dict[int, ColumnSketch]], list[str]]:
+    """(path → sketches of the files the Arrow engine sketched, the files it declined)"""
+    sc = session.sparkContext
+    sc.setJobGroup(JOB_GROUP, f"lakestats: sketch {len(paths)} data files (Arrow)", False)
+    try:
+        sketched, declined = run_arrow(sc, paths, job, lambda: _JobMonitor(sc, limits, on_progress))
+    except (DataFileError, SparkUnavailableError):
+        raise
+    except Exception as exc:
+        if getattr(sc, "_jsc", None) is None:  # the context was stopped under the job
+            raise SparkUnavailableError(_stopped_while_running(str(exc))) from exc
+        if worker_cannot_run(str(exc)):
+            # never fail where the SQL job works: this context's workers get no more tries
+            _arrow_unusable[id(sc)] = (sc, str(exc).strip().splitlines()[0][:300])
+            _log.warning(
+                "arrow_engine_unavailable",
+                reason=_arrow_unusable[id(sc)][1],
+                note="the Python workers cannot run the Arrow engine; using the SQL job "
+                "(install lakestats in the executors' Python, or set sketch.engine = 'sql')",
+            )
+            return {}, paths
+        raise _convert_error(exc, paths) from exc
+    finally:
+        try:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+            sc.setLocalProperty("spark.job.description", None)
+        except Exception as exc:  # stopped meanwhile: the job's own error is the one to raise
+            _log.debug("job_group_not_cleared", error=str(exc).splitlines()[0][:200])
+    _log.debug("arrow_engine_sketched", files=len(sketched), declined=len(declined))
+    if declined:
+        first = next(iter(declined))
+        _log.info("arrow_engine_declined", files=len(declined), first=first, reason=declined[first])
+    return sketched, [p for p in paths if p in declined]
 
 
 # -- Spark job -------------------------------------------------------------------------

@@ -124,6 +124,7 @@ class SparkSketcher:
             file_format=file_format,
             row_filter=row_filter,
             retyped=retyped,
+            engine=self._config.sketch.engine,
         )
         if row_filter is None:
             return sketches

@@ -22,9 +22,9 @@ Before timing, the prototype's statistics of the first files are checked against
 ``sketch_files``: the theta sketches byte for byte (so the numpy hash is the spec hash and
 the sketch built from sorted hashes is Spark's), KLL sketches by count, nulls, bounds and
 lengths exactly. CPU seconds are those of the Spark JVM and every process under it (the
-Python workers). Only lineitem's types (int, long, decimal(15, 2), date, string) are
-implemented: a probe, not a second sketch engine. Timings only; docs/benchmarks.md records
-the results.
+Python workers). The hashing is the Arrow engine's (``lakestats.arrow_sketch``, which grew
+from this probe); ``sketch_files`` is timed with both engines. Timings only;
+docs/benchmarks.md records the results.
 """
 
 from __future__ import annotations
@@ -45,136 +45,37 @@ import pyarrow.parquet as pq
 from columns import _schema  # the bench's own helper (Iceberg schema of a lineitem file)
 
 from lakestats import pipeline
+from lakestats.arrow_sketch.spec_hashes import distinct, spec_hashes, theta_sketch
 from lakestats.model import SketchSettings
 from lakestats.sketches.merge import kll_count
-from lakestats.sketches.sample_codec import _SEED_HASH, MAX_THETA, ParsedSample, theta_bytes
 from lakestats.sketches.spark import SparkSettings, get_spark
 
 _DEFAULT_FILES = ".bench/sf1-c100/warehouse/bench/lineitem/data/*.parquet"
-_SEED = 9001
-_C1, _C2 = np.uint64(0x87C37B91114253D5), np.uint64(0x4CF5AD432745937F)
 
 
-# -- MurmurHash3_x64_128 over many keys at once (h1 >>> 1, as DataSketches' theta) ---------
+# -- the spec hashing: the Arrow engine's own (lakestats.arrow_sketch) ----------------------
 
 
-def _rotl(x: np.ndarray, r: int) -> np.ndarray:
-    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
-
-
-def _fmix(k: np.ndarray) -> np.ndarray:
-    k = k ^ (k >> np.uint64(33))
-    k = k * np.uint64(0xFF51AFD7ED558CCD)
-    k = k ^ (k >> np.uint64(33))
-    k = k * np.uint64(0xC4CEB9FE1A85EC53)
-    return k ^ (k >> np.uint64(33))
-
-
-def _finish(h1: np.ndarray, h2: np.ndarray, length: np.ndarray | int) -> np.ndarray:
-    h1 = h1 ^ np.uint64(length) if isinstance(length, int) else h1 ^ length
-    h2 = h2 ^ np.uint64(length) if isinstance(length, int) else h2 ^ length
-    h1 = h1 + h2
-    h2 = h2 + h1
-    h1, h2 = _fmix(h1), _fmix(h2)
-    return (h1 + h2) >> np.uint64(1)
-
-
-def _mix_k1(h1: np.ndarray, k1: np.ndarray) -> np.ndarray:
-    return h1 ^ (_rotl(k1 * _C1, 31) * _C2)
-
-
-def hash_short(words: np.ndarray, length: np.ndarray | int) -> np.ndarray:
-    """Keys of at most 8 bytes, given as their little-endian read (zero-padded)."""
-    seed = np.full(len(words), _SEED, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        return _finish(_mix_k1(seed, words.astype(np.uint64)), seed, length)
-
-
-def hash_rows(mat: np.ndarray) -> np.ndarray:
-    """Keys of one length ``L`` as the rows of an (n, L) uint8 matrix."""
-    n, length = mat.shape
-    h1 = np.full(n, _SEED, dtype=np.uint64)
-    h2 = np.full(n, _SEED, dtype=np.uint64)
-    blocks = length // 16
-    with np.errstate(over="ignore"):
-        if blocks:
-            body = np.ascontiguousarray(mat[:, : blocks * 16]).view("<u8").reshape(n, blocks, 2)
-            for b in range(blocks):
-                h1 = _mix_k1(h1, body[:, b, 0])
-                h1 = _rotl(h1, 27) + h2
-                h1 = h1 * np.uint64(5) + np.uint64(0x52DCE729)
-                h2 = h2 ^ (_rotl(body[:, b, 1] * _C2, 33) * _C1)
-                h2 = _rotl(h2, 31) + h1
-                h2 = h2 * np.uint64(5) + np.uint64(0x38495AB5)
-        rest = length - blocks * 16
-        if rest:
-            tail = np.zeros((n, 16), dtype=np.uint8)
-            tail[:, :rest] = mat[:, blocks * 16 :]
-            words = tail.view("<u8")
-            if rest > 8:
-                h2 = h2 ^ (_rotl(words[:, 1] * _C2, 33) * _C1)
-            h1 = _mix_k1(h1, words[:, 0])
-        return _finish(h1, h2, length)
-
-
-# -- the Iceberg single-value bytes of each type, hashed -----------------------------------
-
-
-def _decimal_hashes(unique: pa.Array) -> np.ndarray:
-    """Unscaled values (≤ 18 digits) as minimal big-endian two's-complement bytes."""
-    raw = np.frombuffer(unique.buffers()[1], dtype=np.int64)
-    unscaled = raw[2 * unique.offset : 2 * (unique.offset + len(unique)) : 2]
-    length = np.ones(len(unscaled), dtype=np.uint64)
-    for n in range(1, 8):
-        limit = 1 << (8 * n - 1)
-        length += ((unscaled < -limit) | (unscaled >= limit)).astype(np.uint64)
-    with np.errstate(over="ignore"):
-        as_le = unscaled.view(np.uint64).byteswap() >> (np.uint64(64) - np.uint64(8) * length)
-    return hash_short(as_le, length)
-
-
-def _string_hashes(unique: pa.Array) -> np.ndarray:
-    offsets = np.frombuffer(unique.buffers()[1], dtype=np.int32)[
-        unique.offset : unique.offset + len(unique) + 1
-    ]
-    data = np.frombuffer(unique.buffers()[2], dtype=np.uint8)
-    lengths = np.diff(offsets)
-    out = [np.zeros(0, dtype=np.uint64)]
-    for length in np.unique(lengths):
-        if length == 0:
-            continue  # DataSketches refuses empty keys: Iceberg's NDV never counts ""
-        starts = offsets[:-1][lengths == length]
-        out.append(hash_rows(data[starts[:, None] + np.arange(length)[None, :]]))
-    return np.concatenate(out)
-
-
-def spec_hashes(unique: pa.Array) -> np.ndarray:
-    t = unique.type
-    if pa.types.is_int32(t) or pa.types.is_date32(t):
-        values = unique.view(pa.int32()).to_numpy().view(np.uint32)
-        return hash_short(values, 4)
+def _iceberg_type(t: pa.DataType) -> str:
+    if pa.types.is_int32(t):
+        return "int"
+    if pa.types.is_date32(t):
+        return "date"
     if pa.types.is_int64(t):
-        return hash_short(unique.to_numpy().view(np.uint64), 8)
-    if pa.types.is_decimal(t) and t.precision <= 18:
-        return _decimal_hashes(unique)
-    if pa.types.is_string(t):
-        return _string_hashes(unique)
+        return "long"
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision}, {t.scale})"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
     raise SystemExit(f"the probe does not implement {t}")
 
 
 def theta_of(column: pa.ChunkedArray, lg_k: int) -> bytes:
     """The compact theta sketch Spark's one-partition aggregate gives: the 2**lg_k smallest
     hashes, theta the next one (all of them, theta max, when there are fewer)."""
-    unique = pc.unique(column).drop_null()
-    unique = unique.combine_chunks() if isinstance(unique, pa.ChunkedArray) else unique
-    hashes = np.sort(spec_hashes(unique))
-    hashes = hashes[hashes != 0]
-    nominal = 1 << lg_k
-    theta = MAX_THETA
-    if len(hashes) > nominal:
-        theta, hashes = int(hashes[nominal]), hashes[:nominal]
-    parsed = ParsedSample(theta, not len(hashes), _SEED_HASH, hashes, np.zeros(len(hashes)))
-    return theta_bytes(parsed)
+    values = column.combine_chunks()
+    type_str = _iceberg_type(values.type)
+    return theta_sketch(spec_hashes(distinct(values, type_str), type_str), lg_k)
 
 
 # -- the prototype pass --------------------------------------------------------------------
@@ -228,7 +129,7 @@ def _check(spark: Any, files: Sequence[str]) -> None:
     """The prototype computes what ``sketch_files`` does: fail loudly if it does not."""
     schema = _schema(files[0])
     settings = SketchSettings()
-    reference = pipeline.sketch_files(spark, files, schema, settings)
+    reference = pipeline.sketch_files(spark, files, schema, settings, engine="sql")
     for path in files:
         mine = sketch_table(pq.read_table(path), settings)
         for column in schema.columns:
@@ -308,8 +209,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "min() scan (run.py's reference: Spark's packing)": lambda: packed.sql(
             f"SELECT {mins} FROM probe_min"  # noqa: S608 - our own SQL
         ).collect(),
-        "sketch_files (today's job)": lambda: pipeline.sketch_files(
-            spark, files, schema, SketchSettings()
+        "sketch_files, engine sql (the SQL aggregate)": lambda: pipeline.sketch_files(
+            spark, files, schema, SketchSettings(), engine="sql"
+        ),
+        "sketch_files, engine auto (the Arrow engine)": lambda: pipeline.sketch_files(
+            spark, files, schema, SketchSettings(), engine="auto"
         ),
         "arrow transfer (mapInArrow over Spark's scan, rows only)": lambda: (
             per_file.read.parquet(*files).mapInArrow(_count_batches, "rows long").collect()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -31,6 +32,14 @@ _log = structlog.get_logger(__name__)
 # Matching Parquet columns by field id is what keeps renamed columns readable (DESIGN §5);
 # it is forced on whatever the configuration says.
 FIELD_ID_READ_KEY = "spark.sql.parquet.fieldId.read.enabled"
+# The Python of Spark's Python workers (the Arrow sketch engine's tasks). PySpark itself
+# takes it from the PYSPARK_PYTHON environment variable when the context starts.
+PYTHON_KEY = "spark.pyspark.python"
+# The module Spark's Python worker daemon runs: lakestats' imports numpy, pyarrow and
+# datasketches once, and every worker forked from it has them (lakestats/arrow_sketch/
+# worker_daemon.py); Spark ends idle workers after a minute, the daemon lives on.
+DAEMON_MODULE_KEY = "spark.python.daemon.module"
+WORKER_DAEMON = "lakestats.arrow_sketch.worker_daemon"
 _DEFAULT_CONF: Mapping[str, str] = MappingProxyType(
     {
         "spark.ui.enabled": "false",
@@ -67,10 +76,20 @@ class SparkSettings:
         object.__setattr__(self, "conf", MappingProxyType(dict(self.conf)))
 
     def effective_conf(self) -> dict[str, str]:
-        """The conf the session is built with: defaults, then the caller's, then forced keys."""
+        """The conf the session is built with: defaults, then the caller's, then forced keys.
+
+        A local master's Python workers run this interpreter (``sys.executable``: it has
+        lakestats and its dependencies) unless ``spark.pyspark.python`` or the environment's
+        ``PYSPARK_PYTHON`` names another, and start from lakestats' worker daemon. On a
+        cluster the executors' Python is the cluster's (docs/sketches.md, "The Arrow
+        engine"): nothing is set.
+        """
         conf = dict(_DEFAULT_CONF)
         conf.update({str(k): str(v) for k, v in self.conf.items()})
         conf[FIELD_ID_READ_KEY] = "true"
+        if is_local(self.master) and PYTHON_KEY not in conf and "PYSPARK_PYTHON" not in os.environ:
+            conf[PYTHON_KEY] = sys.executable
+            conf.setdefault(DAEMON_MODULE_KEY, WORKER_DAEMON)
         return conf
 
     def _key(self) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
@@ -232,6 +251,9 @@ def _create(settings: SparkSettings) -> Any:
     conf = settings.effective_conf()
     if settings.conf.get(FIELD_ID_READ_KEY, "true").lower() != "true":
         _log.warning("spark_conf_overridden", key=FIELD_ID_READ_KEY, value="true")
+    if PYTHON_KEY in conf:
+        # PySpark reads the workers' Python from the environment, not from the conf
+        os.environ["PYSPARK_PYTHON"] = conf[PYTHON_KEY]
     builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)

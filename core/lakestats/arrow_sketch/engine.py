@@ -1,0 +1,185 @@
+"""The Arrow engine's Spark side: when ``sketch_files`` may use it, and the job that runs it.
+
+The job is ``sc.parallelize(paths, len(paths)).mapPartitions(...)``: one Spark task per
+data file, each reading its file with pyarrow (``file_sketch``) and returning the file's
+``ColumnSketch``es. It runs under the SQL job's job group, so ``pipeline._JobMonitor``
+reports its progress and cancels it past the time limit, exactly as the SQL job. A file
+the engine does not read exactly as Spark would comes back *declined*; ``sketch_files``
+sketches the declined files with the SQL job.
+
+A missing or unreadable file fails the task with a marked message (``_MARK``) that the
+driver turns into the same ``DataFileError`` the SQL job raises.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+from lakestats.arrow_sketch.file_sketch import (
+    ArrowColumn,
+    ArrowJob,
+    Declined,
+    open_parquet,
+    read_columns,
+    sketch_columns,
+)
+from lakestats.exceptions import DataFileError, SparkUnavailableError
+from lakestats.locations import local_path
+from lakestats.model import ColumnSketch, SketchSettings
+from lakestats.sketches.spec import TypeSpec
+
+# Iceberg types the engine computes exactly as the SQL job (proven type by type against it
+# in tests/core/sketches/test_arrow_engine.py); a job with any other column type is SQL.
+ARROW_TYPES = frozenset(
+    {"int", "long", "date", "string", "boolean", "float", "double"}
+    | {"timestamp", "timestamptz", "binary", "uuid"}
+)
+_FIXED = re.compile(r"^fixed\[\d+\]$")
+_DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
+_MAX_DECIMAL_DIGITS = 38
+# "<mark>:<what>:<length of the path>:<path>:<first line of pyarrow's message>"
+_MARK = "lakestats-arrow-data-file"
+_MARKED = re.compile(f"{_MARK}:(not found|unreadable):([0-9]+):")
+
+Engine = Literal["auto", "sql"]
+ENGINES: tuple[Engine, ...] = ("auto", "sql")
+
+
+def arrow_type_supported(spec: TypeSpec) -> bool:
+    t = spec.type
+    if t in ARROW_TYPES or _FIXED.match(t):
+        return True
+    m = _DECIMAL.match(t)
+    return m is not None and int(m.group(1)) <= _MAX_DECIMAL_DIGITS
+
+
+def pyarrow_can_open(paths: Sequence[str]) -> bool:
+    """Local paths and ``file:`` URIs always; other schemes when pyarrow has a file system
+    for them here (checked once per scheme, without touching the files)."""
+    from pyarrow import fs as pafs  # noqa: PLC0415 - driver-side, rare
+
+    tried: dict[str, bool] = {}
+    for path in paths:
+        if local_path(path, percent_encoded=False) is not None:
+            continue
+        scheme = path.split(":", 1)[0].lower()
+        if scheme not in tried:
+            try:
+                pafs.FileSystem.from_uri(path)
+                tried[scheme] = True
+            except Exception:  # any failure here means "not pyarrow's": the SQL job reads it
+                tried[scheme] = False
+        if not tried[scheme]:
+            return False
+    return True
+
+
+def arrow_job(
+    columns: Sequence[tuple[int, str, TypeSpec, bool]],
+    settings: SketchSettings,
+    match_by: Literal["field_id", "name"],
+) -> ArrowJob | None:
+    """The engine's plan for ``(field_id, name, spec, scan_bounds)`` columns, or ``None``
+    when a column's type is not one the engine implements or the names collide."""
+    if not all(arrow_type_supported(spec) for _, _, spec, _ in columns):
+        return None
+    paths = [tuple(name.split(".")) for _, name, _, _ in columns]
+    if len(set(paths)) != len(paths) or any(
+        other[: len(path)] == path for path in paths for other in paths if other != path
+    ):
+        return None  # the SQL job's read schema refuses these: let it say so
+    planned = tuple(
+        ArrowColumn(fid, path, spec, bounds)
+        for (fid, _, spec, bounds), path in zip(columns, paths, strict=True)
+    )
+    return ArrowJob(planned, settings.kll_k, settings.theta_lg_k, match_by)
+
+
+# -- the Spark job ------------------------------------------------------------------------------
+
+
+def sketch_partition(
+    job: ArrowJob, paths: Iterator[str]
+) -> Iterator[tuple[str, str, dict[int, ColumnSketch] | str | None]]:
+    """Runs in the Spark task: ``(path, "ok", sketches | None)`` or ``(path, "declined",
+    why)`` per file."""
+    for path in paths:
+        try:
+            loaded = read_columns(open_parquet(path), job)
+        except Declined as why:
+            yield path, "declined", str(why)
+            continue
+        except FileNotFoundError as exc:
+            raise RuntimeError(_marked("not found", path, exc)) from exc
+        except Exception as exc:  # pyarrow's errors of a corrupt or unreadable file
+            raise RuntimeError(_marked("unreadable", path, exc)) from exc
+        try:
+            yield path, "ok", None if loaded is None else sketch_columns(loaded, job)
+        except Exception as exc:  # never fail where the SQL job works: it takes the file
+            yield path, "declined", f"{type(exc).__name__}: {exc}"
+
+
+def _marked(what: str, path: str, exc: BaseException) -> str:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"{_MARK}:{what}:{len(path)}:{path}:{first}"
+
+
+def run_arrow(
+    sc: Any,
+    paths: Sequence[str],
+    job: ArrowJob,
+    monitor: Callable[[], Any],
+) -> tuple[dict[str, dict[int, ColumnSketch]], dict[str, str]]:
+    """Sketch ``paths`` in one Spark job: (path → sketches, path → why declined). Files
+    with no rows are in neither (their sketches are the empty ones). ``monitor`` makes the
+    context manager that watches the job (``pipeline._JobMonitor``); the caller has set the
+    job group and converts other failures."""
+    rdd = sc.parallelize(list(paths), len(paths)).mapPartitions(
+        functools.partial(sketch_partition, job)
+    )
+    with monitor() as watching:
+        try:
+            results = rdd.collect()
+        except Exception as exc:
+            if watching.reason is not None:
+                raise SparkUnavailableError(watching.reason) from exc
+            data_file_error = marked_error(str(exc))
+            if data_file_error is not None:
+                raise data_file_error from exc
+            raise
+    if watching.reason is not None:  # past the limit even if it finished meanwhile
+        raise SparkUnavailableError(watching.reason)
+    done: dict[str, dict[int, ColumnSketch]] = {}
+    declined: dict[str, str] = {}
+    for path, status, payload in results:
+        if status == "declined":
+            declined[path] = str(payload)
+        elif isinstance(payload, Mapping):
+            done[path] = dict(payload)
+    return done, declined
+
+
+# What a failed task says when the workers' Python cannot run the engine at all (a
+# cluster's executors without lakestats or its dependencies, no such interpreter)
+_WORKER_LACKS = ("ModuleNotFoundError", "No module named", "ImportError", "Cannot run program")
+
+
+def worker_cannot_run(message: str) -> bool:
+    """Whether a failed Arrow job failed because the Python workers lack the engine."""
+    return _MARK not in message and any(m in message for m in _WORKER_LACKS)
+
+
+def marked_error(message: str) -> DataFileError | None:
+    """The ``DataFileError`` a task's marked failure stands for, if it is one."""
+    m = _MARKED.search(message)
+    if m is None:
+        return None
+    what, length = m.group(1), int(m.group(2))
+    path = message[m.end() : m.end() + length]
+    detail = message[m.end() + length + 1 :].split("\n", 1)[0].strip()
+    if what == "not found":
+        return DataFileError(f"data file not found: {path}")
+    return DataFileError(f"cannot read data file {path}: {detail}")
