@@ -1,8 +1,11 @@
 """The Arrow engine's Spark side: when ``sketch_files`` may use it, and the job that runs it.
 
-The job is ``sc.parallelize(paths, len(paths)).mapPartitions(...)``: one Spark task per
-data file, each reading its file with pyarrow (``file_sketch``) and returning the file's
-``ColumnSketch``es. It runs under the SQL job's job group, so ``pipeline._JobMonitor``
+The job is ``sc.parallelize(paths, tasks).mapPartitions(...)``: each Spark task reads its
+files one after the other with pyarrow (``file_sketch``) and returns each file's
+``ColumnSketch``es. Files are packed into at most ``_TASKS_PER_CORE`` tasks per core: a
+PySpark task's round trip costs ~0.1 s of wall time on a small machine, which one task per
+file paid 100 times over for 100 small files (docs/benchmarks.md, "the Arrow engine");
+with a few tasks per core the slowest task still ends close to the others. It runs under the SQL job's job group, so ``pipeline._JobMonitor``
 reports its progress and cancels it past the time limit, exactly as the SQL job. A file
 the engine does not read exactly as Spark would comes back *declined*; ``sketch_files``
 sketches the declined files with the SQL job.
@@ -43,6 +46,7 @@ _MAX_DECIMAL_DIGITS = 38
 # "<mark>:<what>:<length of the path>:<path>:<first line of pyarrow's message>"
 _MARK = "lakestats-arrow-data-file"
 _MARKED = re.compile(f"{_MARK}:(not found|unreadable):([0-9]+):")
+_TASKS_PER_CORE = 4
 
 Engine = Literal["auto", "sql"]
 ENGINES: tuple[Engine, ...] = ("auto", "sql")
@@ -137,7 +141,8 @@ def run_arrow(
     with no rows are in neither (their sketches are the empty ones). ``monitor`` makes the
     context manager that watches the job (``pipeline._JobMonitor``); the caller has set the
     job group and converts other failures."""
-    rdd = sc.parallelize(list(paths), len(paths)).mapPartitions(
+    tasks = min(len(paths), max(1, int(sc.defaultParallelism)) * _TASKS_PER_CORE)
+    rdd = sc.parallelize(list(paths), tasks).mapPartitions(
         functools.partial(sketch_partition, job)
     )
     with monitor() as watching:
