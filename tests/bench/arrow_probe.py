@@ -42,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from columns import _schema  # the bench's own helper (Iceberg schema of a lineitem file)
+from columns import _schema, tree_cpu  # the bench's own helpers
 
 from lakestats import pipeline
 from lakestats.arrow_sketch.spec_hashes import distinct, spec_hashes, theta_sketch
@@ -151,33 +151,13 @@ def _check(spark: Any, files: Sequence[str]) -> None:
     print(f"checked against sketch_files on {len(files)} files: same theta bytes, counts, bounds")
 
 
-def _tree_cpu(pid: int) -> float:
-    """utime + stime (and those of reaped children) of ``pid`` and every process under it."""
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # exited meanwhile
-        child = int(stat.parent.name)
-        parents[child] = int(fields[1])
-        times[child] = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-    total, todo = 0.0, [pid]
-    while todo:
-        current = todo.pop()
-        total += times.get(current, 0.0)
-        todo.extend(c for c, p in parents.items() if p == current)
-    return total
-
-
 def _best(jvm: int, fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     fn()  # warm-up
     wall = cpu = float("inf")
     for _ in range(repeat):
-        c, t = _tree_cpu(jvm), time.perf_counter()
+        c, t = tree_cpu(jvm), time.perf_counter()
         fn()
-        wall, cpu = min(wall, time.perf_counter() - t), min(cpu, _tree_cpu(jvm) - c)
+        wall, cpu = min(wall, time.perf_counter() - t), min(cpu, tree_cpu(jvm) - c)
     return wall, cpu
 
 

@@ -8,14 +8,15 @@ For the given Parquet files (the benchmark's cached TPC-H table by default): a p
 column alone (``--per-column``), then ``sketch_files`` at each ``--kll-k`` with the bytes of
 the KLL sketches it returns (what the store keeps per file). Each figure is the best of
 ``--repeat`` runs, in wall seconds and in CPU seconds of the Spark driver JVM (which runs
-the executors in ``local`` mode): CPU time does not grow when other work shares the
-machine, wall time does.
+the executors in ``local`` mode) and every process under it (the Python workers of the
+Arrow engine): CPU time does not grow when other work shares the machine, wall time does.
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -42,13 +43,32 @@ def _schema(path: str) -> TableSchema:
     return TableSchema(0, tuple(columns))
 
 
+def tree_cpu(pid: int) -> float:
+    """utime + stime (and those of reaped children) of ``pid`` and every process under it."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        child = int(stat.parent.name)
+        parents[child] = int(fields[1])
+        times[child] = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        total += times.get(current, 0.0)
+        todo.extend(c for c, p in parents.items() if p == current)
+    return total
+
+
 class _Clock:
     def __init__(self, spark: Any) -> None:
         self._pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 
     def cpu(self) -> float:
-        fields = Path(f"/proc/{self._pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / 100.0  # utime + stime, clock ticks
+        return tree_cpu(self._pid)
 
     def best(self, fn: Callable[[], object], repeat: int) -> tuple[float, float]:
         wall = cpu = float("inf")

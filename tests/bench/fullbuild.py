@@ -26,7 +26,8 @@ docs/benchmarks.md; interleaving makes the two sides share whatever else loads t
 
 Each figure is the best of ``--repeat`` runs (after one warm-up run of each variant), in
 wall seconds and in CPU seconds of the Spark driver JVM (``local`` mode runs the executors
-in it; CPU time does not grow when other work shares the machine, wall time does). The
+in it) and the processes under it (the Arrow engine's Python workers; CPU time does not
+grow when other work shares the machine, wall time does). The
 1-minute load average is printed with the table: read wall times on a busy machine with
 care. Timings only; nothing is asserted (docs/benchmarks.md records the results).
 """
@@ -162,7 +163,8 @@ def _compare(spark: Any, ref: str, files: Sequence[str], schema: TableSchema, re
             before.sketch_files(spark, files, schema, settings),
             pipeline.sketch_files(spark, files, schema, settings),
         )
-        print(f"same statistics from {ref} and this checkout; JVM CPU s, best of {repeat}")
+        print(f"same statistics from {ref} and this checkout; best of {repeat}; CPU s of the")
+        print("JVM and the Python workers under it (the Arrow engine runs there)")
         print(f"| column | type | min() | {ref}: sketch_files (÷ min) | "
               "now: sketch_files (÷ min) | saved |")  # fmt: skip
         print("|---|---|---|---|---|---|")
@@ -209,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(f"{len(files)} files, KLL k {settings.kll_k}, best of {args.repeat}; "
           f"load average {os.getloadavg()[0]:.2f} at start")  # fmt: skip
-    print("| variant | wall s | JVM CPU s | CPU / scan CPU |")
+    print("| variant | wall s | CPU s (JVM + Python workers) | CPU / scan CPU |")
     print("|---|---|---|---|")
     scan_cpu = None
     for variant in args.variants:
