@@ -101,7 +101,8 @@ def _kll_units(type_str: str, column: pa.ChunkedArray) -> list[float]:
     return sorted(float(v) for v in values if v == v)  # noqa: PLR0124 - NaN check
 
 
-def _exact(data: pa.Table, predicate: Predicate) -> int:
+def exact_count(data: pa.Table, predicate: Predicate) -> int:
+    """The rows of ``data`` that satisfy ``predicate``, counted by pyarrow (the oracle)."""
     column = data.column(predicate.column)
     if predicate.op == "is null":
         return column.null_count
@@ -195,7 +196,7 @@ def test_estimates_against_exact_counts(analyzed: Analyzed) -> None:
                 Predicate(name, "between", (constant, high)),
             ):
                 est = selectivity(doc, predicate) * rows
-                exact = _exact(data, predicate)
+                exact = exact_count(data, predicate)
                 # a range is off by at most the buckets it cuts plus the rank errors
                 cut = 2 if predicate.op == "between" else 1
                 assert abs(est - exact) <= cut * bucket_rows + 2 * bound, (predicate, est, exact)
@@ -212,7 +213,7 @@ def test_estimates_against_exact_counts(analyzed: Analyzed) -> None:
         Predicate("mode", "is null"),
     ):
         est = selectivity(doc, predicate) * rows
-        exact = _exact(data, predicate)
+        exact = exact_count(data, predicate)
         assert _q_error(est, exact) <= 1.1, (predicate, est, exact)
         checked += 1
     # outside [min, max] nothing matches
@@ -231,7 +232,7 @@ def test_estimate_reads_the_current_stats(analyzed: Analyzed) -> None:
     assert result.selectivity == selectivity(analyzed.doc, predicate)
     assert result.rows == pytest.approx(result.selectivity * rows)
     bound = analyzed.doc["columns"]["day"]["sketch"]["quantiles"]["bucket_count_error"]
-    assert abs(result.rows - _exact(analyzed.data, predicate)) <= 2 * rows / 100 + 2 * bound
+    assert abs(result.rows - exact_count(analyzed.data, predicate)) <= 2 * rows / 100 + 2 * bound
 
 
 def test_predicates_parse_and_bad_ones_fail_in_one_line(
@@ -451,4 +452,4 @@ def test_frequent_values_of_low_cardinality_columns_are_exact(analyzed: Analyzed
         listed = {f["value"]: f["count"] for f in column["frequent_values"]}
         assert len(listed) == values and listed == counts
     for predicate in (Predicate("qty", "=", ("17",)), Predicate("disc", "in", ("0.01", "0.10"))):
-        assert selectivity(doc, predicate) * len(data) == _exact(data, predicate)
+        assert selectivity(doc, predicate) * len(data) == exact_count(data, predicate)

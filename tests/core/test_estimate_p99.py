@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from test_estimate import exact_count  # the pyarrow oracle of test_estimate
 
 import lakestats
 from lakestats.config import Config, SketchConfig
@@ -87,22 +88,6 @@ def analyzed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Analyzed:
     assert all(blob is not None for blob in samples.values())
     data = warehouse.table("t").scan().to_arrow()
     return Analyzed(doc, data, {k: v for k, v in samples.items() if v is not None})
-
-
-def _exact(data: pa.Table, predicate: Predicate) -> int:
-    column = data.column(predicate.column)
-    values = [pa.scalar(v, pa.int64()) for v in predicate.values]
-    masks = {
-        "=": lambda: pc.equal(column, values[0]),
-        "<": lambda: pc.less(column, values[0]),
-        "<=": lambda: pc.less_equal(column, values[0]),
-        ">=": lambda: pc.greater_equal(column, values[0]),
-        "between": lambda: pc.and_(
-            pc.greater_equal(column, values[0]), pc.less_equal(column, values[1])
-        ),
-        "in": lambda: pc.is_in(column, value_set=pa.array(predicate.values, pa.int64())),
-    }
-    return int(pc.sum(masks[predicate.op]()).as_py() or 0)
 
 
 def _estimate(doc: dict[str, Any], predicate: Predicate) -> float:
@@ -192,7 +177,7 @@ def test_a_range_over_a_listed_value_counts_its_frequent_count(analyzed: Analyze
     with neither they count ~1 row."""
     doc, data = analyzed.doc, analyzed.data
     column = doc["columns"]["capped"]
-    cap_rows = _exact(data, Predicate("capped", "=", (CAP,)))
+    cap_rows = exact_count(data, Predicate("capped", "=", (CAP,)))
     assert 0.005 * len(data) < cap_rows < 0.01 * len(data)
     assert all(b["upper"] != CAP or b["lower"] != CAP - 1 for b in column["histogram"])
     listed = {f["value"]: f for f in column["frequent_values"]}
@@ -213,13 +198,13 @@ def test_a_range_over_a_listed_value_counts_its_frequent_count(analyzed: Analyze
         Predicate("capped", ">=", (CAP,)),
         Predicate("capped", "=", (CAP,)),
     ):
-        exact = _exact(data, predicate)
+        exact = exact_count(data, predicate)
         for variant in (doc, frequent_only):
             assert abs(_estimate(variant, predicate) - exact) <= error + bucket_error, predicate
         assert _q(_estimate(neither, predicate), exact) > 10, predicate
     # a range ending below the cap keeps the cap's rows out of the bucket's other values
     below = Predicate("capped", "<", (CAP,))
-    assert abs(_estimate(doc, below) - _exact(data, below)) <= error + bucket_error
+    assert abs(_estimate(doc, below) - exact_count(data, below)) <= error + bucket_error
 
 
 def test_a_sparse_tail_bucket_places_its_values_and_rows_by_its_cuts(
@@ -239,7 +224,7 @@ def test_a_sparse_tail_bucket_places_its_values_and_rows_by_its_cuts(
     low = int(last["lower"]) + 1
     high = low * 5
     predicate = Predicate("spread", "between", (low, high))
-    exact = _exact(data, predicate)
+    exact = exact_count(data, predicate)
     assert _q(_estimate(doc, predicate), exact) <= 1.35, (_estimate(doc, predicate), exact)
     variants = {}
     for drop in (("count_cuts",), ("ndv_cuts",), ("count_cuts", "ndv_cuts")):
