@@ -5,10 +5,11 @@ files one after the other with pyarrow (``file_sketch``) and returns each file's
 ``ColumnSketch``es. Files are packed into at most ``_TASKS_PER_CORE`` tasks per core: a
 PySpark task's round trip costs ~0.1 s of wall time on a small machine, which one task per
 file paid 100 times over for 100 small files (docs/benchmarks.md, "the Arrow engine");
-with a few tasks per core the slowest task still ends close to the others. It runs under the SQL job's job group, so ``pipeline._JobMonitor``
-reports its progress and cancels it past the time limit, exactly as the SQL job. A file
-the engine does not read exactly as Spark would comes back *declined*; ``sketch_files``
-sketches the declined files with the SQL job.
+with a few tasks per core the slowest task still ends close to the others. The job runs
+under the SQL job's job group, so ``pipeline._JobMonitor`` reports its progress (tasks
+done) and cancels it past the time limit, exactly as the SQL job. A file the engine does
+not read exactly as Spark would comes back *declined*; ``sketch_files`` sketches the
+declined files with the SQL job.
 
 A missing or unreadable file fails the task with a marked message (``_MARK``) that the
 driver turns into the same ``DataFileError`` the SQL job raises.
