@@ -143,9 +143,7 @@ def run_arrow(
     context manager that watches the job (``pipeline._JobMonitor``); the caller has set the
     job group and converts other failures."""
     tasks = min(len(paths), max(1, int(sc.defaultParallelism)) * _TASKS_PER_CORE)
-    rdd = sc.parallelize(list(paths), tasks).mapPartitions(
-        functools.partial(sketch_partition, job)
-    )
+    rdd = sc.parallelize(list(paths), tasks).mapPartitions(functools.partial(sketch_partition, job))
     with monitor() as watching:
         try:
             results = rdd.collect()
