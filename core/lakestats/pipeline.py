@@ -240,7 +240,7 @@ def sketch_files(
     ``retyped`` (path → its ``DataFile.retyped``) names files written with other column
     types: they are read with those and cast to the schema's (``written_types``).
     ``engine`` (config ``sketch.engine``): ``"auto"`` sketches plain jobs with the Arrow
-    engine (``lakestats.arrow_sketch``: pyarrow in Spark tasks, one per file, the same
+    engine (``lakestats.arrow_sketch``: pyarrow in a few Spark tasks per core, the same
     results), ``"sql"`` always with the SQL aggregate.
     """
     settings = validate_sketch_settings(settings)
