@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.arrow_sketch.murmur import hash_bytes, hash_matrix, hash_words
-from lakestats.sketches.sample_codec import _SEED_HASH, MAX_THETA, ParsedSample, theta_bytes
+from lakestats.sketches.sample_codec import MAX_THETA, SEED_HASH, ParsedSample, theta_bytes
 
 _LONG_DECIMAL_DIGITS = 18
 _DECIMAL_BYTES = 16
@@ -62,7 +62,7 @@ def theta_sketch(hashes: np.ndarray, lg_k: int) -> bytes:
     theta = MAX_THETA
     if len(hashes) > nominal:
         theta, hashes = int(hashes[nominal]), hashes[:nominal]
-    return theta_bytes(ParsedSample(theta, not len(hashes), _SEED_HASH, hashes, np.zeros(0)))
+    return theta_bytes(ParsedSample(theta, not len(hashes), SEED_HASH, hashes, np.zeros(0)))
 
 
 def _drop_zero(hashes: np.ndarray) -> np.ndarray:

@@ -38,7 +38,7 @@ _SKETCH_TYPE = 1
 _FLAG_READ_ONLY, _FLAG_EMPTY, _FLAG_COMPACT, _FLAG_ORDERED = 0x02, 0x04, 0x08, 0x10
 _MODE_MIN = 1
 # what the library writes into every sketch it serializes for seed 9001
-_SEED_HASH = int(update_theta_sketch(5, seed=THETA_SEED).compact().get_seed_hash())
+SEED_HASH = int(update_theta_sketch(5, seed=THETA_SEED).compact().get_seed_hash())
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def _write(theta: int, empty: bool, hashes: np.ndarray, values: np.ndarray) -> b
         preamble = 2
     flags = _FLAG_READ_ONLY | _FLAG_COMPACT | _FLAG_ORDERED | (_FLAG_EMPTY if empty else 0)
     out = bytearray(
-        _HEADER.pack(preamble, _SERIAL_VERSION, _FAMILY_TUPLE, _SKETCH_TYPE, 0, flags, _SEED_HASH)
+        _HEADER.pack(preamble, _SERIAL_VERSION, _FAMILY_TUPLE, _SKETCH_TYPE, 0, flags, SEED_HASH)
     )
     if preamble >= 2:
         out += struct.pack("<II", len(hashes), 0)
