@@ -388,17 +388,14 @@ def _arrow_plan(  # noqa: PLR0917 - private, called once with sketch_files' own 
     unique: Mapping[str, str],
 ) -> ArrowJob | None:
     """The Arrow engine's plan when the job is plain (docs/sketches.md, "The Arrow engine"):
-    Parquet, no deletes, no retyped files, no key sketch, no value samples or frequent
-    items, every column of a type the engine implements, files pyarrow opens; else ``None``
-    and the SQL job runs as always."""
+    Parquet, no deletes, no retyped files, no key sketch, every column of a type the engine
+    implements, files pyarrow opens; else ``None`` and the SQL job runs as always."""
     plain = (
         engine == "auto"
         and file_format == "PARQUET"
         and row_filter is None
         and not written
         and key_plan is None
-        and not settings.value_samples
-        and not settings.frequent_items
     )
     if not plain or not pyarrow_can_open(list(unique.values())):
         return None

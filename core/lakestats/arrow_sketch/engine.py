@@ -100,7 +100,14 @@ def arrow_job(
         ArrowColumn(fid, path, spec, bounds)
         for (fid, _, spec, bounds), path in zip(columns, paths, strict=True)
     )
-    return ArrowJob(planned, settings.kll_k, settings.theta_lg_k, match_by)
+    return ArrowJob(
+        planned,
+        settings.kll_k,
+        settings.theta_lg_k,
+        match_by,
+        value_samples=settings.value_samples,
+        frequent_items=settings.frequent_items,
+    )
 
 
 # -- the Spark job ------------------------------------------------------------------------------

@@ -29,9 +29,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakestats.arrow_sketch.spec_hashes import distinct, spec_hashes, theta_sketch
+from lakestats.arrow_sketch.spec_hashes import distinct, keyed_hashes, spec_hashes, theta_sketch
 from lakestats.locations import local_path
 from lakestats.model import ColumnSketch
+from lakestats.sketches import sample_codec
+from lakestats.sketches.frequent import frequent_items_of_values
 from lakestats.sketches.spec import TypeSpec, decimal_precision_scale
 from lakestats.values import from_physical, is_decimal
 
@@ -56,6 +58,8 @@ class ArrowJob:
     kll_k: int
     theta_lg_k: int
     match_by: Literal["field_id", "name"]
+    value_samples: bool = False
+    frequent_items: int = 0  # items tracked; 0: none
 
 
 class Declined(Exception):  # noqa: N818 - a verdict, not a failure: the SQL job takes the file
@@ -243,9 +247,14 @@ def column_sketch(values: pa.Array, column: ArrowColumn, job: ArrowJob) -> Colum
         from datasketches import kll_doubles_sketch  # noqa: PLC0415 - heavy; worker-side
 
         kll = kll_doubles_sketch(job.kll_k)
-        if len(numeric):
-            kll.update(_as_doubles(numeric, t))
+        doubles = _as_doubles(numeric, t) if len(numeric) else np.zeros(0)
+        if len(doubles):
+            kll.update(doubles)
         out["kll"] = bytes(kll.serialize())
+        if job.frequent_items:
+            out["frequent_items"] = frequent_items_of_values(doubles, job.frequent_items)
+        if job.value_samples and spec.theta:
+            out["value_sample"] = _value_sample(numeric, t, job.theta_lg_k)
     if column.scan_bounds:
         out["min"], out["max"] = _bounds(numeric, t)
     if spec.lengths:
@@ -260,6 +269,18 @@ def column_sketch(values: pa.Array, column: ArrowColumn, job: ArrowJob) -> Colum
         out["min"] = False if falses else (True if trues else None)
         out["max"] = True if trues else (False if falses else None)
     return ColumnSketch(**out)
+
+
+def _value_sample(numeric: pa.Array, type_str: str, lg_k: int) -> bytes:
+    """The value sample (``sketches/value_sample.py``) of the non-NaN values: each distinct
+    value's theta hash carrying its KLL double, as ``tuple_sketch_agg_double`` keeps them."""
+    keys = distinct(numeric, type_str)
+    if type_str in ("float", "double"):  # distinct by bits: back to the floats
+        keys = keys.view(pa.float32() if type_str == "float" else pa.float64())
+    hashes = keyed_hashes(keys, type_str)
+    values = _as_doubles(keys, type_str) if len(keys) else np.zeros(0)
+    keep = hashes != 0
+    return sample_codec.from_entries(hashes[keep], values[keep], lg_k)
 
 
 def _as_doubles(values: pa.Array, type_str: str) -> np.ndarray:

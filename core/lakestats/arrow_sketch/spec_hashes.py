@@ -30,6 +30,12 @@ _DECIMAL_BYTES = 16
 def spec_hashes(values: pa.Array, type_str: str) -> np.ndarray:
     """The theta hashes (uint64, nonzero) of ``values`` (no nulls) as Iceberg type
     ``type_str``; empty strings and binaries give none."""
+    return _drop_zero(keyed_hashes(values, type_str))
+
+
+def keyed_hashes(values: pa.Array, type_str: str) -> np.ndarray:
+    """One theta hash per value of ``values`` (no nulls), in order: 0 where the value is no
+    key (an empty string or binary; DataSketches never keeps hash 0 either)."""
     t = values.type
     if type_str == "boolean":
         return hash_words(values.cast(pa.uint8()).to_numpy(zero_copy_only=False), 1)
@@ -42,12 +48,12 @@ def spec_hashes(values: pa.Array, type_str: str) -> np.ndarray:
     if type_str == "double":
         return hash_words(_fixed_width(values, np.uint64), 8)
     if pa.types.is_decimal(t):
-        return _drop_zero(_decimal_hashes(values))
+        return _decimal_hashes(values)
     if pa.types.is_fixed_size_binary(t):
         width = t.byte_width
         data = _data_buffer(values, width * len(values), width * values.offset)
         starts = np.arange(len(values), dtype=np.int64) * width
-        return _drop_zero(hash_bytes(data, starts, np.full(len(values), width, np.int64)))
+        return hash_bytes(data, starts, np.full(len(values), width, np.int64))
     if pa.types.is_large_string(t) or pa.types.is_large_binary(t):
         return _varlen_hashes(values, np.int64)
     if pa.types.is_string(t) or pa.types.is_binary(t):
@@ -93,7 +99,7 @@ def _varlen_hashes(values: pa.Array, offset_type: type[np.signedinteger]) -> np.
     ].astype(np.int64)
     data_buffer = values.buffers()[2]
     data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else _EMPTY
-    return _drop_zero(hash_bytes(data, offsets[:-1], np.diff(offsets)))
+    return hash_bytes(data, offsets[:-1], np.diff(offsets))
 
 
 def _decimal_hashes(values: pa.Array) -> np.ndarray:

@@ -83,7 +83,21 @@ def union(blobs: Sequence[bytes], lg_k: int) -> bytes:
     hashes = np.concatenate([p.hashes for p in parsed])
     values = np.concatenate([p.values for p in parsed])
     below = hashes < np.uint64(theta)
-    hashes, values = hashes[below], values[below]
+    return _bottom_k(theta, empty, hashes[below], values[below], lg_k)
+
+
+def from_entries(hashes: np.ndarray, values: np.ndarray, lg_k: int) -> bytes:
+    """The ``min``-mode tuple sketch of one file's ``(hash, value)`` pairs (distinct nonzero
+    hashes, any order): what the library's update sketch gives once ``normalize_value_sample``
+    trims it — the ``2**lg_k`` smallest hashes, theta the next one past them."""
+    nominal = 1 << lg_k
+    if len(hashes) > nominal + 1:  # only the smallest matter: sort those alone
+        smallest = np.argpartition(hashes, nominal)[: nominal + 1]
+        hashes, values = hashes[smallest], values[smallest]
+    return _bottom_k(MAX_THETA, not len(hashes), hashes, values, lg_k)
+
+
+def _bottom_k(theta: int, empty: bool, hashes: np.ndarray, values: np.ndarray, lg_k: int) -> bytes:
     order = np.lexsort((values, hashes))  # by hash, then the smaller value first
     hashes, values = hashes[order], values[order]
     first = np.ones(len(hashes), dtype=bool)

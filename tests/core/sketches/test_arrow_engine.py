@@ -11,8 +11,11 @@ quantiles agree within the published rank bound (KLL compaction is randomised).
 from __future__ import annotations
 
 import datetime as dt
+import math
 import random
 import uuid
+from collections import Counter
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -20,7 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from datasketches import kll_doubles_sketch
+from datasketches import PyDoublesSerDe, frequent_items_sketch, kll_doubles_sketch
 from pyiceberg.schema import Schema
 from pyiceberg.types import (
     BinaryType,
@@ -48,6 +51,7 @@ from lakestats.exceptions import ConfigError, DataFileError
 from lakestats.formats.iceberg.opening import open_iceberg_location
 from lakestats.model import ColumnSketch, SketchSettings, TableSchema
 from lakestats.pipeline import sketch_files
+from lakestats.sketches.frequent import frequent_values
 from lakestats.sketches.hashing import theta_hash
 from lakestats.sketches.merge import kll_normalized_rank_error, theta_estimate
 from lakestats.testing import IcebergWarehouse
@@ -313,13 +317,121 @@ def test_the_files_cover_what_they_must(both: dict[str, Any]) -> None:
     assert schema.columns[[c.name for c in schema.columns].index("i")].type == "long"
 
 
-def test_settings_the_engine_does_not_implement_keep_the_sql_job(
+class _KeepEveryRow:
+    """A row filter that removes nothing: a job with deletes to apply, minus the deletes."""
+
+    needs_row_index = False
+    columns: Sequence[str] = ()
+    aggregates: Sequence[tuple[str, str]] = ()
+
+    def __init__(self) -> None:
+        self.live_rows: dict[str, int] = {}
+
+    def apply(self, session: Any, df: Any) -> Any:
+        return df
+
+    def check(self, rows: Sequence[Any]) -> None:
+        return None
+
+
+def test_jobs_the_engine_does_not_implement_keep_the_sql_job(
     spark: Any, files: dict[str, tuple[TableSchema, list[str]]]
 ) -> None:
     schema, paths = files["t"]
     with capture_logs() as logs:
-        sketch_files(spark, paths[:1], schema, SketchSettings(frequent_items=8))
+        sketch_files(spark, paths[:1], schema, SETTINGS, row_filter=_KeepEveryRow())
     assert "arrow_engine_sketched" not in [e["event"] for e in logs]
+
+
+# -- value samples and frequent items -------------------------------------------------------------
+
+SAMPLED = SketchSettings(value_samples=True, frequent_items=8)
+
+
+@pytest.fixture(scope="module")
+def sampled(spark: Any, files: dict[str, tuple[TableSchema, list[str]]]) -> dict[str, Any]:
+    schema, paths = files["t"]
+    sql = sketch_files(spark, paths, schema, SAMPLED, engine="sql")
+    with capture_logs() as logs:
+        arrow = sketch_files(spark, paths, schema, SAMPLED, engine="auto")
+    return {"sql": sql, "arrow": arrow, "schema": schema, "paths": paths, "logs": logs}
+
+
+def _sampled_columns() -> list[str]:
+    spec_columns = ("i", "l", "d", "dec9", "dec18", "f", "db", "ts", "tstz")
+    return [*spec_columns, "st.a"]
+
+
+def test_sampled_jobs_go_through_the_arrow_engine(sampled: dict[str, Any]) -> None:
+    events = [e["event"] for e in sampled["logs"]]
+    assert "arrow_engine_sketched" in events and "arrow_engine_declined" not in events
+
+
+@pytest.mark.parametrize("column", _sampled_columns())
+def test_arrow_value_samples_are_the_sql_jobs_bytes(sampled: dict[str, Any], column: str) -> None:
+    schema: TableSchema = sampled["schema"]
+    (field_id,) = [c.field_id for c in schema.columns if c.name == column]
+    for path in sampled["paths"]:
+        want, got = sampled["sql"][path][field_id], sampled["arrow"][path][field_id]
+        assert want.value_sample is not None
+        assert got.value_sample == want.value_sample, (path, column)
+        assert got.theta == want.theta, (path, column)
+
+
+def _exact_counts(path: str, column: str, type_str: str) -> Counter[float]:
+    """Rows per KLL double (dates in days, timestamps in micros, decimals as floats), NaN
+    and NULL left out: counted by pyarrow and Python, not by the engine."""
+    parent, _, leaf = column.rpartition(".")
+    table = pq.read_table(path.removeprefix("file://"))
+    values = table.column(parent or leaf).to_pylist()
+    if parent:
+        values = [None if v is None else v[leaf] for v in values]
+    epoch = dt.datetime(1970, 1, 1)
+    out: Counter[float] = Counter()
+    for v in values:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        if type_str == "date":
+            out[float((v - dt.date(1970, 1, 1)).days)] += 1
+        elif type_str in ("timestamp", "timestamptz"):
+            out[float((v.replace(tzinfo=None) - epoch) // dt.timedelta(microseconds=1))] += 1
+        else:
+            out[float(v)] += 1
+    return out
+
+
+@pytest.mark.parametrize("column", _sampled_columns())
+def test_arrow_frequent_items_bound_every_exact_count_tighter_than_the_sql_job(
+    sampled: dict[str, Any], column: str
+) -> None:
+    """The two sketches differ in bytes (Misra-Gries depends on the row order; the engine
+    counts exactly): both must bound every value's exact count, over the same rows, and
+    the engine's maximum error must be within the published one."""
+    schema: TableSchema = sampled["schema"]
+    (entry,) = [c for c in schema.columns if c.name == column]
+    for path in sampled["paths"][:2]:  # the empty file: both give the empty sketch
+        exact = _exact_counts(path, column, entry.type)
+        rows = sum(exact.values())
+        for engine in ("sql", "arrow"):
+            blob = sampled[engine][path][entry.field_id].frequent_items
+            sketch = frequent_items_sketch.deserialize(blob, PyDoublesSerDe())
+            assert sketch.total_weight == rows, (engine, path, column)
+            for value, count in exact.items():
+                lower, upper = sketch.get_lower_bound(value), sketch.get_upper_bound(value)
+                assert lower <= count <= upper, (engine, path, column, value)
+        arrow = frequent_values(sampled["arrow"][path][entry.field_id].frequent_items, 100)
+        sql = frequent_values(sampled["sql"][path][entry.field_id].frequent_items, 100)
+        assert arrow.maximum_error <= max(sql.maximum_error, arrow.epsilon * rows)
+        listed = {v.value for v in arrow.values}
+        assert all(value in listed for value, c in exact.items() if c > 2 * arrow.maximum_error)
+
+
+def test_the_sampled_files_cut_the_frequent_items(sampled: dict[str, Any]) -> None:
+    """More distinct values than the 8-item map holds: the cut and the offset are tested."""
+    schema: TableSchema = sampled["schema"]
+    (field_id,) = [c.field_id for c in schema.columns if c.name == "st.a"]
+    second = sampled["arrow"][sampled["paths"][1]][field_id].frequent_items
+    assert frequent_values(second, 100).maximum_error > 0
 
 
 def test_a_corrupt_file_is_a_data_file_error_naming_it(

@@ -61,8 +61,13 @@ SCHEMA = TableSchema(1, (Column(1, "n", "long"), Column(2, "d", "date")))
 SKETCH_SETTINGS = SketchSettings(frequent_items=1000)
 
 
-@pytest.fixture(scope="module")
-def files(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+@pytest.fixture(scope="module", params=["auto", "sql", "mixed"])
+def files(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> dict[str, Any]:
+    """Sketched by the Arrow engine (``auto``: exact counts per file), the SQL job
+    (Spark's Misra-Gries pass), or one file each (``mixed``: a store written before and
+    after the engine took these jobs), then merged."""
     root = tmp_path_factory.mktemp("frequent")
     rng = random.Random(3)
     written: dict[str, Any] = {}
@@ -79,7 +84,12 @@ def files(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
         path = str(root / f"{name}.parquet")
         pq.write_table(table.cast(schema), path)
         written[path] = table
-    sketches = sketch_files(spark, list(written), SCHEMA, SKETCH_SETTINGS)
+    paths = list(written)
+    if request.param == "mixed":
+        sketches = sketch_files(spark, paths[:1], SCHEMA, SKETCH_SETTINGS, engine="sql")
+        sketches |= sketch_files(spark, paths[1:], SCHEMA, SKETCH_SETTINGS, engine="auto")
+    else:
+        sketches = sketch_files(spark, paths, SCHEMA, SKETCH_SETTINGS, engine=request.param)
     return {"tables": written, "sketches": sketches}
 
 
