@@ -302,9 +302,12 @@ def test_removing_a_re_added_file_later_removes_its_live_rows(spark: Any, tmp_pa
     assert doc["row_deletes"]["applied_files"] == 1
 
 
-def test_without_sketches_only_deletion_vectors_count_exactly(table: Table, tmp_path: Path) -> None:
+def test_without_sketches_only_deletion_vectors_count_exactly(
+    table: Table, incremental: Any, tmp_path: Path
+) -> None:
     """Metadata-only: a vector's rows are counted without reading data; a position or
-    equality delete needs the data, so the live count is unknown and says so."""
+    equality delete needs the data, so the live count is unknown and says so. (The
+    deletes are the ones ``incremental`` commits: asked for, so the test runs alone too.)"""
     opened = table.opened(tmp_path / "state")
     config = Config(state_dir=str(tmp_path / "state"))
     analyze_table(opened, config=config, sketcher=None)
