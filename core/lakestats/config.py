@@ -179,10 +179,12 @@ class SketchConfig(ConfigSection):
     theta_lg_k: Annotated[int, Field(ge=5, le=26)] = 12  # Python datasketches merges need ≥ 5
     histogram_buckets: Annotated[int, Field(ge=1, le=10000)] = 100
     quantiles: tuple[float, ...] = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
-    # items each file's frequent-items sketch tracks (0: no frequent values); 8 … 1000
-    frequent_items: Annotated[int, Field(ge=0, le=MAX_ITEMS_TRACKED)] = 0
+    # items each file's frequent-items sketch tracks (0: no frequent values); 8 … 1000. On by
+    # default, as value samples, since the Arrow engine computes both at about scan speed
+    # (docs/benchmarks.md, "Value samples and frequent items: on by default")
+    frequent_items: Annotated[int, Field(ge=0, le=MAX_ITEMS_TRACKED)] = 256
     # per-bucket NDV from a value sample per file and column
-    value_samples: bool = False
+    value_samples: bool = True
     # "auto": the Arrow engine for plain jobs (same results, ~scan speed; Python workers need
     # lakestats' dependencies); "sql": always the SQL aggregate (docs/sketches.md)
     engine: Literal["auto", "sql"] = "auto"

@@ -342,7 +342,9 @@ BASELINE_OPERATION = "baseline"
 
 @dataclass(frozen=True)
 class SketchSettings:
-    """Sketch parameters; validated by ``lakestats.config``."""
+    """Sketch parameters; validated by ``lakestats.config``. The defaults here are the bare
+    sketches (theta, KLL): a table's configuration (``config.SketchConfig``) adds value
+    samples and frequent items by default."""
 
     # k 1481 is what the default error rate needs (``sketches.spec.kll_k_for_error``)
     kll_k: int = 1481
@@ -352,8 +354,9 @@ class SketchSettings:
     # the KLL bucket-mass error ``kll_k`` was derived from (config ``sketch.kll_error_rate``,
     # by default a quarter of a bucket's share); None: k was given directly
     kll_error_rate: float | None = None
-    # frequent values: items a file's frequent-items sketch tracks (0: none); measured
-    # choice in docs/benchmarks.md ("Making value samples and frequent items cheap")
+    # frequent values: items a file's frequent-items sketch tracks (0: none); 256 is the
+    # configuration's default, measured in docs/benchmarks.md ("Making value samples and
+    # frequent items cheap")
     frequent_items: int = 0
     # per-bucket NDV: a value sample per file and column (carries the theta sketch too)
     value_samples: bool = False

@@ -262,7 +262,9 @@ def test_predicates_parse_and_bad_ones_fail_in_one_line(
 
 
 def test_kll_error_rate_derives_k_and_is_validated() -> None:
-    assert SketchConfig().settings() == SketchSettings(kll_k=1481, kll_error_rate=0.0025)
+    assert SketchConfig().settings() == SketchSettings(
+        kll_k=1481, kll_error_rate=0.0025, frequent_items=256, value_samples=True
+    )
     assert SketchConfig(histogram_buckets=10).settings().kll_k == kll_k_for_error(0.025)
     assert SketchConfig(kll_error_rate=0.005).settings().kll_k == 710
     assert kll_pmf_error(710) <= 0.005 < kll_pmf_error(709)

@@ -29,11 +29,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakestats.arrow_sketch.spec_hashes import distinct, keyed_hashes, spec_hashes, theta_sketch
+from lakestats.arrow_sketch.spec_hashes import (
+    distinct,
+    distinct_counted,
+    keyed_hashes,
+    theta_sketch,
+)
 from lakestats.locations import local_path
 from lakestats.model import ColumnSketch
 from lakestats.sketches import sample_codec
-from lakestats.sketches.frequent import frequent_items_of_values
+from lakestats.sketches.frequent import frequent_items_of_counts
 from lakestats.sketches.spec import TypeSpec, decimal_precision_scale
 from lakestats.values import from_physical, is_decimal
 
@@ -236,8 +241,14 @@ def column_sketch(values: pa.Array, column: ArrowColumn, job: ArrowJob) -> Colum
     spec, t = column.spec, column.spec.type
     out: dict[str, Any] = {"null_count": values.null_count}
     present = values.drop_null()
-    if spec.theta:
-        out["theta"] = theta_sketch(spec_hashes(distinct(present, t), t), job.theta_lg_k)
+    frequent = bool(spec.kll and job.frequent_items)
+    sampled = bool(spec.kll and spec.theta and job.value_samples)
+    # the distinct values (with their rows when frequent items need them) and their theta
+    # hashes: one pass serves the theta sketch, the value sample and the frequent items
+    keys, counts = distinct_counted(present, t) if frequent else (distinct(present, t), None)
+    hashes = keyed_hashes(keys, t) if spec.theta else None
+    if hashes is not None:
+        out["theta"] = theta_sketch(hashes[hashes != 0], job.theta_lg_k)
     numeric = present
     if spec.nan:
         is_nan = pc.is_nan(present)
@@ -247,14 +258,23 @@ def column_sketch(values: pa.Array, column: ArrowColumn, job: ArrowJob) -> Colum
         from datasketches import kll_doubles_sketch  # noqa: PLC0415 - heavy; worker-side
 
         kll = kll_doubles_sketch(job.kll_k)
-        doubles = _as_doubles(numeric, t) if len(numeric) else np.zeros(0)
-        if len(doubles):
-            kll.update(doubles)
+        if len(numeric):
+            kll.update(_as_doubles(numeric, t))
         out["kll"] = bytes(kll.serialize())
-        if job.frequent_items:
-            out["frequent_items"] = frequent_items_of_values(doubles, job.frequent_items)
-        if job.value_samples and spec.theta:
-            out["value_sample"] = _value_sample(numeric, t, job.theta_lg_k)
+    if frequent or sampled:
+        # each distinct value as its KLL double; NaN (a float key) is no value
+        typed = keys.view(pa.float32() if t == "float" else pa.float64()) if spec.nan else keys
+        key_doubles = _as_doubles(typed, t) if len(typed) else np.zeros(0)
+        real = ~np.isnan(key_doubles)
+        if frequent and counts is not None:
+            out["frequent_items"] = frequent_items_of_counts(
+                key_doubles[real], counts[real], job.frequent_items
+            )
+        if sampled and hashes is not None:
+            keep = real & (hashes != 0)
+            out["value_sample"] = sample_codec.from_entries(
+                hashes[keep], key_doubles[keep], job.theta_lg_k
+            )
     if column.scan_bounds:
         out["min"], out["max"] = _bounds(numeric, t)
     if spec.lengths:
@@ -269,18 +289,6 @@ def column_sketch(values: pa.Array, column: ArrowColumn, job: ArrowJob) -> Colum
         out["min"] = False if falses else (True if trues else None)
         out["max"] = True if trues else (False if falses else None)
     return ColumnSketch(**out)
-
-
-def _value_sample(numeric: pa.Array, type_str: str, lg_k: int) -> bytes:
-    """The value sample (``sketches/value_sample.py``) of the non-NaN values: each distinct
-    value's theta hash carrying its KLL double, as ``tuple_sketch_agg_double`` keeps them."""
-    keys = distinct(numeric, type_str)
-    if type_str in ("float", "double"):  # distinct by bits: back to the floats
-        keys = keys.view(pa.float32() if type_str == "float" else pa.float64())
-    hashes = keyed_hashes(keys, type_str)
-    values = _as_doubles(keys, type_str) if len(keys) else np.zeros(0)
-    keep = hashes != 0
-    return sample_codec.from_entries(hashes[keep], values[keep], lg_k)
 
 
 def _as_doubles(values: pa.Array, type_str: str) -> np.ndarray:

@@ -142,3 +142,17 @@ def distinct(values: pa.Array, type_str: str) -> pa.Array:
         values = values.view(pa.int64())
     unique = pc.unique(values)
     return unique.combine_chunks() if isinstance(unique, pa.ChunkedArray) else unique
+
+
+def distinct_counted(values: pa.Array, type_str: str) -> tuple[pa.Array, np.ndarray]:
+    """``distinct`` with each value's rows (one hash pass, as ``pc.value_counts`` makes it)."""
+    values = values.drop_null()
+    if type_str == "float":
+        values = values.view(pa.int32())
+    elif type_str == "double":
+        values = values.view(pa.int64())
+    counted = pc.value_counts(values)
+    if isinstance(counted, pa.ChunkedArray):
+        counted = counted.combine_chunks()
+    counts = counted.field("counts").to_numpy(zero_copy_only=False)
+    return counted.field("values"), np.asarray(counts, dtype=np.int64)

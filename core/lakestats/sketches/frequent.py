@@ -72,32 +72,35 @@ _TOTAL_WEIGHT_AND_OFFSET = struct.Struct("<QQ")  # at byte 16 of a non-empty ske
 _LOAD_FACTOR = 0.75  # of the library's map: it purges past this many items per slot
 
 
-def frequent_items_of_values(values: np.ndarray, items_tracked: int) -> bytes:
-    """The sketch of one file's values (KLL doubles, no NaN) from their exact counts, in the
-    stored form: the most frequent values the map holds without a purge, each with its exact
-    count, and as the offset (every count's maximum error) the largest count left out.
+def frequent_items_of_counts(values: np.ndarray, counts: np.ndarray, items_tracked: int) -> bytes:
+    """The sketch of one file's values (KLL doubles, no NaN) from their exact ``counts``, in
+    the stored form: the most frequent values the map holds without a purge, each with its
+    exact count, and as the offset (every count's maximum error) the largest count left out.
 
     What a Misra-Gries pass over the rows promises holds with the tighter error: a listed
     value's count is its lower bound and count + offset its upper; a value not listed has at
     most the offset. The library builds the sketch from those counts (no purge below its
     capacity); the stream length and offset are then written in place (``struct`` at byte
-    16: the library's layout, read back by it in tests). -0.0 counts as 0.0, as in the
-    stored form of Spark's sketch (the library's map keys are Python floats)."""
+    16: the library's layout, read back by it in tests). A double may come twice (two
+    decimals that round to it; -0.0 and 0.0, which the library's float keys do not tell
+    apart, nor does the stored form of Spark's sketch): the library adds the two, and a
+    value half cut still has its true count between its bounds."""
     lg_slots = lg_map_size(items_tracked)
     sketch = frequent_items_sketch(lg_slots)
     if not len(values):
         return bytes(sketch.serialize(_serde()))
-    distinct, counts = np.unique(values, return_counts=True)
     capacity = int(_LOAD_FACTOR * (1 << lg_slots))
     offset = 0
     if len(counts) > capacity:
         cut = np.argpartition(-counts, capacity)
         offset = int(counts[cut[capacity:]].max())
-        distinct, counts = distinct[cut[:capacity]], counts[cut[:capacity]]
-    for value, count in zip(distinct.tolist(), counts.tolist(), strict=True):
+        values, kept = values[cut[:capacity]], counts[cut[:capacity]]
+    else:
+        kept = counts
+    for value, count in zip(values.tolist(), kept.tolist(), strict=True):
         sketch.update(value, count)
     blob = bytearray(sketch.serialize(_serde()))
-    _TOTAL_WEIGHT_AND_OFFSET.pack_into(blob, 16, len(values), offset)
+    _TOTAL_WEIGHT_AND_OFFSET.pack_into(blob, 16, int(counts.sum()), offset)
     return bytes(blob)
 
 

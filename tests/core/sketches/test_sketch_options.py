@@ -28,8 +28,10 @@ SCHEMA = TableSchema(1, (Column(1, "n", "long"), Column(2, "x", "double")))
 
 
 def test_settings_are_validated() -> None:
-    assert SketchConfig().settings().frequent_items == 0  # opt-in: docs/benchmarks.md
-    assert SketchConfig().settings().value_samples is False
+    # on by default since the Arrow engine computes them (docs/benchmarks.md, "Value
+    # samples and frequent items: on by default"); opt-in before
+    assert SketchConfig().settings().frequent_items == 256
+    assert SketchConfig().settings().value_samples is True
     assert SketchConfig(frequent_items=0, value_samples=False).settings().frequent_items == 0
     for bad in (-1, 7, 1001):
         with pytest.raises(ValueError, match="frequent_items"):
