@@ -33,6 +33,7 @@ from lakestats.arrow_sketch.spec_hashes import (
     distinct,
     distinct_counted,
     keyed_hashes,
+    smallest,
     theta_sketch,
 )
 from lakestats.locations import local_path
@@ -247,8 +248,9 @@ def column_sketch(values: pa.Array, column: ArrowColumn, job: ArrowJob) -> Colum
     # hashes: one pass serves the theta sketch, the value sample and the frequent items
     keys, counts = distinct_counted(present, t) if frequent else (distinct(present, t), None)
     hashes = keyed_hashes(keys, t) if spec.theta else None
-    if hashes is not None:
-        out["theta"] = theta_sketch(hashes[hashes != 0], job.theta_lg_k)
+    bottom = None if hashes is None else smallest(hashes, job.theta_lg_k)
+    if hashes is not None and bottom is not None:
+        out["theta"] = theta_sketch(hashes[bottom], job.theta_lg_k)
     numeric = present
     if spec.nan:
         is_nan = pc.is_nan(present)
@@ -270,10 +272,11 @@ def column_sketch(values: pa.Array, column: ArrowColumn, job: ArrowJob) -> Colum
             out["frequent_items"] = frequent_items_of_counts(
                 key_doubles[real], counts[real], job.frequent_items
             )
-        if sampled and hashes is not None:
-            keep = real & (hashes != 0)
+        if sampled and hashes is not None and bottom is not None:
+            # the theta sketch's smallest hashes unless a NaN key is among the column's
+            chosen = bottom if real.all() else smallest(np.where(real, hashes, 0), job.theta_lg_k)
             out["value_sample"] = sample_codec.from_entries(
-                hashes[keep], key_doubles[keep], job.theta_lg_k
+                hashes[chosen], key_doubles[chosen], job.theta_lg_k
             )
     if column.scan_bounds:
         out["min"], out["max"] = _bounds(numeric, t)

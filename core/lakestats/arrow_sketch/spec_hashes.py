@@ -61,9 +61,22 @@ def keyed_hashes(values: pa.Array, type_str: str) -> np.ndarray:
     raise TypeError(f"no spec hashing for {type_str} read as {t}")
 
 
+def smallest(hashes: np.ndarray, lg_k: int) -> np.ndarray:
+    """Indices of the ``2**lg_k + 1`` smallest nonzero ``hashes`` (all nonzero ones if
+    fewer), in ascending hash order: all a bottom-k sketch of nominal size ``2**lg_k``
+    keeps, and its theta. A partition, then a sort of those alone."""
+    nonzero = np.flatnonzero(hashes)
+    limit = (1 << lg_k) + 1
+    if len(nonzero) > limit:
+        nonzero = nonzero[np.argpartition(hashes[nonzero], limit - 1)[:limit]]
+    ordered: np.ndarray = nonzero[np.argsort(hashes[nonzero], kind="stable")]
+    return ordered
+
+
 def theta_sketch(hashes: np.ndarray, lg_k: int) -> bytes:
-    """The stored-form compact theta sketch of one file's distinct hashes (sorted here)."""
-    hashes = np.sort(hashes)
+    """The stored-form compact theta sketch of one file's distinct hashes, or of their
+    ``smallest`` (ascending)."""
+    hashes = hashes[smallest(hashes, lg_k)]
     nominal = 1 << lg_k
     theta = MAX_THETA
     if len(hashes) > nominal:

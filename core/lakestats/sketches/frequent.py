@@ -68,7 +68,7 @@ def repeated_frequent_items(number: float | None, copies: int, items_tracked: in
     return bytes(sketch.serialize(_serde()))
 
 
-_TOTAL_WEIGHT_AND_OFFSET = struct.Struct("<QQ")  # at byte 16 of a non-empty sketch
+_HEADER = struct.Struct("<BBBBBBHIIQQ")  # a non-empty sketch's preamble (``_write_sketch``)
 _LOAD_FACTOR = 0.75  # of the library's map: it purges past this many items per slot
 
 
@@ -79,29 +79,45 @@ def frequent_items_of_counts(values: np.ndarray, counts: np.ndarray, items_track
 
     What a Misra-Gries pass over the rows promises holds with the tighter error: a listed
     value's count is its lower bound and count + offset its upper; a value not listed has at
-    most the offset. The library builds the sketch from those counts (no purge below its
-    capacity); the stream length and offset are then written in place (``struct`` at byte
-    16: the library's layout, read back by it in tests). A double may come twice (two
-    decimals that round to it; -0.0 and 0.0, which the library's float keys do not tell
-    apart, nor does the stored form of Spark's sketch): the library adds the two, and a
-    value half cut still has its true count between its bounds."""
+    most the offset. Written as the library serializes a sketch (``_write_sketch``). A
+    double may come twice (two decimals that round to it; -0.0 and 0.0, which the
+    library's float keys do not tell apart, nor does the stored form of Spark's sketch):
+    the two are added, and a value half cut still has its true count between its bounds."""
     lg_slots = lg_map_size(items_tracked)
-    sketch = frequent_items_sketch(lg_slots)
     if not len(values):
-        return bytes(sketch.serialize(_serde()))
+        return empty_frequent_items(items_tracked)
+    total = int(counts.sum())
     capacity = int(_LOAD_FACTOR * (1 << lg_slots))
     offset = 0
     if len(counts) > capacity:
         cut = np.argpartition(-counts, capacity)
         offset = int(counts[cut[capacity:]].max())
-        values, kept = values[cut[:capacity]], counts[cut[:capacity]]
-    else:
-        kept = counts
-    for value, count in zip(values.tolist(), kept.tolist(), strict=True):
-        sketch.update(value, count)
-    blob = bytearray(sketch.serialize(_serde()))
-    _TOTAL_WEIGHT_AND_OFFSET.pack_into(blob, 16, int(counts.sum()), offset)
-    return bytes(blob)
+        values, counts = values[cut[:capacity]], counts[cut[:capacity]]
+    keys, where = np.unique(values, return_inverse=True)
+    if len(keys) < len(values):
+        counts = np.bincount(where, weights=counts).astype(np.int64)
+        values = keys
+    return _write_sketch(lg_slots, values, counts, total, offset)
+
+
+def _write_sketch(
+    lg_slots: int, values: np.ndarray, counts: np.ndarray, total: int, offset: int
+) -> bytes:
+    """The library's serialization of a non-empty sketch (datasketches-cpp
+    ``frequent_items_sketch::serialize``, doubles through ``PyDoublesSerDe``): preamble
+    longs 4, serial version 1, family 10, log2 of the map's most and current slots, flags,
+    2 unused bytes; the item count, 4 unused bytes, stream length, offset; the counts as
+    u64, then the items as f64, little-endian. The current map is the smallest the library
+    grows to for this many items: at least 8 slots, ``_LOAD_FACTOR`` of them used. The
+    items' order (the library's is its map's) does not matter to a reader: tested against
+    the library's own bytes in tests/core/sketches/test_frequent.py."""
+    n = len(values)
+    lg_current = 3
+    while int(_LOAD_FACTOR * (1 << lg_current)) < n:
+        lg_current += 1
+    head = _HEADER.pack(4, 1, 10, lg_slots, lg_current, 0, 0, n, 0, total, offset)
+    body = np.asarray(counts, "<u8").tobytes() + np.asarray(values, "<f8").tobytes()
+    return head + body
 
 
 def merge_frequent_items(blobs: Iterable[bytes | None]) -> bytes | None:

@@ -10,14 +10,17 @@ production ``sketch_files``; exact counts from the Python values written.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import random
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from datasketches import PyDoublesSerDe, frequent_items_sketch
 
 from lakestats.merge import TABLE_KEY, column_of_file, merge_columns
 from lakestats.model import (
@@ -32,7 +35,12 @@ from lakestats.pipeline import sketch_files
 from lakestats.publish.native import column_doc
 from lakestats.selectivity import Predicate, selectivity
 from lakestats.sketches.constant import constant_sketch
-from lakestats.sketches.frequent import frequent_values
+from lakestats.sketches.frequent import (
+    frequent_items_of_counts,
+    frequent_values,
+    lg_map_size,
+    merge_frequent_items,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -173,3 +181,40 @@ def test_constant_column_counts_every_row(tmp_path: Path) -> None:
         (float((DAY0 - dt.date(1970, 1, 1)).days), 1234, 1234, 1234)
     ]
     assert found.maximum_error == 0 and found.complete
+
+
+@pytest.mark.parametrize("distinct", [1, 6, 7, 13, 25, 100, 384, 385, 5000])
+def test_sketch_from_exact_counts_reads_as_the_librarys_own(distinct: int) -> None:
+    """``frequent_items_of_counts`` writes the library's bytes itself: the library must read
+    them as the sketch it builds from the same counts (map sizes at each growth step, the
+    cut past 384 items, a double that comes twice)."""
+    rng = np.random.default_rng(distinct)
+    values = rng.choice(10_000, distinct, replace=False).astype(np.float64) / 4
+    counts = rng.zipf(1.5, distinct).astype(np.int64)
+    if distinct > 1:
+        values[-1] = values[0]  # two decimals that round to the same double
+    blob = frequent_items_of_counts(values, counts, 256)
+    ours = frequent_items_sketch.deserialize(blob, PyDoublesSerDe())
+    exact: Counter[float] = Counter()
+    for v, c in zip(values.tolist(), counts.tolist(), strict=True):
+        exact[v] += c
+    assert ours.total_weight == sum(exact.values())
+    offset = ours.get_upper_bound(math.nan)
+    # the largest count left out of the 384 the map holds (before the twin is added)
+    by_count = sorted(counts.tolist(), reverse=True)
+    assert offset == (by_count[384] if len(values) > 384 else 0)
+    for value, count in exact.items():
+        assert ours.get_lower_bound(value) <= count <= ours.get_upper_bound(value), value
+        assert ours.get_upper_bound(value) - ours.get_lower_bound(value) <= offset
+    if len(values) <= 384:  # no cut: the library's sketch of the same counts, item by item
+        library = frequent_items_sketch(lg_map_size(256))
+        for value, count in exact.items():
+            library.update(value, count)
+        assert ours.num_active_items == library.num_active_items == len(exact)
+        assert len(blob) == len(bytes(library.serialize(PyDoublesSerDe())))
+        assert blob[:8] == bytes(library.serialize(PyDoublesSerDe()))[:8]  # map sizes
+        for value in exact:
+            assert ours.get_estimate(value) == library.get_estimate(value)
+    merged = frequent_items_sketch.deserialize(merge_frequent_items([blob, blob]), PyDoublesSerDe())
+    for value, count in exact.items():
+        assert merged.get_lower_bound(value) <= 2 * count <= merged.get_upper_bound(value)
