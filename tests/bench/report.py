@@ -148,13 +148,13 @@ def _accuracy_summary(r: Results) -> list[str]:
     bound = 2 * r.ndv_rse
     return [
         f"lakestats NDV: max |error| {max(ls, default=0) * 100:.2f} %, mean "
-        f"{_mean(ls) * 100:.2f} % (theta lgK 12: RSE {r.ndv_rse * 100:.2f} %, 2σ bound "
+        f"{_mean(ls) * 100:.2f} % (theta lgK {r.theta_lg_k}: RSE {r.ndv_rse * 100:.2f} %, 2σ bound "
         f"{bound * 100:.2f} %; {sum(e <= bound for e in ls)}/{len(ls)} columns within it)",
         f"Spark ANALYZE NDV: max |error| {max(sp, default=0) * 100:.2f} %, mean "
         f"{_mean(sp) * 100:.2f} % (HyperLogLog++, spark.sql.statistics.ndv.maxError 5 %)",
         f"lakestats quantiles: max normalized rank error {max(ranks, default=0) * 100:.3f} % "
         f"over {sum(len(c.rank_errors) for c in r.columns)} quantiles of {len(ranks)} columns "
-        f"(KLL k 200 bound {r.kll_rank_error * 100:.2f} % at 99 % confidence)",
+        f"(KLL k {r.kll_k} bound {r.kll_rank_error * 100:.2f} % at 99 % confidence)",
         f"row count: lakestats {r.lakestats_rows:,}, Spark {r.spark.row_count or 0:,}, "
         f"exact {r.exact_rows:,}",
     ]

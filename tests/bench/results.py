@@ -62,3 +62,5 @@ class Results:
     column_costs: list[ColumnCost]  # empty unless the full-build target was missed
     ndv_rse: float
     kll_rank_error: float
+    theta_lg_k: int
+    kll_k: int

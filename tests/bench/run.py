@@ -277,6 +277,8 @@ def _measure(
         column_costs=column_costs,
         ndv_rse=theta_relative_standard_error(sketch_settings.theta_lg_k),
         kll_rank_error=kll_normalized_rank_error(sketch_settings.kll_k),
+        theta_lg_k=sketch_settings.theta_lg_k,
+        kll_k=sketch_settings.kll_k,
     )
 
 
