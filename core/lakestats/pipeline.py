@@ -57,6 +57,7 @@ from lakestats.arrow_sketch.engine import (
     pyarrow_can_open,
     run_arrow,
     worker_cannot_run,
+    worker_ready,
 )
 from lakestats.arrow_sketch.file_sketch import ArrowJob
 from lakestats.exceptions import ConfigError, DataFileError, SketchError, SparkUnavailableError
@@ -412,6 +413,54 @@ def _arrow_unusable_on(spark: Any) -> bool:
     return entry is not None and entry[0] is spark.sparkContext
 
 
+WARM_GROUP = "lakestats-warm"
+
+
+def warm_arrow_workers(spark: Any, timeout_s: float) -> bool:
+    """Start Spark's Python workers now, with one one-task job that imports the Arrow
+    engine's dependencies, so the first commit's job does not pay for it (the worker daemon
+    then lives as long as the context: seconds on a busy machine). Best effort, never
+    raises: workers that cannot run the engine mark the context for the SQL job at once
+    (``arrow_engine_unavailable``, as a failing sketch job would); any other failure is
+    logged and left to the first real job. ``True`` when the workers answered."""
+    sc = spark.sparkContext
+    if _arrow_unusable_on(spark):
+        return False
+    sc.setJobGroup(WARM_GROUP, "lakestats: start the Python workers (Arrow engine)", True)
+    cancel = threading.Timer(timeout_s, sc.cancelJobGroup, [WARM_GROUP])
+    cancel.daemon = True
+    started = time.perf_counter()
+    cancel.start()
+    try:
+        pids = sc.parallelize([0], 1).mapPartitions(worker_ready).collect()
+    except Exception as exc:
+        if worker_cannot_run(str(exc)):
+            _mark_arrow_unusable(sc, exc)
+        else:
+            _log.warning("arrow_workers_not_warmed", error=str(exc).strip().splitlines()[0][:300])
+        return False
+    finally:
+        cancel.cancel()
+        try:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+            sc.setLocalProperty("spark.job.description", None)
+        except Exception as exc:  # stopped meanwhile: nothing to clear
+            _log.debug("job_group_not_cleared", error=str(exc).splitlines()[0][:200])
+    _log.info("arrow_workers_ready", seconds=round(time.perf_counter() - started, 3), pid=pids[0])
+    return True
+
+
+def _mark_arrow_unusable(sc: Any, exc: BaseException) -> None:
+    # never fail where the SQL job works: this context's workers get no more tries
+    _arrow_unusable[id(sc)] = (sc, str(exc).strip().splitlines()[0][:300])
+    _log.warning(
+        "arrow_engine_unavailable",
+        reason=_arrow_unusable[id(sc)][1],
+        note="the Python workers cannot run the Arrow engine; using the SQL job "
+        "(install lakestats in the executors' Python, or set sketch.engine = 'sql')",
+    )
+
+
 def _run_arrow(
     session: Any,
     paths: list[str],
@@ -430,14 +479,7 @@ def _run_arrow(
         if getattr(sc, "_jsc", None) is None:  # the context was stopped under the job
             raise SparkUnavailableError(_stopped_while_running(str(exc))) from exc
         if worker_cannot_run(str(exc)):
-            # never fail where the SQL job works: this context's workers get no more tries
-            _arrow_unusable[id(sc)] = (sc, str(exc).strip().splitlines()[0][:300])
-            _log.warning(
-                "arrow_engine_unavailable",
-                reason=_arrow_unusable[id(sc)][1],
-                note="the Python workers cannot run the Arrow engine; using the SQL job "
-                "(install lakestats in the executors' Python, or set sketch.engine = 'sql')",
-            )
+            _mark_arrow_unusable(sc, exc)
             return {}, paths
         raise _convert_error(exc, paths) from exc
     finally:

@@ -80,8 +80,14 @@ class SparkSketcher:
         )
 
     def warm(self) -> None:
-        """Start Spark now (the daemon does this at start, so the first commit is fast)."""
-        get_spark(self.settings())
+        """Start Spark now (the daemon does this at start, so the first commit is fast), and
+        with the Arrow engine on, its Python workers (``pipeline.warm_arrow_workers``)."""
+        spark = get_spark(self.settings())
+        sketch = self._config.sketch
+        if sketch.enabled and sketch.engine == "auto":
+            from lakestats.pipeline import warm_arrow_workers  # noqa: PLC0415
+
+            warm_arrow_workers(spark, timeout_s=self._config.spark.executor_wait_s)
 
     def __call__(
         self,

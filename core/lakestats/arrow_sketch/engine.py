@@ -134,6 +134,16 @@ def sketch_partition(
             yield path, "declined", f"{type(exc).__name__}: {exc}"
 
 
+def worker_ready(_: Iterator[int]) -> Iterator[int]:
+    """Runs in a Spark task: imports what the engine's tasks import (``warm_arrow_workers``),
+    and answers with the worker's process id."""
+    import os  # noqa: PLC0415 - worker-side
+
+    import datasketches  # noqa: F401, PLC0415 - worker-side: the import is the check
+
+    yield os.getpid()
+
+
 def _marked(what: str, path: str, exc: BaseException) -> str:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return f"{_MARK}:{what}:{len(path)}:{path}:{first}"

@@ -44,16 +44,18 @@ from pyiceberg.types import (
 )
 from structlog.testing import capture_logs
 
+from lakestats import pipeline
 from lakestats.arrow_sketch.engine import marked_error, worker_cannot_run
 from lakestats.arrow_sketch.murmur import hash_bytes, hash_words
-from lakestats.config import load_config
+from lakestats.config import Config, SketchConfig, load_config
 from lakestats.exceptions import ConfigError, DataFileError
 from lakestats.formats.iceberg.opening import open_iceberg_location
 from lakestats.model import ColumnSketch, SketchSettings, TableSchema
-from lakestats.pipeline import sketch_files
+from lakestats.pipeline import sketch_files, warm_arrow_workers
 from lakestats.sketches.frequent import frequent_values
 from lakestats.sketches.hashing import theta_hash
 from lakestats.sketches.merge import kll_normalized_rank_error, theta_estimate
+from lakestats.sketching import SparkSketcher
 from lakestats.testing import IcebergWarehouse
 
 SETTINGS = SketchSettings()
@@ -468,3 +470,30 @@ def test_workers_without_the_engine_are_told_apart_from_bad_files() -> None:
     assert not worker_cannot_run(bad_file)
     error = marked_error(bad_file)
     assert error is not None and str(error) == "cannot read data file /x/y: Parquet magic bytes"
+
+
+# -- warming the Python workers -----------------------------------------------------------------
+
+
+def test_warm_starts_the_python_workers_that_the_engine_runs_in(spark: Any, tmp_path: Path) -> None:
+    """The daemon warms Spark at start; with the Arrow engine on, that includes one job that
+    starts a Python worker and imports the engine's dependencies there."""
+    with capture_logs() as logs:
+        SparkSketcher(Config(state_dir=str(tmp_path))).warm()
+    ready = [e for e in logs if e["event"] == "arrow_workers_ready"]
+    assert len(ready) == 1 and isinstance(ready[0]["pid"], int), logs
+    with capture_logs() as logs:
+        sql_only = Config(state_dir=str(tmp_path), sketch=SketchConfig(engine="sql"))
+        SparkSketcher(sql_only).warm()
+    assert "arrow_workers_ready" not in [e["event"] for e in logs]
+
+
+def test_warm_skips_a_context_whose_workers_cannot_run_the_engine(spark: Any) -> None:
+    sc = spark.sparkContext
+    pipeline._arrow_unusable[id(sc)] = (sc, "ModuleNotFoundError: No module named 'lakestats'")
+    try:
+        with capture_logs() as logs:
+            assert warm_arrow_workers(spark, timeout_s=60) is False
+        assert logs == []
+    finally:
+        del pipeline._arrow_unusable[id(sc)]
