@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
 
+import numpy as np
 import structlog
 
 from lakestats.arrow_sketch.engine import (
@@ -165,6 +166,12 @@ class RowFilter(Protocol):
 
     def apply(self, session: Any, df: Any) -> Any: ...
 
+    def dead_positions(self) -> Mapping[str, np.ndarray] | None:
+        """Path (as given to ``sketch_files``) → its dead 0-based row positions, when
+        positions are all this filter removes (the Arrow engine applies them in its
+        tasks); ``None`` when it removes rows otherwise (the SQL job applies it)."""
+        ...
+
     def check(self, rows: Sequence[Any]) -> None: ...
 
 
@@ -262,8 +269,21 @@ def sketch_files(
     ]
     key_plan = _plan_key(schema, planned)
     written = {_input_key(p): r for p, r in (retyped or {}).items() if r}
+    dead: dict[str, np.ndarray] | None = None
+    if row_filter is not None and engine == "auto" and file_format == "PARQUET":
+        by_path = row_filter.dead_positions()
+        if by_path is not None:  # positions only: the Arrow engine can apply them
+            dead = _dead_by_unique_path(by_path, unique)
     arrow = _arrow_plan(
-        engine, planned, settings, match_by, file_format, row_filter, written, key_plan, unique
+        engine,
+        planned,
+        settings,
+        match_by,
+        file_format,
+        row_filter is None or dead is not None,
+        written,
+        key_plan,
+        unique,
     )
     if arrow is not None and _arrow_unusable_on(spark):
         arrow = None
@@ -273,9 +293,10 @@ def sketch_files(
         unique_paths = list(unique.values())
         rows: list[Any] = []
         sketched: dict[str, dict[int, ColumnSketch]] = {}
+        arrow_live: dict[str, int] = {}
         if arrow is not None:
-            sketched, unique_paths = _run_arrow(
-                session, unique_paths, arrow, job_limits, on_progress
+            sketched, arrow_live, unique_paths = _run_arrow(
+                session, unique_paths, arrow, job_limits, on_progress, dead
             )
         try:
             if not unique_paths:
@@ -370,8 +391,20 @@ def sketch_files(
     if row_filter is not None:
         row_filter.check(rows)
         counted = {_spark_key(row["__path"]): int(row["__rows"]) for row in rows}
+        counted |= {_input_key(p): n for p, n in arrow_live.items()}
         row_filter.live_rows.update({p: counted.get(key, 0) for p, key in keys.items()})
     return result
+
+
+def _dead_by_unique_path(
+    by_path: Mapping[str, np.ndarray], unique: Mapping[str, str]
+) -> dict[str, np.ndarray]:
+    """The dead positions keyed by the spelling the job reads each file under (two
+    spellings of one file pool theirs)."""
+    pooled: dict[str, list[np.ndarray]] = {}
+    for path, positions in by_path.items():
+        pooled.setdefault(_input_key(path), []).append(positions)
+    return {unique[key]: np.concatenate(parts) for key, parts in pooled.items() if key in unique}
 
 
 # -- the Arrow engine ---------------------------------------------------------------------
@@ -383,18 +416,19 @@ def _arrow_plan(  # noqa: PLR0917 - private, called once with sketch_files' own 
     settings: SketchSettings,
     match_by: Literal["field_id", "name"],
     file_format: str,
-    row_filter: RowFilter | None,
+    rows_filtered_in_task: bool,
     written: Mapping[str, Retyped],
     key_plan: _PlannedKey | None,
     unique: Mapping[str, str],
 ) -> ArrowJob | None:
     """The Arrow engine's plan when the job is plain (docs/sketches.md, "The Arrow engine"):
-    Parquet, no deletes, no retyped files, no key sketch, every column of a type the engine
-    implements, files pyarrow opens; else ``None`` and the SQL job runs as always."""
+    Parquet, no deletes other than row positions (``rows_filtered_in_task``), no retyped
+    files, no key sketch, every column of a type the engine implements, files pyarrow
+    opens; else ``None`` and the SQL job runs as always."""
     plain = (
         engine == "auto"
         and file_format == "PARQUET"
-        and row_filter is None
+        and rows_filtered_in_task
         and not written
         and key_plan is None
     )
@@ -461,18 +495,22 @@ def _mark_arrow_unusable(sc: Any, exc: BaseException) -> None:
     )
 
 
-def _run_arrow(
+def _run_arrow(  # noqa: PLR0917 - private, called once with sketch_files' own inputs
     session: Any,
     paths: list[str],
     job: ArrowJob,
     limits: JobLimits,
     on_progress: ProgressFn | None,
-) -> tuple[dict[str, dict[int, ColumnSketch]], list[str]]:
-    """(path → sketches of the files the Arrow engine sketched, the files it declined)"""
+    dead: Mapping[str, np.ndarray] | None,
+) -> tuple[dict[str, dict[int, ColumnSketch]], dict[str, int], list[str]]:
+    """(path → sketches of the files the Arrow engine sketched, path → their live rows,
+    the files it declined)"""
     sc = session.sparkContext
     sc.setJobGroup(JOB_GROUP, f"lakestats: sketch {len(paths)} data files (Arrow)", False)
     try:
-        sketched, declined = run_arrow(sc, paths, job, lambda: _JobMonitor(sc, limits, on_progress))
+        sketched, live, declined = run_arrow(
+            sc, paths, job, lambda: _JobMonitor(sc, limits, on_progress), dead
+        )
     except (DataFileError, SparkUnavailableError):
         raise
     except Exception as exc:
@@ -480,7 +518,7 @@ def _run_arrow(
             raise SparkUnavailableError(_stopped_while_running(str(exc))) from exc
         if worker_cannot_run(str(exc)):
             _mark_arrow_unusable(sc, exc)
-            return {}, paths
+            return {}, {}, paths
         raise _convert_error(exc, paths) from exc
     finally:
         try:
@@ -488,11 +526,13 @@ def _run_arrow(
             sc.setLocalProperty("spark.job.description", None)
         except Exception as exc:  # stopped meanwhile: the job's own error is the one to raise
             _log.debug("job_group_not_cleared", error=str(exc).splitlines()[0][:200])
-    _log.debug("arrow_engine_sketched", files=len(sketched), declined=len(declined))
+    _log.debug(
+        "arrow_engine_sketched", files=len(sketched), declined=len(declined), deletes=bool(dead)
+    )
     if declined:
         first = next(iter(declined))
         _log.info("arrow_engine_declined", files=len(declined), first=first, reason=declined[first])
-    return sketched, [p for p in paths if p in declined]
+    return sketched, live, [p for p in paths if p in declined]
 
 
 # -- Spark job -------------------------------------------------------------------------

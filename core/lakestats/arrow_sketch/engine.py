@@ -9,7 +9,9 @@ with a few tasks per core the slowest task still ends close to the others. The j
 under the SQL job's job group, so ``pipeline._JobMonitor`` reports its progress (tasks
 done) and cancels it past the time limit, exactly as the SQL job. A file the engine does
 not read exactly as Spark would comes back *declined*; ``sketch_files`` sketches the
-declined files with the SQL job.
+declined files with the SQL job. A job with position deletes or deletion vectors (and no
+other deletes) gets each file's dead row positions with its path: the task drops those rows
+before it sketches, and reports the file's live rows.
 
 A missing or unreadable file fails the task with a marked message (``_MARK``) that the
 driver turns into the same ``DataFileError`` the SQL job raises.
@@ -21,6 +23,9 @@ import functools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
 
 from lakestats.arrow_sketch.file_sketch import (
     ArrowColumn,
@@ -114,24 +119,46 @@ def arrow_job(
 
 
 def sketch_partition(
-    job: ArrowJob, paths: Iterator[str]
-) -> Iterator[tuple[str, str, dict[int, ColumnSketch] | str | None]]:
-    """Runs in the Spark task: ``(path, "ok", sketches | None)`` or ``(path, "declined",
-    why)`` per file."""
-    for path in paths:
+    job: ArrowJob, files: Iterator[tuple[str, np.ndarray | None]]
+) -> Iterator[tuple[str, str, dict[int, ColumnSketch] | str | None, int]]:
+    """Runs in the Spark task, for ``(path, dead row positions or None)`` pairs:
+    ``(path, "ok", sketches | None, live rows)`` or ``(path, "declined", why, 0)`` per
+    file. ``None`` sketches: no live rows (the caller gives the empty ones)."""
+    for path, dead in files:
         try:
             loaded = read_columns(open_parquet(path), job)
         except Declined as why:
-            yield path, "declined", str(why)
+            yield path, "declined", str(why), 0
             continue
         except FileNotFoundError as exc:
             raise RuntimeError(_marked("not found", path, exc)) from exc
         except Exception as exc:  # pyarrow's errors of a corrupt or unreadable file
             raise RuntimeError(_marked("unreadable", path, exc)) from exc
         try:
-            yield path, "ok", None if loaded is None else sketch_columns(loaded, job)
+            live, rows = _live(loaded, dead)
+            yield path, "ok", None if live is None else sketch_columns(live, job), rows
         except Exception as exc:  # never fail where the SQL job works: it takes the file
-            yield path, "declined", f"{type(exc).__name__}: {exc}"
+            yield path, "declined", f"{type(exc).__name__}: {exc}", 0
+
+
+def _live(
+    columns: dict[int, pa.Array] | None, dead: np.ndarray | None
+) -> tuple[dict[int, pa.Array] | None, int]:
+    """The file's columns without its dead rows (0-based positions in the file, as
+    Spark's ``_metadata.row_index``; positions past the end delete nothing), and how many
+    rows live; ``None`` columns when none do."""
+    if columns is None:
+        return None, 0
+    rows = len(next(iter(columns.values()))) if columns else 0
+    if dead is None or not len(dead):
+        return columns, rows
+    keep = np.ones(rows, dtype=bool)
+    keep[dead[(dead >= 0) & (dead < rows)]] = False
+    live = int(keep.sum())
+    if not live:
+        return None, 0
+    mask = pa.array(keep)
+    return {fid: values.filter(mask) for fid, values in columns.items()}, live
 
 
 def worker_ready(_: Iterator[int]) -> Iterator[int]:
@@ -154,13 +181,17 @@ def run_arrow(
     paths: Sequence[str],
     job: ArrowJob,
     monitor: Callable[[], Any],
-) -> tuple[dict[str, dict[int, ColumnSketch]], dict[str, str]]:
-    """Sketch ``paths`` in one Spark job: (path → sketches, path → why declined). Files
-    with no rows are in neither (their sketches are the empty ones). ``monitor`` makes the
-    context manager that watches the job (``pipeline._JobMonitor``); the caller has set the
-    job group and converts other failures."""
+    dead: Mapping[str, np.ndarray] | None = None,
+) -> tuple[dict[str, dict[int, ColumnSketch]], dict[str, int], dict[str, str]]:
+    """Sketch ``paths`` in one Spark job: (path → sketches, path → live rows, path → why
+    declined). ``dead``: path → its dead row positions (position deletes and deletion
+    vectors, applied in the task). Files with no live rows have no sketches (theirs are the
+    empty ones) and 0 live rows. ``monitor`` makes the context manager that watches the job
+    (``pipeline._JobMonitor``); the caller has set the job group and converts other
+    failures."""
     tasks = min(len(paths), max(1, int(sc.defaultParallelism)) * _TASKS_PER_CORE)
-    rdd = sc.parallelize(list(paths), tasks).mapPartitions(functools.partial(sketch_partition, job))
+    files = [(path, (dead or {}).get(path)) for path in paths]
+    rdd = sc.parallelize(files, tasks).mapPartitions(functools.partial(sketch_partition, job))
     with monitor() as watching:
         try:
             results = rdd.collect()
@@ -174,13 +205,16 @@ def run_arrow(
     if watching.reason is not None:  # past the limit even if it finished meanwhile
         raise SparkUnavailableError(watching.reason)
     done: dict[str, dict[int, ColumnSketch]] = {}
+    live: dict[str, int] = {}
     declined: dict[str, str] = {}
-    for path, status, payload in results:
+    for path, status, payload, rows in results:
         if status == "declined":
             declined[path] = str(payload)
-        elif isinstance(payload, Mapping):
+            continue
+        live[path] = int(rows)
+        if isinstance(payload, Mapping):
             done[path] = dict(payload)
-    return done, declined
+    return done, live, declined
 
 
 # What a failed task says when the workers' Python cannot run the engine at all (a

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from lakestats.deletes.plan import EqualityGroup, LiveReadPlan
@@ -62,6 +63,21 @@ class LiveRowFilter:
         self.needs_row_index = plan.needs_row_index
         self.live_rows: dict[str, int] = {}
         self.deleted_positions = 0  # rows of the positions table (after matching)
+
+    def dead_positions(self) -> dict[str, np.ndarray] | None:
+        """Path → its dead row positions (``positions_table``), when position deletes and
+        deletion vectors are all the plan has: the Arrow engine applies those in its tasks.
+        ``None`` with equality deletes or a primary-key merge (Spark joins apply them)."""
+        if self.plan.equality or self.plan.merges:
+            return None
+        positions = positions_table(self.plan, self.mapping)
+        self.deleted_positions = positions.num_rows
+        fids = positions.column(FID).to_numpy()
+        dead = positions.column(POS).to_numpy()
+        order = np.argsort(fids, kind="stable")
+        fids, dead = fids[order], dead[order]
+        starts = np.searchsorted(fids, np.arange(len(self.plan.paths) + 1))
+        return {path: dead[starts[n] : starts[n + 1]] for n, path in enumerate(self.plan.paths)}
 
     def apply(self, session: Any, df: Any) -> Any:
         from pyspark.sql import functions as F  # noqa: N812, PLC0415 - lazy; pyspark's own name

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from datasketches import PyDoublesSerDe, frequent_items_sketch, kll_doubles_sketch
@@ -42,15 +43,25 @@ from pyiceberg.types import (
     TimestamptzType,
     UUIDType,
 )
+from pyroaring import BitMap64
 from structlog.testing import capture_logs
 
 from lakestats import pipeline
 from lakestats.arrow_sketch.engine import marked_error, worker_cannot_run
 from lakestats.arrow_sketch.murmur import hash_bytes, hash_words
 from lakestats.config import Config, SketchConfig, load_config
+from lakestats.deletes.plan import plan_live_read
+from lakestats.deletes.spark_filter import LiveRowFilter
 from lakestats.exceptions import ConfigError, DataFileError
 from lakestats.formats.iceberg.opening import open_iceberg_location
-from lakestats.model import ColumnSketch, SketchSettings, TableSchema
+from lakestats.locations import LocationMap
+from lakestats.model import (
+    ColumnSketch,
+    DeletionVector,
+    PositionDeletes,
+    SketchSettings,
+    TableSchema,
+)
 from lakestats.pipeline import sketch_files, warm_arrow_workers
 from lakestats.sketches.frequent import frequent_values
 from lakestats.sketches.hashing import theta_hash
@@ -335,6 +346,9 @@ class _KeepEveryRow:
     def check(self, rows: Sequence[Any]) -> None:
         return None
 
+    def dead_positions(self) -> None:  # removes rows otherwise (here: none at all)
+        return None
+
 
 def test_jobs_the_engine_does_not_implement_keep_the_sql_job(
     spark: Any, files: dict[str, tuple[TableSchema, list[str]]]
@@ -497,3 +511,55 @@ def test_warm_skips_a_context_whose_workers_cannot_run_the_engine(spark: Any) ->
         assert logs == []
     finally:
         del pipeline._arrow_unusable[id(sc)]
+
+
+# -- row positions deleted: applied in the task ---------------------------------------------------
+
+
+def _live_filter(plan_input: dict[str, tuple[Any, ...]], schema: TableSchema) -> LiveRowFilter:
+    return LiveRowFilter(plan_live_read(plan_input), schema, LocationMap())
+
+
+def test_position_deletes_and_vectors_are_applied_in_the_task_as_by_the_sql_job(
+    spark: Any, files: dict[str, tuple[TableSchema, list[str]]], tmp_path: Path
+) -> None:
+    """A position-delete file (Parquet, naming both data files, positions past the end and
+    twice), a deletion vector on the second file, a file without deletes, and one whose
+    rows are all deleted: the same sketches and live rows from both engines, with the
+    Arrow engine taking the job."""
+    schema, paths = files["t"]
+    first, second, _empty = paths
+    rows = [pq.ParquetFile(p.removeprefix("file://")).metadata.num_rows for p in (first, second)]
+    deletes_file = tmp_path / "pos.parquet"
+    named = [first] * 4 + [second] * 3
+    positions = [0, 5, 5, rows[0] + 10, 1, 2, 3]
+    pq.write_table(
+        pa.table({"file_path": named, "pos": pa.array(positions, pa.int64())}), deletes_file
+    )
+    position_file = PositionDeletes(str(deletes_file), "PARQUET")
+    vector = DeletionVector(BitMap64(range(100, 200)).serialize(), 100)
+    whole = DeletionVector(BitMap64(range(rows[0])).serialize(), rows[0])
+    plans = {
+        "positions": {first: (position_file,), second: (position_file, vector)},
+        "everything": {first: (whole,), second: ()},
+    }
+    for label, plan_input in plans.items():
+        results = {}
+        for engine in ("sql", "auto"):
+            row_filter = _live_filter(plan_input, schema)
+            with capture_logs() as logs:
+                sketched = sketch_files(
+                    spark, list(plan_input), schema, SAMPLED, row_filter=row_filter, engine=engine
+                )
+            results[engine] = (sketched, dict(row_filter.live_rows), logs)
+        sql, arrow = results["sql"], results["auto"]
+        events = [e for e in arrow[2] if e["event"] == "arrow_engine_sketched"]
+        assert events and events[0]["deletes"] is True and events[0]["declined"] == 0, label
+        assert arrow[1] == sql[1], label  # live rows
+        for path in plan_input:
+            for field_id, want in sql[0][path].items():
+                got = arrow[0][path][field_id]
+                for name in ("theta", "null_count", "nan_count", "value_sample", "len_sum"):
+                    assert getattr(got, name) == getattr(want, name), (label, path, name)
+                assert repr(got.min) == repr(want.min) and repr(got.max) == repr(want.max)
+    assert results["sql"][1] == {first: 0, second: rows[1]}  # "everything": the last label
