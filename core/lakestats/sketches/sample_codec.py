@@ -98,16 +98,39 @@ def from_entries(hashes: np.ndarray, values: np.ndarray, lg_k: int) -> bytes:
 
 
 def _bottom_k(theta: int, empty: bool, hashes: np.ndarray, values: np.ndarray, lg_k: int) -> bytes:
-    order = np.lexsort((values, hashes))  # by hash, then the smaller value first
+    hashes, values = _smallest_distinct(hashes, values, (1 << lg_k) + 1)
+    order = np.argsort(hashes, kind="stable")
     hashes, values = hashes[order], values[order]
-    first = np.ones(len(hashes), dtype=bool)
-    first[1:] = hashes[1:] != hashes[:-1]
-    hashes, values = hashes[first], values[first]
+    if len(hashes):  # one entry per hash, with the smallest of its values
+        starts = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1])))
+        hashes, values = hashes[starts], np.minimum.reduceat(values, starts)
     nominal = 1 << lg_k
     if len(hashes) > nominal:
         theta = int(hashes[nominal])
         hashes, values = hashes[:nominal], values[:nominal]
     return _write(theta, empty and not len(hashes), hashes, values)
+
+
+_WIDENINGS = 3
+
+
+def _smallest_distinct(
+    hashes: np.ndarray, values: np.ndarray, wanted: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every entry whose hash is among the ``wanted`` smallest distinct hashes (all entries
+    of each; others may stay): a union of many samples holds a key once per file that has
+    it, and sorting them all cost ~0.1 s per column of 100 files. A partition first,
+    widened while duplicates leave fewer than ``wanted`` distinct hashes."""
+    taken = wanted
+    for _ in range(_WIDENINGS + 1):
+        if taken >= len(hashes):
+            break
+        nearest = hashes[np.argpartition(hashes, taken - 1)[:taken]]
+        if len(np.unique(nearest)) >= wanted:
+            keep = hashes <= nearest.max()  # every copy of each of those hashes
+            return hashes[keep], values[keep]
+        taken *= 2
+    return hashes, values
 
 
 def _write(theta: int, empty: bool, hashes: np.ndarray, values: np.ndarray) -> bytes:
