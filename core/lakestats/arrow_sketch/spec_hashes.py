@@ -148,24 +148,24 @@ def _decimal_hashes(values: pa.Array) -> np.ndarray:
 def distinct(values: pa.Array, type_str: str) -> pa.Array:
     """The distinct non-null values of ``values`` as the spec sees them: floats by their raw
     bits (Arrow's own unique would fold -0.0 into 0.0 and every NaN into one)."""
-    values = values.drop_null()
-    if type_str == "float":
-        values = values.view(pa.int32())
-    elif type_str == "double":
-        values = values.view(pa.int64())
-    unique = pc.unique(values)
+    unique = pc.unique(_as_keys(values, type_str))
     return unique.combine_chunks() if isinstance(unique, pa.ChunkedArray) else unique
 
 
 def distinct_counted(values: pa.Array, type_str: str) -> tuple[pa.Array, np.ndarray]:
     """``distinct`` with each value's rows (one hash pass, as ``pc.value_counts`` makes it)."""
-    values = values.drop_null()
-    if type_str == "float":
-        values = values.view(pa.int32())
-    elif type_str == "double":
-        values = values.view(pa.int64())
-    counted = pc.value_counts(values)
+    counted = pc.value_counts(_as_keys(values, type_str))
     if isinstance(counted, pa.ChunkedArray):
         counted = counted.combine_chunks()
     counts = counted.field("counts").to_numpy(zero_copy_only=False)
     return counted.field("values"), np.asarray(counts, dtype=np.int64)
+
+
+def _as_keys(values: pa.Array, type_str: str) -> pa.Array:
+    """The non-null values, floats as their bits: what tells two keys of the spec apart."""
+    values = values.drop_null()
+    if type_str == "float":
+        return values.view(pa.int32())
+    if type_str == "double":
+        return values.view(pa.int64())
+    return values
