@@ -475,11 +475,7 @@ def warm_arrow_workers(spark: Any, timeout_s: float) -> bool:
         return False
     finally:
         cancel.cancel()
-        try:
-            sc.setLocalProperty("spark.jobGroup.id", None)
-            sc.setLocalProperty("spark.job.description", None)
-        except Exception as exc:  # stopped meanwhile: nothing to clear
-            _log.debug("job_group_not_cleared", error=str(exc).splitlines()[0][:200])
+        _clear_job_group(sc)
     _log.info("arrow_workers_ready", seconds=round(time.perf_counter() - started, 3), pid=pids[0])
     return True
 
@@ -521,11 +517,7 @@ def _run_arrow(  # noqa: PLR0917 - private, called once with sketch_files' own i
             return {}, {}, paths
         raise _convert_error(exc, paths) from exc
     finally:
-        try:
-            sc.setLocalProperty("spark.jobGroup.id", None)
-            sc.setLocalProperty("spark.job.description", None)
-        except Exception as exc:  # stopped meanwhile: the job's own error is the one to raise
-            _log.debug("job_group_not_cleared", error=str(exc).splitlines()[0][:200])
+        _clear_job_group(sc)
     _log.debug(
         "arrow_engine_sketched", files=len(sketched), declined=len(declined), deletes=bool(dead)
     )
@@ -634,11 +626,16 @@ def _run(  # noqa: PLR0917 - private, called once
             session.catalog.dropTempView(view)
         except Exception as exc:  # a stopped context: the view went with it
             _log.debug("temp_view_not_dropped", error=str(exc).splitlines()[0][:200])
-        try:
-            sc.setLocalProperty("spark.jobGroup.id", None)
-            sc.setLocalProperty("spark.job.description", None)
-        except Exception as exc:  # stopped meanwhile: the job's own error is the one to raise
-            _log.debug("job_group_not_cleared", error=str(exc).splitlines()[0][:200])
+        _clear_job_group(sc)
+
+
+def _clear_job_group(sc: Any) -> None:
+    """Forget this thread's job group and description (set for one job)."""
+    try:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    except Exception as exc:  # stopped meanwhile: the job's own error is the one to raise
+        _log.debug("job_group_not_cleared", error=str(exc).splitlines()[0][:200])
 
 
 class _JobMonitor:
