@@ -270,8 +270,9 @@ def sketch_files(
     key_plan = _plan_key(schema, planned)
     written = {_input_key(p): r for p, r in (retyped or {}).items() if r}
     dead: dict[str, np.ndarray] | None = None
-    if row_filter is not None and engine == "auto" and file_format == "PARQUET":
-        by_path = row_filter.dead_positions()
+    arrow_may_filter = engine == "auto" and file_format == "PARQUET" and key_plan is None
+    if row_filter is not None and arrow_may_filter and not _arrow_unusable_on(spark):
+        by_path = row_filter.dead_positions()  # reads the position-delete files
         if by_path is not None:  # positions only: the Arrow engine can apply them
             dead = _dead_by_unique_path(by_path, unique)
     arrow = _arrow_plan(
