@@ -122,17 +122,58 @@ def _write_sketch(
 
 def merge_frequent_items(blobs: Iterable[bytes | None]) -> bytes | None:
     """Merge into a map as large as the largest input's (files sketched at different
-    ``sketch.frequent_items`` keep the finer one's precision where it is theirs)."""
-    sketches = [_load(blob) for blob in blobs if blob is not None]
-    if not sketches:
+    ``sketch.frequent_items`` keep the finer one's precision where it is theirs).
+
+    The mergeable Misra-Gries summary (Agarwal et al., "Mergeable summaries"), in numpy:
+    counts of equal values add up, offsets add up; past the map's capacity the
+    (capacity + 1)-th largest count is subtracted from every count, the values left at 0
+    or less are dropped, and the offset grows by it. Every value keeps ``count ≤ true ≤
+    count + offset``, and all subtractions together stay below ``rows / (capacity + 1)``,
+    under the sketch's ``ε × rows`` (tests/core/sketches/test_frequent.py, against exact
+    counts and the library). The library's own merge (a Python serde call per item) cost
+    ~0.14 s per 100 files × 11 columns, paid by every re-merge after a removal."""
+    parsed = [_parse(blob) for blob in blobs if blob is not None]
+    if not parsed:
         return None
-    if len(sketches) == 1:
-        return bytes(sketches[0].serialize(_serde()))
-    slots = max(round(3.5 / float(s.epsilon)) for s in sketches)
-    merged = frequent_items_sketch(max(3, int(slots).bit_length() - 1))
-    for sketch in sketches:
-        merged.merge(sketch)
-    return bytes(merged.serialize(_serde()))
+    lg_slots = max(p.lg_slots for p in parsed)
+    total = sum(p.total for p in parsed)
+    offset = sum(p.offset for p in parsed)
+    values = np.concatenate([p.values for p in parsed])
+    counts = np.concatenate([p.counts for p in parsed])
+    if not total:
+        return bytes(frequent_items_sketch(lg_slots).serialize(_serde()))
+    keys, where = np.unique(values, return_inverse=True)
+    summed = np.bincount(where, weights=counts, minlength=len(keys)).astype(np.int64)
+    capacity = int(_LOAD_FACTOR * (1 << lg_slots))
+    if len(keys) > capacity:
+        cut = int(-np.partition(-summed, capacity)[capacity])  # the (capacity + 1)-th largest
+        summed -= cut
+        offset += cut
+        kept = summed > 0
+        keys, summed = keys[kept], summed[kept]
+    return _write_sketch(lg_slots, keys, summed, total, offset)
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    lg_slots: int
+    total: int
+    offset: int
+    values: np.ndarray  # float64
+    counts: np.ndarray  # int64
+
+
+def _parse(blob: bytes) -> _Parsed:
+    """A stored sketch's map size, stream length, offset, values and counts (the layout
+    ``_write_sketch`` writes, the library's; an empty sketch has only its first 8 bytes)."""
+    lg_slots = blob[3]
+    if blob[0] == 1:  # one preamble long: empty
+        return _Parsed(lg_slots, 0, 0, np.zeros(0), np.zeros(0, np.int64))
+    *_, n, _unused, total, offset = _HEADER.unpack_from(blob)
+    start = _HEADER.size
+    counts = np.frombuffer(blob, "<u8", n, start).astype(np.int64)
+    values = np.frombuffer(blob, "<f8", n, start + 8 * n).astype(np.float64)
+    return _Parsed(lg_slots, int(total), int(offset), values, counts)
 
 
 @dataclass(frozen=True)

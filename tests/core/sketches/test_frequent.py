@@ -218,3 +218,48 @@ def test_sketch_from_exact_counts_reads_as_the_librarys_own(distinct: int) -> No
     merged = frequent_items_sketch.deserialize(merge_frequent_items([blob, blob]), PyDoublesSerDe())
     for value, count in exact.items():
         assert merged.get_lower_bound(value) <= 2 * count <= merged.get_upper_bound(value)
+
+
+def test_merge_keeps_every_count_between_its_bounds_within_the_published_error() -> None:
+    """Forty sketches, streamed by the library (Misra-Gries passes, purged) and built from
+    exact counts by the engine, at two map sizes, merged in numpy: every value's merged
+    bounds hold its exact count over all rows, the error stays within ``ε × rows`` of the
+    larger map, the values the library's own merge lists surely are listed too."""
+    rng = np.random.default_rng(22)
+    blobs, exact = [], Counter[float]()
+    for i in range(40):
+        rows = rng.zipf(1.3, 3000) % 5000
+        values = rows.astype(np.float64) / 4
+        exact.update(values.tolist())
+        items = 256 if i % 3 else 64
+        if i % 2:
+            keys, counts = np.unique(values, return_counts=True)
+            blobs.append(frequent_items_of_counts(keys, counts, items))
+        else:
+            streamed = frequent_items_sketch(lg_map_size(items))
+            for v in values.tolist():
+                streamed.update(v)
+            blobs.append(bytes(streamed.serialize(PyDoublesSerDe())))
+    merged_blob = merge_frequent_items([*blobs, None])
+    assert merged_blob is not None
+    merged = frequent_items_sketch.deserialize(merged_blob, PyDoublesSerDe())
+    total = sum(exact.values())
+    assert merged.total_weight == total
+    error = merged.get_upper_bound(math.nan)
+    assert 0 < error <= merged.epsilon * total
+    assert merged.epsilon == pytest.approx(3.5 / (1 << lg_map_size(256)))
+    for value, count in exact.items():
+        assert merged.get_lower_bound(value) <= count <= merged.get_upper_bound(value), value
+    library = frequent_items_sketch(lg_map_size(256))
+    for blob in blobs:
+        library.merge(frequent_items_sketch.deserialize(blob, PyDoublesSerDe()))
+    ours = frequent_values(merged_blob, 1000)
+    theirs = frequent_values(bytes(library.serialize(PyDoublesSerDe())), 1000)
+    listed = {v.value for v in ours.values}
+    heavy = [v.value for v in theirs.values if exact[v.value] > 2 * ours.maximum_error]
+    assert heavy and all(value in listed for value in heavy)
+    assert merge_frequent_items([None]) is None
+    empty = merge_frequent_items([frequent_items_of_counts(np.zeros(0), np.zeros(0), 8)])
+    assert (
+        empty is not None and frequent_items_sketch.deserialize(empty, PyDoublesSerDe()).is_empty()
+    )
