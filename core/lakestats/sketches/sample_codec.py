@@ -90,10 +90,6 @@ def from_entries(hashes: np.ndarray, values: np.ndarray, lg_k: int) -> bytes:
     """The ``min``-mode tuple sketch of one file's ``(hash, value)`` pairs (distinct nonzero
     hashes, any order): what the library's update sketch gives once ``normalize_value_sample``
     trims it — the ``2**lg_k`` smallest hashes, theta the next one past them."""
-    nominal = 1 << lg_k
-    if len(hashes) > nominal + 1:  # only the smallest matter: sort those alone
-        smallest = np.argpartition(hashes, nominal)[: nominal + 1]
-        hashes, values = hashes[smallest], values[smallest]
     return _bottom_k(MAX_THETA, not len(hashes), hashes, values, lg_k)
 
 
