@@ -27,11 +27,12 @@ from lakestats.formats.base import SupportsFormatTerms
 from lakestats.lineage import pending_commits
 from lakestats.locations import LocationMap
 from lakestats.maintenance import expire_stats, stale_stats
-from lakestats.merge import merge_partitions, whole_table
+from lakestats.merge import extend_view, replace_partitions, view_of
 from lakestats.model import (
     Commit,
     DataFile,
-    PartitionAggregate,
+    MergedView,
+    PartitionKey,
     SegmentEntry,
     SketchSettings,
     StateVersion,
@@ -55,7 +56,7 @@ from lakestats.sketching import (
     sketch_batch,
     with_location_map,
 )
-from lakestats.store import StatsStore, merge_key
+from lakestats.store import StatsStore
 from lakestats.store.writer import SegmentWriter, StoredCommit
 from lakestats.tables import ConfigLike, OpenedTable, TableLike, as_config, open_table
 
@@ -241,17 +242,25 @@ class _CommitPath:
         return plan
 
     def merge(self, state: StateVersion, plan: CommitPlan, stored: StoredCommit) -> SnapshotStats:
-        """The table merged once; publishers and the native document read this value."""
-        if plan.full_merge:
-            partitions = self.store.merged(replace(state, segments=stored.segments), self.settings)
+        """The table merged once; publishers and the native document read this value.
+
+        An append merges its files into the previous merged view; a removal re-merges
+        the partitions it touched from their live segments; a baseline re-merges all."""
+        changed = _changed_partitions(plan, stored)
+        if changed is None:
+            view = self.store.merged_view(replace(state, segments=stored.segments), self.settings)
+        elif plan.full_merge:
+            remerged = self.store.remerge_partitions(stored.segments, changed, self.settings)
+            previous = self.store.merged_view(state, self.settings)
+            view = replace_partitions(previous, changed, remerged, self.settings)
         else:
-            previous = self.store.merged(state, self.settings)
-            partitions = merge_partitions((*previous, *stored.added), self.settings)
+            previous = self.store.merged_view(state, self.settings)
+            view = extend_view(previous, stored.added, self.settings)
         return SnapshotStats(
             snapshot_id=plan.commit.snapshot_id,
             schema=plan.schema,
-            partitions=partitions,
-            table=whole_table(partitions, self.settings),
+            partitions=view.partitions,
+            table=view.table,
             settings=self.settings,
             commit=plan.commit,
         )
@@ -277,7 +286,6 @@ class _CommitPath:
                 _log.warning("format_terms_failed", table=self.opened.name, reason=str(exc))
         snapshot_id = stats.snapshot_id
         stats_path = self.store.write_stats(snapshot_id, doc)
-        merged_path = self.store.write_aggregate(snapshot_id, stats.partitions)
         # replace(), not a new StateVersion: fields other parts own (published, expired …)
         # carry over without this code having to know them.
         next_state = replace(
@@ -287,12 +295,18 @@ class _CommitPath:
             segments=stored.segments,
             stats={**state.stats, snapshot_id: stats_path},
             created_at_ms=int(time.time() * 1000),
-            merged_path=merged_path,
             last_fingerprint=plan.commit.fingerprint,
         )
-        next_state = replace(next_state, merged_key=merge_key(next_state))
+        view = MergedView(stats.partitions, stats.table)
+        next_state = self.store.write_merged_view(
+            next_state,
+            view,
+            snapshot_id=snapshot_id,
+            previous=state,
+            changed=_changed_partitions(plan, stored),
+        )
         committed = self.store.commit(next_state)
-        self.store.remember_merged(committed, stats.partitions)
+        self.store.remember_merged(committed, view)
         return committed
 
     def stage(self, stats: SnapshotStats, published: Mapping[str, Any]) -> None:
@@ -425,23 +439,31 @@ class _CommitPath:
         """A processed snapshot's merged stats again: its schema from its stats document,
         its partitions from the state ``version`` that committed it (that version's merged
         aggregate, else its segments' aggregates); no partitions when that is gone."""
-        partitions: tuple[PartitionAggregate, ...] = ()
+        view = view_of((), self.settings)
         schema = self.opened.table.schema()
         try:
             schema_id = self.store.read_stats(stats_path).get("schema_id")
             schema = self.opened.table.schema(schema_id if isinstance(schema_id, int) else None)
             if version is not None:
-                partitions = self.store.merged(version, self.settings)
+                view = self.store.merged_view(version, self.settings)
         except (LakestatsError, OSError) as exc:
             _log.warning("republish_without_sketches", table=self.opened.name, error=str(exc))
-            partitions = ()
+            view = view_of((), self.settings)
         return SnapshotStats(
             snapshot_id=snapshot_id,
             schema=schema,
-            partitions=partitions,
-            table=whole_table(partitions, self.settings),
+            partitions=view.partitions,
+            table=view.table,
             settings=self.settings,
         )
+
+
+def _changed_partitions(plan: CommitPlan, stored: StoredCommit) -> frozenset[PartitionKey] | None:
+    """The partitions whose merged stats a commit changes: those of the files it adds and
+    of the stored files it tombstones; ``None`` for a baseline, which replaces everything."""
+    if plan.commit.is_baseline:
+        return None
+    return stored.tombstoned_partitions | {p.partition for p in stored.added}
 
 
 def with_earlier_stats(

@@ -46,7 +46,7 @@ from lakestats.model import (
     StateVersion,
 )
 from lakestats.publish.registry import publisher_for
-from lakestats.store import StatsStore, referenced_files
+from lakestats.store import StatsStore, merge_key, referenced_files
 from lakestats.tables import OpenedTable
 
 _log = structlog.get_logger(__name__)
@@ -237,6 +237,15 @@ def _rewrite_group(
     )
 
 
+def _keeping_merged_view(state: StateVersion, compacted: StateVersion) -> StateVersion:
+    """``compacted`` still naming ``state``'s merged view as its own: compaction moves live
+    files between segments without changing what they merge to, so the next commit
+    extends that view rather than re-merging every segment."""
+    if state.merged_path is None or state.merged_key != merge_key(state):
+        return compacted
+    return replace(compacted, merged_key=merge_key(compacted))
+
+
 def compact(
     opened: OpenedTable, config: Config, *, dry_run: bool = False, now_ms: int | None = None
 ) -> CompactionReport:
@@ -268,7 +277,9 @@ def compact(
             if g.needs_rewrite
         }
         try:
-            committed = store.commit(apply_compaction(state, plan, merged))
+            committed = store.commit(
+                _keeping_merged_view(state, apply_compaction(state, plan, merged))
+            )
         except ConcurrentUpdateError:
             # an analyze committed first: what we wrote is orphaned, re-plan on its state
             if attempt == _CONCURRENT_RETRIES - 1:

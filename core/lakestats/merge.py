@@ -4,12 +4,13 @@ Exact counts add; bounds take min/max over the files that carry them; sketches m
 theta union and KLL merge. Merging is associative and commutative (property-tested), so a
 table's stats are the same however its history was cut into commits and segments.
 Removals never subtract sketches: the caller re-merges the live files of the affected
-segments instead (DESIGN §7).
+segments instead (DESIGN §7), and then only the partitions they touch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from lakestats.model import (
@@ -18,6 +19,7 @@ from lakestats.model import (
     ColumnSketch,
     DataFile,
     FileContent,
+    MergedView,
     PartitionAggregate,
     PartitionKey,
     SketchSettings,
@@ -213,9 +215,15 @@ def merge_partitions(
     for part in parts:
         groups.setdefault(part.partition, []).append(part)
     return tuple(
-        merge_partition(group, settings, key)
-        for key, group in sorted(groups.items(), key=lambda kv: partition_sort_key(kv[0]))
+        merge_partition(group, settings, _typed_key(group))
+        for _, group in sorted(groups.items(), key=lambda kv: partition_sort_key(kv[0]))
     )
+
+
+def _typed_key(group: Sequence[PartitionAggregate]) -> PartitionKey:
+    """The group's key, typed where one of its parts has it (a key read from a file
+    written before keys were typed equals the typed key but carries JSON scalars)."""
+    return next((p.partition for p in group if p.partition.fields), group[0].partition)
 
 
 def partition_sort_key(key: PartitionKey) -> tuple[Any, ...]:
@@ -270,3 +278,59 @@ def whole_table(
 ) -> PartitionAggregate:
     """All partitions merged into one aggregate under ``TABLE_KEY``."""
     return merge_partition(list(parts), settings, TABLE_KEY)
+
+
+def view_of(partitions: Sequence[PartitionAggregate], settings: SketchSettings) -> MergedView:
+    """A merged view from merged partitions (sorted by key), the table merged from them."""
+    return MergedView(tuple(partitions), whole_table(partitions, settings))
+
+
+def extend_view(
+    view: MergedView, added: Sequence[PartitionAggregate], settings: SketchSettings
+) -> MergedView:
+    """``view`` with a commit's added files (its per-partition aggregates) merged in. Only
+    the partitions they touch merge, and the table merges them once: no work grows with
+    the table's partition count."""
+    if not added:
+        return view
+    touched = {p.partition for p in added}
+    before = [p for p in view.partitions if p.partition in touched]
+    partitions = overlay_partitions(view.partitions, merge_partitions((*before, *added), settings))
+    if len(partitions) == 1:  # the table is its one partition: no second merge
+        return MergedView(partitions, replace(partitions[0], partition=TABLE_KEY))
+    return MergedView(partitions, merge_partition([view.table, *added], settings, TABLE_KEY))
+
+
+def replace_partitions(
+    view: MergedView,
+    keys: frozenset[PartitionKey],
+    remerged: Sequence[PartitionAggregate],
+    settings: SketchSettings,
+) -> MergedView:
+    """``view`` with partitions ``keys`` replaced by ``remerged`` (their merge from the
+    live segments after a removal; a key missing there was emptied). The table re-merges
+    from every partition: a removal cannot be subtracted from it."""
+    changed = [*remerged]
+    found = {p.partition for p in remerged}
+    changed.extend(PartitionAggregate(partition=key) for key in keys - found)
+    return view_of(overlay_partitions(view.partitions, changed), settings)
+
+
+def is_empty(part: PartitionAggregate) -> bool:
+    """No files of any kind: the entry a merged view's chain records for a partition a
+    removal emptied (a merged view never holds one)."""
+    return not (part.file_count or part.position_delete_files or part.equality_delete_files)
+
+
+def overlay_partitions(
+    partitions: Iterable[PartitionAggregate], changed: Iterable[PartitionAggregate]
+) -> tuple[PartitionAggregate, ...]:
+    """``partitions`` with each of ``changed`` in place of its key's entry, in order; an
+    empty entry (``is_empty``) removes the partition. Sorted by key, as merges are."""
+    by_key = {p.partition: p for p in partitions}
+    for part in changed:
+        if is_empty(part):
+            by_key.pop(part.partition, None)
+        else:
+            by_key[part.partition] = part
+    return tuple(sorted(by_key.values(), key=lambda p: partition_sort_key(p.partition)))

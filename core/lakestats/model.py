@@ -9,7 +9,6 @@ Iceberg spells them (``"long"``, ``"decimal(10, 2)"``, ``"timestamptz"``, ``"fix
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -97,7 +96,9 @@ class PartitionKey:
     JSON scalars that were stored). An unpartitioned table has ``spec_id`` 0 and no values.
     Values become JSON only when rendered (``as_dict``, ``values.to_json``).
 
-    Equality and hashing treat NaN as equal to itself, so a NaN partition value groups.
+    Equality and hashing compare the values as rendered (``values.to_json``): a NaN
+    partition value groups, and a key read back without ``fields`` (its values the stored
+    JSON scalars) is the same key as the typed one it was written from.
     """
 
     spec_id: int
@@ -109,10 +110,13 @@ class PartitionKey:
             raise ValueError("a partition key needs one field per value")
 
     def _identity(self) -> tuple[Any, ...]:
-        return (
-            self.spec_id,
-            tuple((name, _nan_safe(value)) for name, value in self.values),
-        )
+        key: tuple[Any, ...] | None = self.__dict__.get("_key")
+        if key is None:  # once per key: merges group thousands of partitions per commit
+            from lakestats.values import to_json  # noqa: PLC0415 - values imports the model
+
+            key = (self.spec_id, tuple((name, to_json(value)) for name, value in self.values))
+            object.__setattr__(self, "_key", key)
+        return key
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PartitionKey):
@@ -132,10 +136,6 @@ class PartitionKey:
         from lakestats.values import to_json  # noqa: PLC0415 - values imports the model
 
         return {name: to_json(value) for name, value in self.values}
-
-
-def _nan_safe(value: Any) -> Any:
-    return ("NaN",) if isinstance(value, float) and math.isnan(value) else value
 
 
 UNPARTITIONED = PartitionKey(spec_id=0)
@@ -439,6 +439,25 @@ class SegmentEntry:
 
 
 @dataclass(frozen=True)
+class MergedDelta:
+    """One link of a merged view's chain: an aggregate file holding the partitions one
+    commit changed (their merged values; a partition it emptied as an all-zero entry)."""
+
+    path: str  # relative to the table's state folder
+    partitions: int  # how many partitions it holds (bounds the chain without reading it)
+
+
+@dataclass(frozen=True)
+class MergedView:
+    """The merge of every live segment's aggregate: per partition (sorted by key) and for
+    the whole table. A commit that touches a few partitions updates those and merges its
+    own files into ``table``, so its work does not grow with the table's partitions."""
+
+    partitions: tuple[PartitionAggregate, ...]
+    table: PartitionAggregate
+
+
+@dataclass(frozen=True)
 class StateVersion:
     """One version of a table's state log. Immutable; the next commit writes version + 1."""
 
@@ -460,6 +479,12 @@ class StateVersion:
     # segments it was made from (``store.merge_key``); it is ignored when they differ.
     merged_path: str | None = None
     merged_key: str | None = None
+    # The rest of the merged view, both optional (versions written before them have
+    # neither): the whole-table aggregate (an aggregate file of one entry; recomputed from
+    # the partitions when absent) and the chain of partitions changed since
+    # ``merged_path`` was written, applied in order (``store.StatsStore.merged_view``).
+    merged_table_path: str | None = None
+    merged_deltas: tuple[MergedDelta, ...] = ()
     # ``Commit.fingerprint`` of ``last_snapshot_id`` as processed: a run that finds the
     # format naming another fingerprint for that id (rolled back, then as many commits
     # again) starts over (``lakestats.lineage``). None: unknown (older stores, Iceberg).

@@ -110,9 +110,14 @@ def _rows(column: dict[str, Any], predicate: Predicate, non_null: float) -> floa
     histogram = column.get("histogram")
     if not histogram:
         return _rows_without_histogram(column, predicate, non_null)
-    frequent, unlisted_at_most = _frequent_values(column, type_str)
+    frequent, lowers, unlisted_at_most = _frequent_values(column, type_str)
     buckets = _Buckets(
-        type_str, histogram, frequent, unlisted_at_most, _frequent_counts_finer(column)
+        type_str,
+        histogram,
+        frequent,
+        unlisted_at_most,
+        _frequent_counts_finer(column),
+        frequent_lowers=lowers,
     )
     points = [_unit(type_str, v) for v in values]
     op = predicate.op
@@ -152,14 +157,20 @@ def _rows_without_histogram(column: dict[str, Any], predicate: Predicate, non_nu
 
 def _frequent_values(
     column: dict[str, Any], type_str: str
-) -> tuple[dict[float, float], float | None]:
-    """The column's frequent values (KLL units → rows) and, when that list is complete, the
-    most rows a value not on it can have (twice the sketch's maximum error)."""
+) -> tuple[dict[float, float], dict[float, float], float | None]:
+    """The column's frequent values (KLL units → rows), the rows each surely has (its
+    ``count_lower``) and, when that list is complete, the most rows a value not on it can
+    have (twice the sketch's maximum error)."""
     listed = column.get("frequent_values") or []
     counts = {_unit(type_str, f["value"]): float(f["count"]) for f in listed}
+    lowers = {
+        _unit(type_str, f["value"]): float(f["count_lower"])
+        for f in listed
+        if f.get("count_lower") is not None
+    }
     info = (column.get("sketch") or {}).get("frequent_items") or {}
     cap = 2.0 * float(info["maximum_error"]) if info.get("complete") else None
-    return counts, cap
+    return counts, lowers, cap
 
 
 def _frequent_counts_finer(column: dict[str, Any]) -> bool:
@@ -179,7 +190,8 @@ class _Buckets:
     count (within the frequent-items sketch's maximum error); the bucket's other rows
     (its count minus the listed counts) are spread over its other distinct values (its NDV
     minus the listed values), evenly spaced up to its upper bound. Without frequent values
-    that is the plain histogram: rows / ndv per value.
+    that is the plain histogram: rows / ndv per value. A bucket never holds fewer rows than
+    its listed values surely have (``_lift_to_listed_lower_bounds``).
     """
 
     def __init__(
@@ -189,6 +201,8 @@ class _Buckets:
         frequent: dict[float, float] | None = None,
         unlisted_at_most: float | None = None,
         frequent_counts_finer: bool = False,
+        *,
+        frequent_lowers: dict[float, float] | None = None,
     ) -> None:
         self.lowers = [_unit(type_str, b["lower"]) for b in histogram]
         self.uppers = [_unit(type_str, b["upper"]) for b in histogram]
@@ -202,6 +216,7 @@ class _Buckets:
         self.frequent = frequent or {}
         if frequent_counts_finer:
             self._recount_hot_buckets()
+        self._lift_to_listed_lower_bounds(frequent_lowers or {})
         self.rows = sum(self.counts)
         self.unlisted_at_most = unlisted_at_most
         # per bucket: the listed values inside it, ascending, with their counts scaled so
@@ -251,6 +266,28 @@ class _Buckets:
                 self.counts[i] -= taken
                 delta -= taken
             j = end + 1
+
+    def _lift_to_listed_lower_bounds(self, lowers: dict[float, float]) -> None:
+        """Give each bucket at least the rows its listed values surely have (their lower
+        bounds: the frequent-items sketch guarantees them, KLL's count holds at ~99 %
+        confidence), taking the difference from the buckets on either side, down to what
+        their own listed values surely have: KLL's error moves rows across bounds."""
+        floors = [0.0] * len(self.counts)
+        for value, lower in lowers.items():
+            j = self._bucket(value)
+            if j is not None:
+                floors[j] += lower
+        for j, floor in enumerate(floors):
+            delta = floor - self.counts[j]
+            if delta <= 0:
+                continue
+            self.counts[j] = floor
+            sides = [i for i in (j - 1, j + 1) if 0 <= i < len(floors)]
+            for n, i in enumerate(sides):
+                share = delta / (len(sides) - n)  # what is left, over the sides left
+                taken = min(share, max(0.0, self.counts[i] - floors[i]))
+                self.counts[i] -= taken
+                delta -= taken
 
     def _holds(self, j: int, x: float) -> bool:
         if j == 0:

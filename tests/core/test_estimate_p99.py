@@ -291,3 +291,35 @@ def test_count_cuts_place_a_bucket_s_rows() -> None:
     assert _estimate(doc, Predicate("c", "between", (131, 1000))) == pytest.approx(
         10 - 10 * 1 / 870 + 1.0, abs=0.05
     )
+
+
+def test_a_bucket_holds_at_least_its_listed_values_lower_bounds() -> None:
+    """KLL counted the middle bucket 30 rows, but its listed value 50 surely has 60 (the
+    frequent-items sketch's lower bound is a guarantee, KLL's count a 99 % one): the
+    bucket is raised to 60, the 30 rows taken from the buckets beside it, the total kept."""
+    histogram = [
+        {"lower": 0, "upper": 40, "count": 100, "ndv": 40.0},
+        {"lower": 40, "upper": 60, "count": 30, "ndv": 20.0},
+        {"lower": 60, "upper": 100, "count": 100, "ndv": 40.0},
+    ]
+    frequent = [{"value": 50, "count": 70, "count_lower": 60, "count_upper": 80}]
+    column = {
+        "type": "long",
+        "null_count": 0,
+        "ndv": 100,
+        "histogram": histogram,
+        "frequent_values": frequent,
+        "sketch": {"frequent_items": {"maximum_error": 10, "complete": False}},
+    }
+    doc = {"record_count": 230, "columns": {"c": column}}
+    assert _estimate(doc, Predicate("c", "=", (50,))) == 70.0  # its own count
+    # the range over the bucket counts the value whole, not scaled to KLL's 30 rows
+    assert _estimate(doc, Predicate("c", "between", (41, 60))) >= 60.0
+    assert _estimate(doc, Predicate("c", "<=", (40,))) == pytest.approx(85.0)
+    assert _estimate(doc, Predicate("c", ">", (60,))) == pytest.approx(85.0)
+    assert _estimate(doc, Predicate("c", "<=", (100,))) == pytest.approx(230.0)
+    # without lower bounds (stores before they were published) nothing moves
+    unbounded = copy.deepcopy(doc)
+    for f in unbounded["columns"]["c"]["frequent_values"]:
+        del f["count_lower"]
+    assert _estimate(unbounded, Predicate("c", "<=", (40,))) == pytest.approx(100.0)

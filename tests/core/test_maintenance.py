@@ -29,8 +29,8 @@ from lakestats.config import Config, ExpireConfig, MaintenanceConfig, SketchConf
 from lakestats.exceptions import SnapshotNotFoundError, StoreError
 from lakestats.maintenance import compact, expire
 from lakestats.merge import merge_partitions
-from lakestats.model import StateVersion
-from lakestats.store import StatsStore, referenced_files
+from lakestats.model import SketchSettings, StateVersion
+from lakestats.store import StatsStore, merge_key, referenced_files
 from lakestats.tables import OpenedTable, open_configured
 from lakestats.testing import IcebergWarehouse
 
@@ -312,6 +312,16 @@ def test_compaction_drops_dead_rows_and_keeps_stats(tmp_path: Path) -> None:
     for snapshot, doc in docs.items():
         assert stable(read_stats(opened, snapshot)) == doc
     assert_store_consistent(opened.store)
+    # the merged view carries over (compaction changes no merge): the next commit extends
+    # it instead of re-merging every segment, and it is what the segments merge to
+    assert after.merged_key == merge_key(after)
+    fresh_store = StatsStore(opened.store.table_dir.parent, opened.store.table_id)
+    carried = fresh_store.merged_view(after, SketchSettings())
+    parts = [p for s in after.segments for p in fresh_store.read_aggregate(s.aggregate_path)]
+    remerged = merge_partitions(parts, SketchSettings())
+    assert [(p.partition, p.record_count, p.file_count) for p in carried.partitions] == [
+        (p.partition, p.record_count, p.file_count) for p in remerged
+    ]
     # a second run has nothing to do
     again = compact(opened, config)
     assert again.merged == () and again.version is None

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakestats.merge import (
     aggregate_files,
     column_of_file,
+    extend_view,
     merge_partitions,
+    replace_partitions,
+    view_of,
     whole_table,
 )
 from lakestats.model import (
@@ -16,6 +21,8 @@ from lakestats.model import (
     ColumnSketch,
     DataFile,
     FileContent,
+    PartitionAggregate,
+    PartitionField,
     PartitionKey,
     SketchSettings,
 )
@@ -96,6 +103,51 @@ def test_merge_is_commutative(files: list[DataFile], rnd: object) -> None:
     shuffled = list(files)
     rnd.shuffle(shuffled)  # type: ignore[attr-defined]
     assert aggregate_files(shuffled, TYPES, SETTINGS) == aggregate_files(files, TYPES, SETTINGS)
+
+
+@given(st.lists(file_lists, min_size=1, max_size=5))
+@settings(max_examples=60, deadline=None)
+def test_a_view_extended_commit_by_commit_equals_one_merge(commits: list[list[DataFile]]) -> None:
+    view = view_of((), SETTINGS)
+    for files in commits:
+        view = extend_view(view, aggregate_files(files, TYPES, SETTINGS), SETTINGS)
+    every = [f for files in commits for f in files]
+    assert view == view_of(aggregate_files(every, TYPES, SETTINGS), SETTINGS)
+
+
+@given(file_lists, st.data())
+@settings(max_examples=60, deadline=None)
+def test_replacing_the_partitions_a_removal_touched_equals_a_full_remerge(
+    files: list[DataFile], data: st.DataObject
+) -> None:
+    gone = data.draw(st.sets(st.integers(0, len(files) - 1))) if files else set()
+    view = view_of(aggregate_files(files, TYPES, SETTINGS), SETTINGS)
+    live = [f for i, f in enumerate(files) if i not in gone]
+    touched = frozenset(files[i].partition for i in gone)
+    remerged = aggregate_files([f for f in live if f.partition in touched], TYPES, SETTINGS)
+    after = replace_partitions(view, touched, remerged, SETTINGS)
+    # a partition whose files were all removed leaves the view
+    assert after == view_of(aggregate_files(live, TYPES, SETTINGS), SETTINGS)
+
+
+def test_a_key_read_back_without_types_is_the_typed_key() -> None:
+    typed = PartitionKey(
+        0,
+        (("day", dt.date(2026, 1, 2)), ("x", float("nan"))),
+        (PartitionField(1000, "date"), PartitionField(1001, "double")),
+    )
+    untyped = PartitionKey(0, (("day", "2026-01-02"), ("x", "NaN")))  # as stored in JSON
+    assert untyped == typed and hash(untyped) == hash(typed)
+    assert untyped != PartitionKey(0, (("day", "2026-01-03"), ("x", "NaN")))
+    assert untyped != PartitionKey(1, (("day", "2026-01-02"), ("x", "NaN")))
+    (merged,) = merge_partitions(
+        [
+            PartitionAggregate(partition=untyped, record_count=3, file_count=1),
+            PartitionAggregate(partition=typed, record_count=4, file_count=1),
+        ],
+        SETTINGS,
+    )
+    assert merged.record_count == 7 and merged.partition.fields == typed.fields
 
 
 @given(file_lists)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakestats.exceptions import StoreError
-from lakestats.merge import aggregate_files, merge_partitions
+from lakestats.merge import aggregate_files, merge_partitions, view_of
 from lakestats.model import (
     Column,
     ColumnMetrics,
@@ -268,5 +268,5 @@ def test_merged_view_comes_from_memory_then_the_state_then_a_remerge(tmp_path: P
     assert StatsStore(tmp_path, "table-1").merged(stale, SETTINGS) == expected
     # this process's memory wins over both
     warm = StatsStore(tmp_path, "table-1")
-    warm.remember_merged(state, ())
+    warm.remember_merged(state, view_of((), SETTINGS))
     assert warm.merged(stale, SETTINGS) == ()

@@ -40,6 +40,10 @@ _PARTITION_FIELDS = [
     pa.field("equality_delete_files", pa.int64(), nullable=False),
     pa.field("equality_delete_records", pa.int64(), nullable=False),
 ]
+# documented since partition keys were typed, but only written since merged views were
+# chained (their keys must equal the typed keys of new files); files without it read back
+# the stored JSON scalars, which ``PartitionKey`` treats as the same key
+_KEY_FIELDS = [pa.field("partition_fields", pa.string())]
 # added in a minor revision for row-level deletes; files without them read as 0
 _DELETE_FIELDS = [
     pa.field("deleted_records", pa.int64()),
@@ -71,7 +75,7 @@ _COLUMN_FIELDS = [
     pa.field("value_sample_v1", pa.binary()),
     pa.field("frequent_items_v1", pa.binary()),  # likewise (sketches/frequent.py)
 ]
-SCHEMA = schema_with_kind(_PARTITION_FIELDS + _DELETE_FIELDS + _COLUMN_FIELDS, KIND)
+SCHEMA = schema_with_kind(_PARTITION_FIELDS + _KEY_FIELDS + _DELETE_FIELDS + _COLUMN_FIELDS, KIND)
 _DELETE_TOTALS = [f.name for f in _DELETE_FIELDS]
 OPTIONAL_COLUMNS = [
     "partition_fields",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lakestats.exceptions import StoreError
-from lakestats.model import SegmentEntry, StateVersion
+from lakestats.model import MergedDelta, SegmentEntry, StateVersion
 from lakestats.store import atomic
 
 FORMAT_VERSION = 1
@@ -65,7 +65,18 @@ def version_to_json(state: StateVersion) -> bytes:
     if state.expired:  # optional: absent in versions written before expiry existed
         doc["expired"] = {str(snap): state.expired[snap] for snap in sorted(state.expired)}
     if state.merged_path is not None:  # optional, likewise
-        doc["merged"] = {"path": state.merged_path, "key": state.merged_key}
+        merged: dict[str, Any] = {"path": state.merged_path, "key": state.merged_key}
+        if state.merged_table_path is not None:
+            merged["table"] = state.merged_table_path
+        if state.merged_deltas:
+            # under its own name: a reader that knows only "merged" would take the base
+            # alone for the whole view; not knowing "merged_chain", it re-merges instead
+            merged["deltas"] = [
+                {"path": d.path, "partitions": d.partitions} for d in state.merged_deltas
+            ]
+            doc["merged_chain"] = merged
+        else:
+            doc["merged"] = merged
     if state.last_fingerprint is not None:  # optional, likewise
         doc["last_fingerprint"] = state.last_fingerprint
     return (json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n").encode()
@@ -96,6 +107,17 @@ def _segment(raw: Any) -> SegmentEntry:
         file_count=_get(raw, "file_count", int),
         dead_files=frozenset(dead),
     )
+
+
+def _deltas(raw: Any) -> tuple[MergedDelta, ...]:
+    if not isinstance(raw, list):
+        raise ValueError("field 'deltas' must be a list")
+    deltas = []
+    for entry in raw:
+        if not isinstance(entry, dict):
+            raise ValueError(f"merged delta entry is not an object: {entry!r}")
+        deltas.append(MergedDelta(_get(entry, "path", str), _get(entry, "partitions", int)))
+    return tuple(deltas)
 
 
 def _stats(raw: Any) -> dict[int, str]:
@@ -129,7 +151,9 @@ def version_from_json(data: bytes, source: str) -> StateVersion:
     try:
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
-        merged = doc.get("merged")
+        merged = doc.get("merged_chain", doc.get("merged"))
+        if merged is not None and not isinstance(merged, dict):
+            raise ValueError("field 'merged' must be an object")
         fmt = doc.get("format_version")
         if fmt != FORMAT_VERSION or isinstance(fmt, bool):
             raise ValueError(f"unsupported format_version {fmt!r}")
@@ -146,6 +170,10 @@ def version_from_json(data: bytes, source: str) -> StateVersion:
             expired=_expired(doc.get("expired", {})),
             merged_path=_get(merged, "path", str) if merged is not None else None,
             merged_key=_get(merged, "key", str) if merged is not None else None,
+            merged_table_path=(
+                _get(merged, "table", str) if merged is not None and "table" in merged else None
+            ),
+            merged_deltas=_deltas(merged.get("deltas", []) if merged is not None else []),
             last_fingerprint=(
                 _get(doc, "last_fingerprint", str) if "last_fingerprint" in doc else None
             ),

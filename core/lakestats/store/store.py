@@ -13,12 +13,17 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Generic, TypeVar
 
+import structlog
+
 from lakestats.exceptions import ConcurrentUpdateError, StoreError
 from lakestats.expiry import StoreFile, VersionInfo
-from lakestats.merge import merge_partitions
+from lakestats.merge import merge_partitions, overlay_partitions, partition_sort_key, view_of
 from lakestats.model import (
     DataFile,
+    MergedDelta,
+    MergedView,
     PartitionAggregate,
+    PartitionKey,
     SegmentEntry,
     SketchSettings,
     StateVersion,
@@ -29,6 +34,11 @@ SEGMENTS_DIR = "segments"
 AGGREGATES_DIR = "aggregates"
 STATS_DIR = "stats"
 DEFAULT_CACHE_SIZE = 256
+# A merged view's chain: at most this many deltas, holding at most half as many partition
+# entries as the view, before a commit writes the whole view again (``write_merged_view``)
+MAX_MERGED_DELTAS = 32
+
+_log = structlog.get_logger(__name__)
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -79,6 +89,9 @@ def referenced_files(state: StateVersion | None) -> set[str]:
     refs.update(state.stats.values())
     if state.merged_path is not None:
         refs.add(state.merged_path)
+    if state.merged_table_path is not None:
+        refs.add(state.merged_table_path)
+    refs.update(delta.path for delta in state.merged_deltas)
     return refs
 
 
@@ -125,7 +138,7 @@ class StatsStore:
         self._table_dir = atomic.local_path(state_dir) / table_id
         self._aggregates: _LRU[str, tuple[PartitionAggregate, ...]] = _LRU(cache_size)
         self._segment_paths: _LRU[str, frozenset[str]] = _LRU(cache_size * 4)
-        self._merged: _LRU[str, tuple[PartitionAggregate, ...]] = _LRU(4)
+        self._merged: _LRU[str, MergedView] = _LRU(4)
 
     @property
     def table_dir(self) -> Path:
@@ -265,29 +278,117 @@ class StatsStore:
     def merged(
         self, state: StateVersion, settings: SketchSettings
     ) -> tuple[PartitionAggregate, ...]:
+        """The merged view's partitions (``merged_view``)."""
+        return self.merged_view(state, settings).partitions
+
+    def merged_view(self, state: StateVersion, settings: SketchSettings) -> MergedView:
         """The merge of all live segments' aggregates of ``state``: THE merged-view cache.
 
         Three levels, cheapest first: this process's memory (a long-running daemon keeps
-        it from commit to commit), the merged aggregate the state points to (written by
-        the commit that made it), else a re-merge of every live segment's aggregate.
+        it from commit to commit), the files the state points to (written by the commit
+        that made it: ``write_merged_view``), else a re-merge of every live segment's
+        aggregate. Files that are missing or unreadable are logged and re-merged: they
+        only ever save work.
         """
         key = merge_key(state)
-        partitions = self._merged.get(key)
-        if partitions is None and state.merged_path and state.merged_key == key:
-            partitions = self.read_aggregate(state.merged_path)
-        if partitions is None:
+        view = self._merged.get(key)
+        if view is None and state.merged_path and state.merged_key == key:
+            try:
+                view = self._read_merged_view(state, state.merged_path, settings)
+            except StoreError as exc:
+                _log.warning("merged_view_unreadable", table=self._table_id, error=str(exc))
+        if view is None:
             parts: list[PartitionAggregate] = []
             for segment in state.segments:
                 parts.extend(self.read_aggregate(segment.aggregate_path))
-            partitions = merge_partitions(parts, settings)
-        self._merged.put(key, partitions)
-        return partitions
+            view = view_of(merge_partitions(parts, settings), settings)
+        self._merged.put(key, view)
+        return view
 
-    def remember_merged(
-        self, state: StateVersion, partitions: tuple[PartitionAggregate, ...]
-    ) -> None:
+    def _read_merged_view(
+        self, state: StateVersion, base: str, settings: SketchSettings
+    ) -> MergedView:
+        partitions = self.read_aggregate(base)
+        if state.merged_deltas:
+            changed = [p for d in state.merged_deltas for p in self.read_aggregate(d.path)]
+            partitions = overlay_partitions(partitions, changed)
+        if state.merged_table_path is None:  # one partition, or written before tables were kept
+            return view_of(partitions, settings)
+        table = self.read_aggregate(state.merged_table_path)
+        if len(table) != 1:
+            raise StoreError(f"{self.path(state.merged_table_path)}: not one table aggregate")
+        return MergedView(partitions, table[0])
+
+    def write_merged_view(
+        self,
+        state: StateVersion,
+        view: MergedView,
+        *,
+        snapshot_id: int,
+        previous: StateVersion,
+        changed: frozenset[PartitionKey] | None,
+    ) -> StateVersion:
+        """Write ``view`` (the merged view of ``state``'s segments) durably; ``state``
+        pointing at it. ``changed``: the partitions that differ from ``previous``'s view
+        (``None``: unknown), which alone are written when ``previous``'s files can carry
+        them as one more delta; else the whole view is, and the chain starts again."""
+        base: str | None = None
+        deltas: tuple[MergedDelta, ...] = ()
+        if changed is not None and self._extendable(previous, len(changed), len(view.partitions)):
+            by_key = {p.partition: p for p in view.partitions}
+            entries = [
+                by_key.get(key) or PartitionAggregate(partition=key)
+                for key in sorted(changed, key=partition_sort_key)
+            ]
+            delta = MergedDelta(self.write_aggregate(snapshot_id, entries), len(entries))
+            base, deltas = previous.merged_path, (*previous.merged_deltas, delta)
+        if base is None:
+            base = self.write_aggregate(snapshot_id, view.partitions)
+        # one partition is the table: nothing to keep apart (``view_of`` is then no merge)
+        table_path = (
+            self.write_aggregate(snapshot_id, (view.table,)) if len(view.partitions) > 1 else None
+        )
+        done = replace(state, merged_path=base, merged_table_path=table_path, merged_deltas=deltas)
+        return replace(done, merged_key=merge_key(done))
+
+    def _extendable(self, previous: StateVersion, changed: int, partitions: int) -> bool:
+        """Whether ``previous``'s merged-view files are its current, readable view and
+        one more delta of ``changed`` entries keeps the chain within its bounds."""
+        if (
+            previous.merged_path is None
+            or previous.merged_table_path is None
+            or previous.merged_key != merge_key(previous)
+            or len(previous.merged_deltas) >= MAX_MERGED_DELTAS
+            or sum(d.partitions for d in previous.merged_deltas) + changed > partitions // 2
+        ):
+            return False
+        files = [previous.merged_path, *(d.path for d in previous.merged_deltas)]
+        try:
+            for rel in files:
+                self.read_aggregate(rel)  # cached: read when the view was
+        except StoreError:
+            return False
+        return True
+
+    def remerge_partitions(
+        self,
+        segments: Sequence[SegmentEntry],
+        keys: frozenset[PartitionKey],
+        settings: SketchSettings,
+    ) -> tuple[PartitionAggregate, ...]:
+        """The partitions ``keys`` merged from the aggregates of ``segments`` (after a
+        removal: only the partitions it touched), sorted by key."""
+        parts = [
+            part
+            for segment in segments
+            for part in self.read_aggregate(segment.aggregate_path)
+            if part.partition in keys
+        ]
+        return merge_partitions(parts, settings)
+
+    def remember_merged(self, state: StateVersion, view: MergedView) -> None:
         """Record the merged view of ``state`` (computed by the commit that wrote it)."""
-        self._merged.put(merge_key(state), partitions)
+        self._merged.put(merge_key(state), view)
 
     # -- stats documents ------------------------------------------------------------------
 

@@ -12,7 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from lakestats.merge import aggregate_files
-from lakestats.model import PartitionAggregate, SegmentEntry, SketchSettings, StateVersion
+from lakestats.model import (
+    PartitionAggregate,
+    PartitionKey,
+    SegmentEntry,
+    SketchSettings,
+    StateVersion,
+)
 from lakestats.plan import CommitPlan
 from lakestats.store.store import StatsStore
 
@@ -25,6 +31,9 @@ class StoredCommit:
     added: tuple[PartitionAggregate, ...]  # the commit's added files, per partition
     removed: tuple[PartitionAggregate, ...]  # its removed files, per partition
     read_segments: int = 0  # segments re-read to apply tombstones
+    # the partitions of the files it tombstoned, as the store holds them (a format's own
+    # description of a removed file may lack its partition: Delta's remove actions)
+    tombstoned_partitions: frozenset[PartitionKey] = frozenset()
 
 
 class SegmentWriter:
@@ -36,6 +45,7 @@ class SegmentWriter:
 
     def write(self, state: StateVersion, plan: CommitPlan) -> StoredCommit:
         segments: list[SegmentEntry] = []
+        touched: set[PartitionKey] = set()
         for segment in state.segments:
             newly_dead = plan.tombstones.get(segment.path)
             if not newly_dead:
@@ -43,8 +53,14 @@ class SegmentWriter:
                 continue
             dead = frozenset(segment.dead_files | newly_dead)
             if len(dead) >= segment.file_count:
-                continue  # fully dead: the segment leaves the state (cleanup deletes it)
-            live = [f for f in self._store.read_segment(segment.path) if f.path not in dead]
+                # fully dead: the segment leaves the state (cleanup deletes it)
+                touched.update(
+                    p.partition for p in self._store.read_aggregate(segment.aggregate_path)
+                )
+                continue
+            files = self._store.read_segment(segment.path)
+            touched.update(f.partition for f in files if f.path in newly_dead)
+            live = [f for f in files if f.path not in dead]
             aggregate = aggregate_files(live, plan.types, self._settings)
             aggregate_path = self._store.write_aggregate(segment.snapshot_id, aggregate)
             segments.append(replace(segment, aggregate_path=aggregate_path, dead_files=dead))
@@ -65,4 +81,5 @@ class SegmentWriter:
             added=added,
             removed=aggregate_files(plan.removed, plan.types, self._settings),
             read_segments=sum(1 for s in state.segments if plan.tombstones.get(s.path)),
+            tombstoned_partitions=frozenset(touched),
         )

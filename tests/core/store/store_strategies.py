@@ -17,6 +17,7 @@ from lakestats.model import (
     DataFile,
     FileContent,
     JsonScalar,
+    MergedDelta,
     PartitionAggregate,
     PartitionKey,
     SegmentEntry,
@@ -188,12 +189,19 @@ SEGMENT_ENTRIES = st.builds(
     file_count=st.integers(0, 10**6),
     dead_files=st.frozensets(TEXT, max_size=4),
 )
-_MERGED = st.none() | st.tuples(REL_PATHS, st.text("0123456789abcdef", min_size=64, max_size=64))
+_MERGED = st.none() | st.tuples(
+    REL_PATHS,
+    st.text("0123456789abcdef", min_size=64, max_size=64),
+    st.none() | REL_PATHS,
+    st.lists(st.builds(MergedDelta, REL_PATHS, st.integers(0, 10**6)), max_size=3).map(tuple),
+)
 STATE_VERSIONS = st.builds(
     lambda merged, **kw: StateVersion(
         **kw,
         merged_path=merged[0] if merged else None,
         merged_key=merged[1] if merged else None,
+        merged_table_path=merged[2] if merged else None,
+        merged_deltas=merged[3] if merged else (),
     ),
     merged=_MERGED,
     version=st.integers(1, 10**12),
