@@ -221,16 +221,21 @@ def merge_partitions(
 
 
 def _typed_key(group: Sequence[PartitionAggregate]) -> PartitionKey:
-    """The group's key, typed where one of its parts has it (a key read from a file
-    written before keys were typed equals the typed key but carries JSON scalars)."""
+    """The group's key, typed where one of its parts has it (a key read back from an
+    aggregate file equals the typed key but carries the stored JSON scalars)."""
     return next((p.partition for p in group if p.partition.fields), group[0].partition)
 
 
 def partition_sort_key(key: PartitionKey) -> tuple[Any, ...]:
-    """Order partitions by spec, then values (nulls first), comparing like with like."""
+    """Order partitions by spec, then values as rendered (``PartitionKey.rendered``), nulls
+    first, then numbers, then strings (ISO dates and times in time order): a key read back
+    with JSON scalars sorts where its typed equal does."""
     return (
         key.spec_id,
-        tuple((name, value is not None, str(type(value)), value) for name, value in key.values),
+        tuple(
+            (name, value is not None, isinstance(value, str), 0 if value is None else value)
+            for name, value in key.rendered
+        ),
     )
 
 

@@ -91,10 +91,11 @@ class PartitionField:
 class PartitionKey:
     """A partition: ``(name, value)`` pairs in the spec's field order, values typed.
 
-    ``fields`` gives each value's field id and type, in the same order; it is empty only
-    for keys read back from stores written before lakestats kept it (their values are the
-    JSON scalars that were stored). An unpartitioned table has ``spec_id`` 0 and no values.
-    Values become JSON only when rendered (``as_dict``, ``values.to_json``).
+    ``fields`` gives each value's field id and type, in the same order; it is empty for
+    keys read back from aggregate files and from segments written before lakestats kept
+    it (their values are the JSON scalars that were stored). An unpartitioned table has
+    ``spec_id`` 0 and no values. Values become JSON only when rendered (``as_dict``,
+    ``values.to_json``).
 
     Equality and hashing compare the values as rendered (``values.to_json``): a NaN
     partition value groups, and a key read back without ``fields`` (its values the stored
@@ -109,14 +110,20 @@ class PartitionKey:
         if self.fields and len(self.fields) != len(self.values):
             raise ValueError("a partition key needs one field per value")
 
-    def _identity(self) -> tuple[Any, ...]:
-        key: tuple[Any, ...] | None = self.__dict__.get("_key")
-        if key is None:  # once per key: merges group thousands of partitions per commit
+    @property
+    def rendered(self) -> tuple[tuple[str, JsonScalar], ...]:
+        """``(name, value)`` pairs with the values as ``values.to_json`` renders them: what
+        equality, hashing and ``merge.partition_sort_key`` compare."""
+        rendered: tuple[tuple[str, JsonScalar], ...] | None = self.__dict__.get("_rendered")
+        if rendered is None:  # once per key: merges group thousands of partitions per commit
             from lakestats.values import to_json  # noqa: PLC0415 - values imports the model
 
-            key = (self.spec_id, tuple((name, to_json(value)) for name, value in self.values))
-            object.__setattr__(self, "_key", key)
-        return key
+            rendered = tuple((name, to_json(value)) for name, value in self.values)
+            object.__setattr__(self, "_rendered", rendered)
+        return rendered
+
+    def _identity(self) -> tuple[Any, ...]:
+        return (self.spec_id, self.rendered)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PartitionKey):

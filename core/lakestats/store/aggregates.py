@@ -19,7 +19,6 @@ from lakestats.store._codec import (
     decoding,
     encode_table,
     encode_value,
-    partition_fields_json,
     partition_from_json,
     partition_json,
     read_table,
@@ -40,10 +39,6 @@ _PARTITION_FIELDS = [
     pa.field("equality_delete_files", pa.int64(), nullable=False),
     pa.field("equality_delete_records", pa.int64(), nullable=False),
 ]
-# documented since partition keys were typed, but only written since merged views were
-# chained (their keys must equal the typed keys of new files); files without it read back
-# the stored JSON scalars, which ``PartitionKey`` treats as the same key
-_KEY_FIELDS = [pa.field("partition_fields", pa.string())]
 # added in a minor revision for row-level deletes; files without them read as 0
 _DELETE_FIELDS = [
     pa.field("deleted_records", pa.int64()),
@@ -75,10 +70,13 @@ _COLUMN_FIELDS = [
     pa.field("value_sample_v1", pa.binary()),
     pa.field("frequent_items_v1", pa.binary()),  # likewise (sketches/frequent.py)
 ]
-SCHEMA = schema_with_kind(_PARTITION_FIELDS + _KEY_FIELDS + _DELETE_FIELDS + _COLUMN_FIELDS, KIND)
+SCHEMA = schema_with_kind(_PARTITION_FIELDS + _DELETE_FIELDS + _COLUMN_FIELDS, KIND)
 _DELETE_TOTALS = [f.name for f in _DELETE_FIELDS]
+# No ``partition_fields`` (segments have it): partition values read back as the stored
+# JSON scalars, which ``PartitionKey`` compares equal to the typed keys of new files. A
+# reader before that listed the column as optional without knowing its type, and fails on
+# a file that has it: aggregates stay without it.
 OPTIONAL_COLUMNS = [
-    "partition_fields",
     *_DELETE_TOTALS,
     "value_sample_v1",
     "frequent_items_v1",
@@ -128,7 +126,6 @@ def encode_aggregate(parts: Sequence[PartitionAggregate]) -> bytes:
             "part_ordinal": ordinal,
             "spec_id": part.partition.spec_id,
             "partition": partition_json(part.partition),
-            "partition_fields": partition_fields_json(part.partition),
         }
         part_cells.update({name: getattr(part, name) for name in _PARTITION_TOTALS})
         part_cells.update({name: getattr(part, name) for name in _DELETE_TOTALS})
@@ -194,11 +191,7 @@ def read_aggregate(path: atomic.PathLike) -> tuple[PartitionAggregate, ...]:
             )
             parts.append(
                 PartitionAggregate(
-                    partition=partition_from_json(
-                        data["spec_id"][first],
-                        data["partition"][first],
-                        data.get("partition_fields", [None] * (first + 1))[first],
-                    ),
+                    partition=partition_from_json(data["spec_id"][first], data["partition"][first]),
                     columns=columns,
                     **totals,
                 )
