@@ -332,10 +332,22 @@ def overlay_partitions(
 ) -> tuple[PartitionAggregate, ...]:
     """``partitions`` with each of ``changed`` in place of its key's entry, in order; an
     empty entry (``is_empty``) removes the partition. Sorted by key, as merges are."""
-    by_key = {p.partition: p for p in partitions}
+    entries = list(partitions)
+    at = {p.partition: i for i, p in enumerate(entries)}
+    reorder = False  # a partition came or went: sort again (else the order stands)
     for part in changed:
-        if is_empty(part):
-            by_key.pop(part.partition, None)
+        i = at.get(part.partition)
+        if i is None:
+            if not is_empty(part):
+                at[part.partition] = len(entries)
+                entries.append(part)
+                reorder = True
+        elif is_empty(part):
+            entries[i] = part  # dropped below
+            reorder = True
         else:
-            by_key[part.partition] = part
-    return tuple(sorted(by_key.values(), key=lambda p: partition_sort_key(p.partition)))
+            entries[i] = part
+    if not reorder:
+        return tuple(entries)
+    kept = (p for p in entries if not is_empty(p))
+    return tuple(sorted(kept, key=lambda p: partition_sort_key(p.partition)))

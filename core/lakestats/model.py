@@ -123,15 +123,24 @@ class PartitionKey:
         return rendered
 
     def _identity(self) -> tuple[Any, ...]:
-        return (self.spec_id, self.rendered)
+        identity: tuple[Any, ...] | None = self.__dict__.get("_identity_cache")
+        if identity is None:
+            identity = (self.spec_id, self.rendered)
+            object.__setattr__(self, "_identity_cache", identity)
+            object.__setattr__(self, "_hash_cache", hash(identity))
+        return identity
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PartitionKey):
             return NotImplemented
-        return self._identity() == other._identity()
+        return self is other or self._identity() == other._identity()
 
     def __hash__(self) -> int:
-        return hash(self._identity())
+        cached: int | None = self.__dict__.get("_hash_cache")
+        if cached is None:
+            self._identity()
+            cached = self.__dict__["_hash_cache"]
+        return cached
 
     @property
     def field_ids(self) -> tuple[int, ...] | None:

@@ -259,12 +259,7 @@ class _Buckets:
             for i in range(j, end + 1):
                 delta += self.frequent[self.uppers[i]] - self.counts[i]
                 self.counts[i] = self.frequent[self.uppers[i]]
-            sides = [i for i in (j - 1, end + 1) if 0 <= i < len(hot)]
-            for n, i in enumerate(sides):
-                share = delta / (len(sides) - n)  # what is left, over the sides left
-                taken = min(share, self.counts[i])
-                self.counts[i] -= taken
-                delta -= taken
+            self._take_beside(j, end, delta)
             j = end + 1
 
     def _lift_to_listed_lower_bounds(self, lowers: dict[float, float]) -> None:
@@ -278,16 +273,21 @@ class _Buckets:
             if j is not None:
                 floors[j] += lower
         for j, floor in enumerate(floors):
-            delta = floor - self.counts[j]
-            if delta <= 0:
-                continue
-            self.counts[j] = floor
-            sides = [i for i in (j - 1, j + 1) if 0 <= i < len(floors)]
-            for n, i in enumerate(sides):
-                share = delta / (len(sides) - n)  # what is left, over the sides left
-                taken = min(share, max(0.0, self.counts[i] - floors[i]))
-                self.counts[i] -= taken
-                delta -= taken
+            if floor > self.counts[j]:
+                delta, self.counts[j] = floor - self.counts[j], floor
+                self._take_beside(j, j, delta, floors)
+
+    def _take_beside(
+        self, first: int, last: int, delta: float, floors: list[float] | None = None
+    ) -> None:
+        """Take ``delta`` rows given to buckets ``first`` … ``last`` from the buckets on
+        either side, evenly, none below its floor (0 without ``floors``)."""
+        sides = [i for i in (first - 1, last + 1) if 0 <= i < len(self.counts)]
+        for n, i in enumerate(sides):
+            share = delta / (len(sides) - n)  # what is left, over the sides left
+            taken = min(share, max(0.0, self.counts[i] - (floors[i] if floors else 0.0)))
+            self.counts[i] -= taken
+            delta -= taken
 
     def _holds(self, j: int, x: float) -> bool:
         if j == 0:
