@@ -3,7 +3,7 @@
 ``analyze_table`` brings a table's stats up to its current snapshot. It walks the table's
 lineage once, cuts the unprocessed commits into batches (``plan``), sketches each batch's
 new files in one Spark job (``sketching``), and for every commit writes its segment and
-tombstones (``store.writer``), merges the table once (``StatsStore.merged``), builds the
+tombstones (``store.writer``), merges the table once (``StatsStore.merged_view``), builds the
 native stats document and commits one new state version. Publishers get the same merged
 value and register a batch's snapshots in one commit of the table.
 

@@ -250,7 +250,7 @@ def test_merged_view_comes_from_memory_then_the_state_then_a_remerge(tmp_path: P
     expected = merge_partitions(stored.added, SETTINGS)
 
     # no cache, no merged file: re-merged from the segment aggregates
-    assert StatsStore(tmp_path, "table-1").merged(state, SETTINGS) == expected
+    assert StatsStore(tmp_path, "table-1").merged_view(state, SETTINGS).partitions == expected
     # the state's merged aggregate is used when its key matches the segments …
     marker = merge_partitions(
         aggregate_files(files[:1], {1: "long", 2: "string"}, SETTINGS), SETTINGS
@@ -262,11 +262,11 @@ def test_merged_view_comes_from_memory_then_the_state_then_a_remerge(tmp_path: P
             "merged_key": merge_key(state),
         }
     )
-    assert StatsStore(tmp_path, "table-1").merged(with_merged, SETTINGS) == marker
+    assert StatsStore(tmp_path, "table-1").merged_view(with_merged, SETTINGS).partitions == marker
     # … and ignored when it was made from other segments
     stale = StateVersion(**{**with_merged.__dict__, "merged_key": "other"})
-    assert StatsStore(tmp_path, "table-1").merged(stale, SETTINGS) == expected
+    assert StatsStore(tmp_path, "table-1").merged_view(stale, SETTINGS).partitions == expected
     # this process's memory wins over both
     warm = StatsStore(tmp_path, "table-1")
     warm.remember_merged(state, view_of((), SETTINGS))
-    assert warm.merged(stale, SETTINGS) == ()
+    assert warm.merged_view(stale, SETTINGS).partitions == ()

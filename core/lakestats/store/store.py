@@ -275,12 +275,6 @@ class StatsStore:
             self._aggregates.put(rel, cached)
         return cached
 
-    def merged(
-        self, state: StateVersion, settings: SketchSettings
-    ) -> tuple[PartitionAggregate, ...]:
-        """The merged view's partitions (``merged_view``)."""
-        return self.merged_view(state, settings).partitions
-
     def merged_view(self, state: StateVersion, settings: SketchSettings) -> MergedView:
         """The merge of all live segments' aggregates of ``state``: THE merged-view cache.
 
