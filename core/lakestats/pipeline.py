@@ -62,6 +62,7 @@ from lakestats.arrow_sketch.engine import (
 )
 from lakestats.arrow_sketch.file_sketch import ArrowJob
 from lakestats.exceptions import ConfigError, DataFileError, SketchError, SparkUnavailableError
+from lakestats.field_ids import SPARK_FIELD_ID_KEY, split_by_field_ids
 from lakestats.locations import is_local, local_path
 from lakestats.model import (
     KEY_SKETCH_ID,
@@ -90,7 +91,6 @@ from lakestats.written_types import Retyped, by_written_types, read_cast, writte
 _log = structlog.get_logger(__name__)
 
 JOB_GROUP = "lakestats-sketch"
-FIELD_ID_KEY = "parquet.field.id"
 _DOUBLE_NEG_ZERO_BITS = -(1 << 63)
 _FLOAT_NEG_ZERO_BITS = -(1 << 31)
 
@@ -317,7 +317,7 @@ def sketch_files(
                     written=written,
                 )
             else:
-                if match_by == "field_id" and not _split_by_field_ids(unique_paths[:1])[0]:
+                if match_by == "field_id" and not split_by_field_ids(unique_paths[:1])[0]:
                     # the first file has no field ids (Delta without column mapping, Hive
                     # migrations): one footer read spares a Spark job that would fail
                     raise _NoFieldIdsError
@@ -336,7 +336,7 @@ def sketch_files(
         except _NoFieldIdsError:
             # Files written without Parquet field ids (Hive migrations, Impala): Iceberg
             # reads them by name. Found only when a read fails, so other tables pay nothing.
-            by_id, by_name = _split_by_field_ids(unique_paths)
+            by_id, by_name = split_by_field_ids(unique_paths)
             rows = (
                 _run(
                     session,
@@ -894,7 +894,7 @@ def _read_schema(
             if isinstance(child, dict):
                 fields.append(T.StructField(name, build(child), True))
             else:
-                metadata = {FIELD_ID_KEY: child.column.field_id} if by_id else {}
+                metadata = {SPARK_FIELD_ID_KEY: child.column.field_id} if by_id else {}
                 was = as_written.get(child.column.field_id)
                 spark_type = _spark_type(child.spec) if was is None else written_spark_type(was)
                 fields.append(T.StructField(name, spark_type, True, metadata))
@@ -903,7 +903,7 @@ def _read_schema(
     schema = build(tree)
     if key is not None and key.key.row_kind_column is not None:
         kind_id = key.key.row_kind_field_id
-        metadata = {FIELD_ID_KEY: kind_id} if by_id and kind_id is not None else {}
+        metadata = {SPARK_FIELD_ID_KEY: kind_id} if by_id and kind_id is not None else {}
         schema = schema.add(T.StructField(key.key.row_kind_column, T.ByteType(), True, metadata))
     return schema
 
@@ -1051,33 +1051,10 @@ def _spark_key(path: str) -> str:
 
 
 _NO_FIELD_IDS = "Parquet file schema doesn't contain any field Ids"
-_PARQUET_FIELD_ID = b"PARQUET:field_id"
 
 
 class _NoFieldIdsError(Exception):
     """A file of the read has no Parquet field ids: it must be read by column name."""
-
-
-def _split_by_field_ids(paths: list[str]) -> tuple[list[str], list[str]]:
-    """(files with Parquet field ids, files without), from each file's footer."""
-    import pyarrow.parquet as pq  # noqa: PLC0415 - only on this rare path
-    from pyarrow import fs as pafs  # noqa: PLC0415
-
-    with_ids: list[str] = []
-    without: list[str] = []
-    for path in paths:
-        local = local_path(path, percent_encoded=False)
-        try:
-            if local is not None:
-                schema = pq.read_schema(str(local))
-            else:
-                filesystem, inner = pafs.FileSystem.from_uri(path)
-                schema = pq.read_schema(inner, filesystem=filesystem)
-        except (OSError, ValueError) as exc:
-            raise DataFileError(f"cannot read data file {path}: {exc}") from exc
-        has_ids = any(field.metadata and _PARQUET_FIELD_ID in field.metadata for field in schema)
-        (with_ids if has_ids else without).append(path)
-    return with_ids, without
 
 
 def _missing_locally(path: str) -> bool:

@@ -20,15 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
 
 from lakestats.exceptions import SketchError
+from lakestats.field_ids import SPARK_FIELD_ID_KEY, split_by_field_ids
 from lakestats.model import KeyMerge, MergeInput, TableSchema
 from lakestats.written_types import Retyped, by_written_types, read_cast, written_spark_type
 
-FIELD_ID_KEY = "parquet.field.id"
 UPDATE_BEFORE, DELETE = 1, 3
 _RETRACT = (UPDATE_BEFORE, DELETE)
 _HIDDEN = ("__path", "__row_index")
@@ -90,7 +91,6 @@ def merged_rows(
     inputs = {i.path: i for inputs in groups for i in inputs}
 
     fields = [f for f in scan.schema.fields if f.name not in _HIDDEN]
-    by_id = any(FIELD_ID_KEY in (f.metadata or {}) for f in fields)
     names = {c.field_id: c.name for c in schema.columns}
     top = {f.name for f in fields}
     missing = [
@@ -98,9 +98,7 @@ def merged_rows(
     ]
     if missing:
         raise SketchError(f"primary-key merge: key or sequence field ids {missing} are not read")
-    rows = _read_inputs(
-        session, list(inputs.values()), fields, merge=merge, by_id=by_id, names=names
-    )
+    rows = _read_inputs(session, list(inputs.values()), fields, merge=merge, names=names)
     membership = session.createDataFrame(
         pa.table(
             {_URI: [u for u, _ in members], _GROUP: pa.array([g for _, g in members], pa.int32())}
@@ -139,45 +137,68 @@ def _read_inputs(
     fields: list[Any],
     *,
     merge: KeyMerge,
-    by_id: bool,
     names: dict[int, str],
 ) -> Any:
     """Every input once, each with its own written types cast to the current ones
-    (``written_types.read_cast``)."""
+    (``written_types.read_cast``), by field id or by name as the file was written (one
+    bucket may hold Java Paimon's files, with Parquet field ids, and pypaimon's, without:
+    ``lakestats.field_ids``)."""
     from pyspark.sql import functions as F  # noqa: N812, PLC0415 - lazy; pyspark's own name
     from pyspark.sql import types as T  # noqa: N812, PLC0415
 
-    def meta(field_id: int | None) -> dict[str, Any]:
-        return {FIELD_ID_KEY: field_id} if by_id and field_id is not None else {}
+    ids = {name: field_id for field_id, name in names.items()}
+    if merge.row_kind_field_id is not None:  # the row kind column, when the scan reads it
+        ids.setdefault(merge.row_kind_column, merge.row_kind_field_id)
+    kind_read = any(f.name == merge.row_kind_column for f in fields)
 
-    kind_read = next((f for f in fields if f.name == merge.row_kind_column), None)
+    def meta(field_id: int | None, by_id: bool) -> dict[str, Any]:
+        return {SPARK_FIELD_ID_KEY: field_id} if by_id and field_id is not None else {}
 
-    def read_schema(retyped: Retyped) -> Any:
+    def matched(field: Any, by_id: bool, prefix: str = "") -> Any:
+        """``field`` matched by id or by name; struct parents always by name (their ids
+        are not in the model)."""
+        path = prefix + field.name
+        if isinstance(field.dataType, T.StructType):
+            children = [matched(c, by_id, f"{path}.") for c in field.dataType.fields]
+            return T.StructField(field.name, T.StructType(children), True)
+        return T.StructField(field.name, field.dataType, True, meta(ids.get(path), by_id))
+
+    def read_schema(retyped: Retyped, *, by_id: bool) -> Any:
         written = {names[f]: written_spark_type(t) for f, t in retyped if f in names}
+        read_fields = [matched(f, by_id) for f in fields]
         read_fields = [
-            T.StructField(f.name, written.get(f.name, f.dataType), True, f.metadata) for f in fields
+            T.StructField(f.name, written.get(f.name, f.dataType), True, f.metadata)
+            for f in read_fields
         ]
-        if kind_read is None:
+        if not kind_read:
             read_fields.append(
                 T.StructField(
-                    merge.row_kind_column, T.ByteType(), True, meta(merge.row_kind_field_id)
+                    merge.row_kind_column, T.ByteType(), True, meta(merge.row_kind_field_id, by_id)
                 )
             )
         read_fields.append(
-            T.StructField(merge.sequence_column, T.LongType(), True, meta(merge.sequence_field_id))
+            T.StructField(
+                merge.sequence_column, T.LongType(), True, meta(merge.sequence_field_id, by_id)
+            )
         )
         return T.StructType(read_fields)
 
-    groups = by_written_types([i.path for i in inputs], {i.path: i.retyped for i in inputs})
-    read = read_cast(
-        session,
-        groups,
-        read_schema,
-        hidden=[
-            _normalised(F.col("_metadata.file_path")).alias(_URI),
-            F.col("_metadata.file_path").alias("__path"),
-        ],
-    )
+    hidden = [
+        _normalised(F.col("_metadata.file_path")).alias(_URI),
+        F.col("_metadata.file_path").alias("__path"),
+    ]
+    retyped = {i.path: i.retyped for i in inputs}
+    reads = [
+        read_cast(
+            session,
+            by_written_types(paths, retyped),
+            partial(read_schema, by_id=by_id),
+            hidden=hidden,
+        )
+        for by_id, paths in zip((True, False), split_by_field_ids(retyped), strict=True)
+        if paths
+    ]
+    read = reads[0] if len(reads) == 1 else reads[0].union(reads[1])  # same columns, same order
     return read.select(
         F.col(_URI),
         F.col("__path"),

@@ -17,18 +17,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from pypaimon import CatalogFactory
+from pypaimon.schema.data_types import PyarrowFieldParser
 
 from lakestats.analyze import analyze_table
 from lakestats.config import Config
 from lakestats.formats.paimon import open_paimon_location
 from lakestats.formats.paimon.key_merge import merge_rules
+from lakestats.formats.paimon.testing import write_arrow
 from lakestats.formats.paimon.types import PaimonSchema
 from lakestats.model import KeyMerge
 from lakestats.read import read_stats
 from lakestats.sketching import SparkSketcher
 from lakestats.tables import open_configured
 from lakestats.values import to_json
-from paimon_fixtures import fixture, needs_paimon_fixtures, read_rows
+from paimon_fixtures import copy_fixture, fixture, needs_paimon_fixtures, read_rows
 from paimon_tables import PaimonWarehouse, compact_fully, one_table_config, parsed_schema
 
 pytestmark = pytest.mark.spark
@@ -133,6 +136,51 @@ def test_merge_on_read_fixture_with_sequence_fields_and_type_changes(
     # v0 (DOUBLE -> INT) truncates: 11.1 -> 11; the sequence field keeps "banana"/"you"
     assert sorted(rows.column("v0").to_pylist()) == [11, 12, 13, 13, 110, 120, 130, 140]
     assert_describes(doc, rows, names)
+
+
+@needs_paimon_fixtures
+def test_a_bucket_written_by_java_paimon_and_pypaimon_merges_across_both(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Java Paimon's files carry Parquet field ids, pypaimon's none: one bucket holding both
+    (a Flink writer and a Python job on one table) is merged across them, each file read
+    its own way; pypaimon's read is the oracle. The pypaimon commit replaces one key (a
+    higher ``s0`` wins under ``sequence.field = s0,s1``), loses to a Java-written version
+    of another (a lower ``s0``) and adds one; analyzed after the Java commits, then again."""
+    location = copy_fixture("pk_table_with_mor", tmp_path / "wh")
+    incremental = one_table_config("mixed", location, tmp_path / "inc")
+    assert analyze(incremental)["merged_record_count"] == 8
+    table = CatalogFactory.create({"warehouse": str(tmp_path / "wh")}).get_table(
+        "pk_table_with_mor.pk_table_with_mor"
+    )
+    schema = PyarrowFieldParser.from_paimon_schema(table.table_schema.fields)
+    written = {
+        "k1": [0, 1, 5],
+        "k0": [0, 0, 5],
+        "p0": [0, 0, 0],
+        "p1": [0, 0, 0],
+        "s1": ["apple2", "car2", "new"],
+        "s0": [b"zzz", b"aaa", b"a"],  # k (0, 0) wins, k (1, 0) loses to b"later"
+        "v0": [999, -1, 7],
+        "v1": ["x", "y", None],
+        "v2": [1, 2, 3],
+    }
+    write_arrow(table, pa.table({f.name: written[f.name] for f in schema}, schema=schema))
+    newest = max(location.rglob("*.parquet"), key=lambda p: p.stat().st_mtime_ns)
+    assert all(not (f.metadata or {}) for f in pq.read_schema(newest))  # no field ids
+
+    rows = read_rows("pk_table_with_mor", tmp_path / "wh")
+    assert rows.num_rows == 9
+    by_key = {(r["k0"], r["k1"], r["p0"], r["p1"]): r for r in rows.to_pylist()}
+    assert by_key[(0, 0, 0, 0)]["v0"] == 999 and by_key[(0, 1, 0, 0)]["v0"] == 12
+    current = open_paimon_location(str(location)).paimon_schema()
+    names = {f.field_id: f.name for f in current.fields}
+    names = {i: n for i, n in names.items() if rows.column(n).null_count < rows.num_rows}
+    step = analyze(incremental)
+    assert_describes(step, rows, names)
+    scratch = analyze(one_table_config("mixed", location, tmp_path / "scratch"))
+    assert_describes(scratch, rows, names)
+    assert step["columns"] == scratch["columns"]
 
 
 # -- pypaimon-written tables, one per merge engine ----------------------------------------
