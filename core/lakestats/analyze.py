@@ -27,7 +27,7 @@ from lakestats.formats.base import SupportsFormatTerms
 from lakestats.lineage import pending_commits
 from lakestats.locations import LocationMap
 from lakestats.maintenance import expire_stats, stale_stats
-from lakestats.merge import extend_view, replace_partitions, view_of
+from lakestats.merge import extend_view, only_partitions, replace_partitions, view_of, whole_table
 from lakestats.model import (
     Commit,
     DataFile,
@@ -252,7 +252,12 @@ class _CommitPath:
         elif plan.full_merge:
             remerged = self.store.remerge_partitions(stored.segments, changed, self.settings)
             previous = self.store.merged_view(state, self.settings)
-            view = replace_partitions(previous, changed, remerged, self.settings)
+            table = (
+                whole_table(remerged, self.settings)
+                if only_partitions(previous, changed)  # e.g. unpartitioned: no other to read
+                else self.store.merged_table(stored.segments, self.settings)
+            )
+            view = replace_partitions(previous, changed, remerged, table)
         else:
             previous = self.store.merged_view(state, self.settings)
             view = extend_view(previous, stored.added, self.settings)

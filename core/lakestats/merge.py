@@ -285,40 +285,76 @@ def whole_table(
     return merge_partition(list(parts), settings, TABLE_KEY)
 
 
+def counts_only(part: PartitionAggregate) -> PartitionAggregate:
+    """``part`` without its columns' sketches (``MergedView.partitions``): counts, bounds,
+    lengths stay. ``sketched_files`` is 0, so a table wrongly merged from such entries says
+    its NDV and quantiles are unknown rather than giving some partitions' values."""
+    if not any(_has_sketches(c) for c in part.columns.values()):
+        return part
+    return replace(
+        part,
+        columns={
+            fid: replace(
+                column,
+                sketched_files=0,
+                theta=None,
+                kll=None,
+                value_sample=None,
+                frequent_items=None,
+            )
+            for fid, column in part.columns.items()
+        },
+    )
+
+
+def _has_sketches(column: ColumnAggregate) -> bool:
+    return bool(column.sketched_files) or any(
+        blob is not None
+        for blob in (column.theta, column.kll, column.value_sample, column.frequent_items)
+    )
+
+
 def view_of(partitions: Sequence[PartitionAggregate], settings: SketchSettings) -> MergedView:
     """A merged view from merged partitions (sorted by key), the table merged from them."""
-    return MergedView(tuple(partitions), whole_table(partitions, settings))
+    return MergedView(tuple(counts_only(p) for p in partitions), whole_table(partitions, settings))
 
 
 def extend_view(
     view: MergedView, added: Sequence[PartitionAggregate], settings: SketchSettings
 ) -> MergedView:
     """``view`` with a commit's added files (its per-partition aggregates) merged in. Only
-    the partitions they touch merge, and the table merges them once: no work grows with
-    the table's partition count."""
+    the partitions they touch merge (their counts), and the table merges them once: no
+    work grows with the table's partition count."""
     if not added:
         return view
     touched = {p.partition for p in added}
     before = [p for p in view.partitions if p.partition in touched]
-    partitions = overlay_partitions(view.partitions, merge_partitions((*before, *added), settings))
-    if len(partitions) == 1:  # the table is its one partition: no second merge
-        return MergedView(partitions, replace(partitions[0], partition=TABLE_KEY))
-    return MergedView(partitions, merge_partition([view.table, *added], settings, TABLE_KEY))
+    merged = merge_partitions((*before, *(counts_only(p) for p in added)), settings)
+    return MergedView(
+        overlay_partitions(view.partitions, merged),
+        merge_partition([view.table, *added], settings, TABLE_KEY),
+    )
 
 
 def replace_partitions(
     view: MergedView,
     keys: frozenset[PartitionKey],
     remerged: Sequence[PartitionAggregate],
-    settings: SketchSettings,
+    table: PartitionAggregate,
 ) -> MergedView:
     """``view`` with partitions ``keys`` replaced by ``remerged`` (their merge from the
-    live segments after a removal; a key missing there was emptied). The table re-merges
-    from every partition: a removal cannot be subtracted from it."""
-    changed = [*remerged]
+    live segments after a removal; a key missing there was emptied) and ``table``, the
+    whole table merged again from the live segments: a removal cannot be subtracted."""
+    changed = [counts_only(p) for p in remerged]
     found = {p.partition for p in remerged}
     changed.extend(PartitionAggregate(partition=key) for key in keys - found)
-    return view_of(overlay_partitions(view.partitions, changed), settings)
+    return MergedView(overlay_partitions(view.partitions, changed), table)
+
+
+def only_partitions(view: MergedView, keys: frozenset[PartitionKey]) -> bool:
+    """Whether every partition of ``view`` is among ``keys``: then the merge of ``keys``
+    from the live segments is the whole table, with no other partition to re-read."""
+    return all(p.partition in keys for p in view.partitions)
 
 
 def is_empty(part: PartitionAggregate) -> bool:

@@ -16,6 +16,9 @@ Two ways a commit reaches lakestats are timed per small commit:
 
 It prints the median per-commit time and its merge and commit phases (``CommitReport``)
 per P, and each P's ratio to P = 1 (work that grows with the partitions shows there).
+Then ``--removals`` deletes of one whole day each (its files removed: a removal, which
+re-merges the table) timed in the daemon, and what the merged view holds: its sketch
+bytes in memory, per partition and for the table, and its files' bytes in the store.
 The same script runs against older code (``PYTHONPATH=<checkout>/core``) for a before/after.
 
     .venv/bin/python tests/bench/partitions.py [--partitions 1,365,3650] [--commits 12]
@@ -34,6 +37,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.expressions import EqualTo
 
 from lakestats.analyze import CommitReport, analyze_table
 from lakestats.config import load_config
@@ -60,6 +64,30 @@ def _batch(rng: np.random.Generator, days: list[int], rows: int) -> pa.Table:
 def _phases(reports: list[CommitReport]) -> dict[str, float]:
     (report,) = reports
     return {k: float(v) for k, v in report.timings.items()}
+
+
+def _view_bytes(opened: Any, config: Any) -> dict[str, int]:
+    """What the merged view holds: sketch bytes in memory (partitions, table) and the
+    bytes of its files in the store."""
+    store = opened.store
+    state = store.current()
+    view = store.merged_view(state, config.sketch.settings())
+
+    def sketches(part: Any) -> int:
+        return sum(
+            len(blob)
+            for column in part.columns.values()
+            for blob in (column.theta, column.kll, column.value_sample, column.frequent_items)
+            if blob is not None
+        )
+
+    files = [state.merged_path, getattr(state, "merged_table_path", None)]
+    files += [d.path for d in getattr(state, "merged_deltas", ())]
+    return {
+        "partition_sketch_bytes": sum(sketches(p) for p in view.partitions),
+        "table_sketch_bytes": sketches(view.table),
+        "view_file_bytes": sum(store.path(rel).stat().st_size for rel in files if rel),
+    }
 
 
 def run(partitions: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -96,7 +124,16 @@ def run(partitions: int, args: argparse.Namespace) -> dict[str, Any]:
             analyze_table(opened, config=config, on_commit=reports.append)
             timings[mode].append(time.perf_counter() - started)
             phases[mode].append(_phases(reports))
+    removals: list[float] = []
+    for i in range(args.removals if partitions > 1 else 0):
+        day = START + dt.timedelta(days=(partitions - 1 - i) % partitions)
+        table.delete(EqualTo("day", day))  # drops that day's files: a removal commit
+        started = time.perf_counter()
+        analyze_table(daemon_table, config=config)
+        removals.append(time.perf_counter() - started)
     result: dict[str, Any] = {"partitions": partitions, "baseline_s": baseline_s}
+    result["removal"] = statistics.median(removals) if removals else None
+    result |= _view_bytes(daemon_table, config)
     for mode in ("daemon", "hook"):
         result[mode] = statistics.median(timings[mode])
         for phase in ("merge", "commit"):
@@ -113,8 +150,10 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=12, help="small appends per mode")
     parser.add_argument("--append-rows", type=int, default=100, help="rows per small append")
     parser.add_argument("--work-dir", type=Path, default=REPO / ".bench" / "partitions")
+    parser.add_argument("--removals", type=int, default=3, help="one-day deletes (P > 1)")
     parser.add_argument("--keep", action="store_true", help="keep the tables and stores")
     args = parser.parse_args()
+    args.work_dir = args.work_dir.resolve()  # table locations are file:// URIs
     counts = [int(p) for p in args.partitions.split(",")]
     results = []
     for count in counts:
@@ -133,6 +172,20 @@ def main() -> None:
             cells.append(f"{r[mode]:.3f} s ({r[f'{mode}_merge']:.3f} / {r[f'{mode}_commit']:.3f})")
             cells.append(f"{r[mode] / first[mode]:.2f}×")
         print("| " + " | ".join(cells) + " |")
+    print(
+        f"\nAfter the appends, then {args.removals} removals of one day's files (P > 1; the "
+        "daemon's median seconds): the merged view's sketch bytes in memory and its files\n"
+    )
+    print("| partitions | removal | partition sketches | table sketches | view files |")
+    print("|---|---|---|---|---|")
+    for r in results:
+        removal = "–" if r["removal"] is None else f"{r['removal']:.3f} s"
+        mib = [r[k] / 2**20 for k in ("partition_sketch_bytes", "table_sketch_bytes")]
+        files = r["view_file_bytes"] / 2**20
+        print(
+            f"| {r['partitions']:,} | {removal} | {mib[0]:.2f} MiB | {mib[1]:.2f} MiB "
+            f"| {files:.2f} MiB |"
+        )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from lakestats.merge import (
     column_of_file,
     extend_view,
     merge_partitions,
+    only_partitions,
     replace_partitions,
     view_of,
     whole_table,
@@ -125,9 +126,38 @@ def test_replacing_the_partitions_a_removal_touched_equals_a_full_remerge(
     live = [f for i, f in enumerate(files) if i not in gone]
     touched = frozenset(files[i].partition for i in gone)
     remerged = aggregate_files([f for f in live if f.partition in touched], TYPES, SETTINGS)
-    after = replace_partitions(view, touched, remerged, SETTINGS)
+    # as ``analyze`` does: the re-merged partitions are the table when no other is left,
+    # else the table merges again from every live file
+    whole = remerged if only_partitions(view, touched) else aggregate_files(live, TYPES, SETTINGS)
+    after = replace_partitions(view, touched, remerged, whole_table(whole, SETTINGS))
     # a partition whose files were all removed leaves the view
     assert after == view_of(aggregate_files(live, TYPES, SETTINGS), SETTINGS)
+
+
+@given(file_lists)
+@settings(max_examples=60, deadline=None)
+def test_a_views_partitions_hold_counts_and_bounds_without_sketches(
+    files: list[DataFile],
+) -> None:
+    parts = aggregate_files(files, TYPES, SETTINGS)
+    view = view_of(parts, SETTINGS)
+    assert [p.partition for p in view.partitions] == [p.partition for p in parts]
+    for slim, full in zip(view.partitions, parts, strict=True):
+        assert slim.record_count == full.record_count and slim.file_count == full.file_count
+        for fid, column in slim.columns.items():
+            kept = full.columns[fid]
+            assert (column.null_count, column.lower, column.upper, column.len_max) == (
+                kept.null_count,
+                kept.lower,
+                kept.upper,
+                kept.len_max,
+            )
+            assert (column.theta, column.kll, column.sketched_files) == (None, None, 0)
+    # a table wrongly merged from them would say its sketches cover no file
+    assert all(
+        c.sketched_files == 0 for c in whole_table(view.partitions, SETTINGS).columns.values()
+    )
+    assert view.table == whole_table(parts, SETTINGS)
 
 
 def test_a_key_read_back_without_types_is_the_typed_key() -> None:

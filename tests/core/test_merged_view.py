@@ -13,6 +13,7 @@ import datetime as dt
 import io
 import json
 import random
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -26,9 +27,9 @@ from pyiceberg.transforms import DayTransform, IdentityTransform
 from lakestats.cli import main
 from lakestats.merge import merge_partitions, view_of
 from lakestats.model import MergedView, PartitionAggregate, SketchSettings, StateVersion
-from lakestats.sketches.merge import kll_normalized_rank_error
+from lakestats.sketches.merge import kll_count, kll_normalized_rank_error
 from lakestats.store import StatsStore
-from lakestats.store.store import MAX_MERGED_DELTAS
+from lakestats.store.store import MAX_MERGED_DELTAS, merge_key
 from lakestats.testing import IcebergWarehouse, exact_stats
 from lakestats.values import to_json
 
@@ -178,8 +179,10 @@ def test_the_view_is_a_chain_of_the_partitions_each_commit_changed(
     # aggregates carry no partition_fields: the reader before this revision fails on it
     assert "partition_fields" not in pq.read_schema(store.path(state.merged_path or "")).names
     raw = json.loads((store.table_dir / "log" / f"{state.version:020d}.json").read_text())
-    # a reader that knows only "merged" must not take the base for the whole view
-    assert "merged" not in raw and len(raw["merged_chain"]["deltas"]) == 3
+    # a reader that knows only "merged" must not take the base for the whole view, nor
+    # one that knows "merged_chain" re-merge the table from entries without sketches
+    assert "merged" not in raw and "merged_chain" not in raw
+    assert len(raw["merged_view"]["deltas"]) == 3
 
     # a removal touching two days: one delta of those two, re-merged from their segments
     wh.delete("t", "id >= 1000 and id < 1005 or id = 1")
@@ -318,3 +321,79 @@ def test_sketches_of_a_partitioned_table_match_a_from_scratch_run(
         zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True)
     )
     assert final["record_count"] == live.num_rows
+
+    # the stored view keeps sketches for the table alone: its partition entries hold counts
+    store, state = store_of(every)
+    assert state.merged_counts_only and state.merged_table_path is not None
+    entries = [
+        part
+        for rel in (state.merged_path or "", *(d.path for d in state.merged_deltas))
+        for part in store.read_aggregate(rel)
+    ]
+    assert {p.partition for p in store.merged_view(state, SketchSettings()).partitions} <= {
+        p.partition for p in entries
+    }
+    for column in (c for p in entries for c in p.columns.values()):
+        assert (column.theta, column.kll, column.sketched_files) == (None, None, 0)
+    (table,) = store.read_aggregate(state.merged_table_path)
+    assert all(c.theta is not None and c.kll is not None for c in table.columns.values())
+
+
+@pytest.mark.spark
+def test_a_view_stored_with_partition_sketches_is_read_and_then_rewritten(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A view written before partitions dropped their sketches (``merged_chain`` or
+    ``merged``, every partition with sketches) is read as counts per partition; the next
+    commit writes the whole view again rather than extend a chain of the other shape."""
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", SCHEMA, partition_by=[("day", DayTransform())])
+    loc = wh.location("t")
+    state_dir = tmp_path / "state"
+    wh.append("t", rows(0, 200, days=8))
+    analyze(loc, state_dir, sketches=True)
+    store, state = store_of(state_dir)
+    parts = merge_partitions(
+        [p for s in state.segments for p in store.read_aggregate(s.aggregate_path)],
+        SketchSettings(),
+    )
+    assert all(c.theta is not None for p in parts for c in p.columns.values())
+    older = replace(
+        state,
+        version=state.version + 1,
+        merged_path=store.write_aggregate(0, parts),  # partitions with their sketches
+        merged_table_path=store.write_aggregate(0, (remerged(store, state).table,)),
+        merged_deltas=(),
+        merged_counts_only=False,
+    )
+    store.commit(replace(older, merged_key=merge_key(older)))
+    raw = json.loads((store.table_dir / "log" / f"{older.version:020d}.json").read_text())
+    assert "merged" in raw and "merged_view" not in raw  # the older shape
+
+    store, state = store_of(state_dir)
+    view = store.merged_view(state, SketchSettings())
+    assert view == remerged(store, state)
+    assert all(c.theta is None for p in view.partitions for c in p.columns.values())
+
+    wh.append("t", rows(1000, 20, day=3))
+    analyze(loc, state_dir, sketches=True)
+    store, state = store_of(state_dir)
+    assert state.merged_counts_only and state.merged_deltas == ()
+    view, again = store.merged_view(state, SketchSettings()), remerged(store, state)
+    assert view.partitions == again.partitions
+    for fid, column in view.table.columns.items():
+        other = again.table.columns[fid]
+        for name in ("records", "null_count", "lower", "upper", "sketched_files", "theta"):
+            assert getattr(column, name) == getattr(other, name), (fid, name)
+        # KLL merges compact at random: equal counts, not bytes (quantiles: the test above)
+        assert (column.kll is None) == (other.kll is None), fid
+        if column.kll is not None and other.kll is not None:
+            assert kll_count(column.kll) == kll_count(other.kll), fid
+    once = tmp_path / "once"
+    analyze(loc, once, sketches=True)
+    final, scratch = show(loc, state_dir), show(loc, once)
+    assert final["partitions"] == scratch["partitions"]
+    assert final["record_count"] == scratch["record_count"] == 220
+    for name in ("id", "day", "price", "name"):
+        for key in ("null_count", "min", "max", "ndv"):
+            assert final["columns"][name][key] == scratch["columns"][name][key], (name, key)

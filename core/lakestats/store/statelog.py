@@ -68,12 +68,17 @@ def version_to_json(state: StateVersion) -> bytes:
         merged: dict[str, Any] = {"path": state.merged_path, "key": state.merged_key}
         if state.merged_table_path is not None:
             merged["table"] = state.merged_table_path
-        if state.merged_deltas:
-            # under its own name: a reader that knows only "merged" would take the base
-            # alone for the whole view; not knowing "merged_chain", it re-merges instead
+        if state.merged_deltas or state.merged_counts_only:
             merged["deltas"] = [
                 {"path": d.path, "partitions": d.partitions} for d in state.merged_deltas
             ]
+        # Each shape under its own name, so that a reader not knowing it re-merges instead
+        # of misreading it: one knowing only "merged" would take a chain's base alone for
+        # the whole view, one knowing "merged_chain" would re-merge the table from
+        # partitions without sketches.
+        if state.merged_counts_only:
+            doc["merged_view"] = merged
+        elif state.merged_deltas:
             doc["merged_chain"] = merged
         else:
             doc["merged"] = merged
@@ -151,7 +156,8 @@ def version_from_json(data: bytes, source: str) -> StateVersion:
     try:
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
-        merged = doc.get("merged_chain", doc.get("merged"))
+        counts_only = "merged_view" in doc
+        merged = doc.get("merged_view", doc.get("merged_chain", doc.get("merged")))
         if merged is not None and not isinstance(merged, dict):
             raise ValueError("field 'merged' must be an object")
         fmt = doc.get("format_version")
@@ -174,6 +180,7 @@ def version_from_json(data: bytes, source: str) -> StateVersion:
                 _get(merged, "table", str) if merged is not None and "table" in merged else None
             ),
             merged_deltas=_deltas(merged.get("deltas", []) if merged is not None else []),
+            merged_counts_only=counts_only,
             last_fingerprint=(
                 _get(doc, "last_fingerprint", str) if "last_fingerprint" in doc else None
             ),

@@ -17,7 +17,14 @@ import structlog
 
 from lakestats.exceptions import ConcurrentUpdateError, StoreError
 from lakestats.expiry import StoreFile, VersionInfo
-from lakestats.merge import merge_partitions, overlay_partitions, partition_sort_key, view_of
+from lakestats.merge import (
+    counts_only,
+    merge_partitions,
+    overlay_partitions,
+    partition_sort_key,
+    view_of,
+    whole_table,
+)
 from lakestats.model import (
     DataFile,
     MergedDelta,
@@ -302,16 +309,23 @@ class StatsStore:
     def _read_merged_view(
         self, state: StateVersion, base: str, settings: SketchSettings
     ) -> MergedView:
-        partitions = self.read_aggregate(base)
+        # A view written with every partition's sketches (before ``merged_counts_only``) is
+        # read once and not cached: its files are as large as the sketches it no longer keeps
+        read = self.read_aggregate if state.merged_counts_only else self._read_uncached
+        partitions = read(base)
         if state.merged_deltas:
-            changed = [p for d in state.merged_deltas for p in self.read_aggregate(d.path)]
+            changed = [p for d in state.merged_deltas for p in read(d.path)]
             partitions = overlay_partitions(partitions, changed)
         if state.merged_table_path is None:  # one partition, or written before tables were kept
             return view_of(partitions, settings)
-        table = self.read_aggregate(state.merged_table_path)
+        table = read(state.merged_table_path)
         if len(table) != 1:
             raise StoreError(f"{self.path(state.merged_table_path)}: not one table aggregate")
-        return MergedView(partitions, table[0])
+        return MergedView(tuple(counts_only(p) for p in partitions), table[0])
+
+    def _read_uncached(self, rel: str) -> tuple[PartitionAggregate, ...]:
+        cached = self._aggregates.get(rel)
+        return cached if cached is not None else aggregates.read_aggregate(self.path(rel))
 
     def write_merged_view(
         self,
@@ -336,13 +350,23 @@ class StatsStore:
             ]
             delta = MergedDelta(self.write_aggregate(snapshot_id, entries), len(entries))
             base, deltas = previous.merged_path, (*previous.merged_deltas, delta)
-        if base is None:
-            base = self.write_aggregate(snapshot_id, view.partitions)
-        # one partition is the table: nothing to keep apart (``view_of`` is then no merge)
-        table_path = (
-            self.write_aggregate(snapshot_id, (view.table,)) if len(view.partitions) > 1 else None
+        table_path: str | None = None
+        if base is None and len(view.partitions) <= 1:
+            # one partition is the table: stored once, with its sketches (the reader's
+            # ``view_of`` then merges nothing), and no table file of its own
+            whole = [replace(view.table, partition=p.partition) for p in view.partitions]
+            base = self.write_aggregate(snapshot_id, whole)
+        else:
+            if base is None:
+                base = self.write_aggregate(snapshot_id, view.partitions)
+            table_path = self.write_aggregate(snapshot_id, (view.table,))
+        done = replace(
+            state,
+            merged_path=base,
+            merged_table_path=table_path,
+            merged_deltas=deltas,
+            merged_counts_only=True,
         )
-        done = replace(state, merged_path=base, merged_table_path=table_path, merged_deltas=deltas)
         return replace(done, merged_key=merge_key(done))
 
     def _extendable(self, previous: StateVersion, changed: int, partitions: int) -> bool:
@@ -350,6 +374,7 @@ class StatsStore:
         one more delta of ``changed`` entries keeps the chain within its bounds."""
         if (
             previous.merged_path is None
+            or not previous.merged_counts_only  # older views' entries carry sketches
             or previous.merged_table_path is None
             or previous.merged_key != merge_key(previous)
             or len(previous.merged_deltas) >= MAX_MERGED_DELTAS
@@ -379,6 +404,16 @@ class StatsStore:
             if part.partition in keys
         ]
         return merge_partitions(parts, settings)
+
+    def merged_table(
+        self, segments: Sequence[SegmentEntry], settings: SketchSettings
+    ) -> PartitionAggregate:
+        """The whole table merged from the aggregates of ``segments`` (after a removal:
+        merging is associative, so this equals the merge of the merged partitions)."""
+        return whole_table(
+            [part for segment in segments for part in self.read_aggregate(segment.aggregate_path)],
+            settings,
+        )
 
     def remember_merged(self, state: StateVersion, view: MergedView) -> None:
         """Record the merged view of ``state`` (computed by the commit that wrote it)."""

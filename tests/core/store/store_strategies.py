@@ -194,6 +194,7 @@ _MERGED = st.none() | st.tuples(
     st.text("0123456789abcdef", min_size=64, max_size=64),
     st.none() | REL_PATHS,
     st.lists(st.builds(MergedDelta, REL_PATHS, st.integers(0, 10**6)), max_size=3).map(tuple),
+    st.booleans(),  # merged_counts_only
 )
 STATE_VERSIONS = st.builds(
     lambda merged, **kw: StateVersion(
@@ -202,6 +203,7 @@ STATE_VERSIONS = st.builds(
         merged_key=merged[1] if merged else None,
         merged_table_path=merged[2] if merged else None,
         merged_deltas=merged[3] if merged else (),
+        merged_counts_only=merged[4] if merged else False,
     ),
     merged=_MERGED,
     version=st.integers(1, 10**12),
