@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -270,3 +272,56 @@ def test_merged_view_comes_from_memory_then_the_state_then_a_remerge(tmp_path: P
     warm = StatsStore(tmp_path, "table-1")
     warm.remember_merged(state, view_of((), SETTINGS))
     assert warm.merged_view(stale, SETTINGS).partitions == ()
+
+
+def _in_day(name: str, day: int, records: int) -> DataFile:
+    return replace(
+        data_file(name, records), partition=PartitionKey(1, (("day", day),), PART.fields)
+    )
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=8), st.data())
+@settings(max_examples=40, deadline=None)
+def test_a_removal_re_merges_only_its_partitions_of_a_segment(
+    days: list[int], data: st.DataObject
+) -> None:
+    """The segment's partitions holding newly dead files re-merge from their live files,
+    the others stay: the result equals a re-merge of every live file, over removals in
+    turn (an emptied partition leaves the aggregate; an unreadable aggregate re-merges
+    all)."""
+    files = tuple(_in_day(f"f{i}", day, 10 + i) for i, day in enumerate(days))
+    with tempfile.TemporaryDirectory() as tmp:
+        store = StatsStore(tmp, "table-1")
+        writer = SegmentWriter(store, SETTINGS)
+        first = plan_commit(
+            commit(1, files), schema=SCHEMA, current_schema=SCHEMA, sketches={}, located={}
+        )
+        stored = writer.write(_state(store, (), 0), first)
+        live = list(files)
+        for step in range(2, 4):
+            if not live:
+                break
+            gone = data.draw(st.sets(st.sampled_from([f.path for f in live]), min_size=1))
+            if data.draw(st.booleans()):  # an aggregate lost: the whole segment re-merges
+                (seg,) = stored.segments
+                Path(store.path(seg.aggregate_path)).unlink()
+                store = StatsStore(tmp, "table-1")
+                writer = SegmentWriter(store, SETTINGS)
+            removed = tuple(f for f in live if f.path in gone)
+            plan = plan_commit(
+                commit(step, (), removed),
+                schema=SCHEMA,
+                current_schema=SCHEMA,
+                sketches={},
+                located={f.path: stored.segments[0] for f in removed},
+            )
+            stored = writer.write(_state(store, stored.segments, step - 1), plan)
+            live = [f for f in live if f.path not in gone]
+            assert stored.tombstoned_partitions == {f.partition for f in removed}
+            if not live:
+                assert stored.segments == ()
+                break
+            (seg,) = stored.segments
+            expected = aggregate_files(live, plan.types, SETTINGS)
+            assert store.read_aggregate(seg.aggregate_path) == expected  # as remembered
+            assert StatsStore(tmp, "table-1").read_aggregate(seg.aggregate_path) == expected

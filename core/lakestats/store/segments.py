@@ -10,10 +10,11 @@ column.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakestats.model import ColumnMetrics, ColumnSketch, DataFile, FileContent
 from lakestats.store import atomic
@@ -222,9 +223,16 @@ def _sketch(cells: Mapping[str, Any], type_str: str | None) -> ColumnSketch:
     )
 
 
-def read_segment(path: atomic.PathLike) -> tuple[DataFile, ...]:
-    """The segment's files, in the order written. ``StoreError`` naming ``path`` if unreadable."""
+def read_segment(
+    path: atomic.PathLike, *, partitions_of: Collection[str] | None = None
+) -> tuple[DataFile, ...]:
+    """The segment's files, in the order written. ``StoreError`` naming ``path`` if unreadable.
+
+    ``partitions_of`` (data file paths): only the files in the partitions those files are
+    in — what a removal re-merges — decoding nothing else."""
     table = read_table(path, KIND, SCHEMA, COLUMNS, OPTIONAL_COLUMNS)
+    if partitions_of is not None:
+        table = _in_partitions_of(table, partitions_of)
     data = table.to_pydict()
     with decoding(path, KIND):
         groups: dict[int, list[int]] = {}
@@ -269,6 +277,18 @@ def read_segment(path: atomic.PathLike) -> tuple[DataFile, ...]:
                 )
             )
     return tuple(files)
+
+
+def _in_partitions_of(table: pa.Table, paths: Collection[str]) -> pa.Table:
+    """The rows of ``table`` in the partitions (spec id and stored rendering: one writer,
+    one rendering per partition) of the files ``paths``."""
+    of_paths = table.filter(pc.is_in(table["file_path"], pa.array(list(paths), pa.string())))
+    return table.filter(pc.is_in(_partition_ids(table), pc.unique(_partition_ids(of_paths))))
+
+
+def _partition_ids(table: pa.Table) -> pa.Array:
+    spec = pc.cast(table["spec_id"], pa.string())
+    return pc.binary_join_element_wise(spec, table["partition"], "\x00")
 
 
 def _optional(data: Mapping[str, list[Any]], name: str, row: int) -> Any:

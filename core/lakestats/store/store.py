@@ -8,7 +8,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Generic, TypeVar
@@ -232,8 +232,12 @@ class StatsStore:
         self._segment_paths.put(rel, frozenset(f.path for f in files))
         return rel
 
-    def read_segment(self, rel: str) -> tuple[DataFile, ...]:
-        return segments.read_segment(self.path(rel))
+    def read_segment(
+        self, rel: str, *, partitions_of: Collection[str] | None = None
+    ) -> tuple[DataFile, ...]:
+        """The segment's files (``partitions_of``: only those in the partitions of these
+        data files)."""
+        return segments.read_segment(self.path(rel), partitions_of=partitions_of)
 
     def segment_types(self, rel: str) -> dict[int, str]:
         """field id → type string the segment's bounds are encoded with."""
@@ -411,9 +415,13 @@ class StatsStore:
         """The whole table merged from the aggregates of ``segments`` (after a removal:
         merging is associative, so this equals the merge of the merged partitions)."""
         return whole_table(
-            [part for segment in segments for part in self.read_aggregate(segment.aggregate_path)],
-            settings,
+            [p for s in segments for p in self.read_aggregate(s.aggregate_path)], settings
         )
+
+    def remember_aggregate(self, rel: str, parts: Sequence[PartitionAggregate]) -> None:
+        """Record the partitions of an aggregate this process wrote to ``rel`` (what a read
+        returns: keys compare by their rendering), which its commit reads next."""
+        self._aggregates.put(rel, tuple(parts))
 
     def remember_merged(self, state: StateVersion, view: MergedView) -> None:
         """Record the merged view of ``state`` (computed by the commit that wrote it)."""

@@ -2,16 +2,20 @@
 
 ``SegmentWriter.write`` executes a ``CommitPlan``: the files the commit added become one new
 segment (and its aggregate); the segments that held the files it removed get tombstones and
-a re-merged aggregate over their remaining live files (no data read); a segment whose files
-are all dead leaves the state. Everything written is durable before ``write`` returns and
-nothing is committed: the caller commits a state version pointing at it.
+an aggregate whose partitions holding those files are re-merged from their remaining live
+files (no data read); a segment whose files are all dead leaves the state. Everything
+written is durable before ``write`` returns and nothing is committed: the caller commits a
+state version pointing at it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from lakestats.merge import aggregate_files
+import structlog
+
+from lakestats.exceptions import StoreError
+from lakestats.merge import aggregate_files, overlay_partitions
 from lakestats.model import (
     PartitionAggregate,
     PartitionKey,
@@ -21,6 +25,8 @@ from lakestats.model import (
 )
 from lakestats.plan import CommitPlan
 from lakestats.store.store import StatsStore
+
+_log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -54,25 +60,24 @@ class SegmentWriter:
             dead = frozenset(segment.dead_files | newly_dead)
             if len(dead) >= segment.file_count:
                 # fully dead: the segment leaves the state (cleanup deletes it)
-                touched.update(
-                    p.partition for p in self._store.read_aggregate(segment.aggregate_path)
-                )
+                touched.update(self._partitions(segment))
                 continue
-            files = self._store.read_segment(segment.path)
-            touched.update(f.partition for f in files if f.path in newly_dead)
-            live = [f for f in files if f.path not in dead]
-            aggregate = aggregate_files(live, plan.types, self._settings)
+            aggregate, here = self._remerged(segment, newly_dead, dead, plan)
+            touched.update(here)
             aggregate_path = self._store.write_aggregate(segment.snapshot_id, aggregate)
+            self._store.remember_aggregate(aggregate_path, aggregate)
             segments.append(replace(segment, aggregate_path=aggregate_path, dead_files=dead))
         added: tuple[PartitionAggregate, ...] = ()
         snapshot_id = plan.commit.snapshot_id
         if plan.added:
             added = aggregate_files(plan.added, plan.types, self._settings)
+            aggregate_path = self._store.write_aggregate(snapshot_id, added)
+            self._store.remember_aggregate(aggregate_path, added)  # the merge reads it next
             segments.append(
                 SegmentEntry(
                     snapshot_id=snapshot_id,
                     path=self._store.write_segment(snapshot_id, plan.added, plan.types),
-                    aggregate_path=self._store.write_aggregate(snapshot_id, added),
+                    aggregate_path=aggregate_path,
                     file_count=len(plan.added),
                 )
             )
@@ -83,3 +88,40 @@ class SegmentWriter:
             read_segments=sum(1 for s in state.segments if plan.tombstones.get(s.path)),
             tombstoned_partitions=frozenset(touched),
         )
+
+    def _remerged(
+        self,
+        segment: SegmentEntry,
+        newly_dead: frozenset[str],
+        dead: frozenset[str],
+        plan: CommitPlan,
+    ) -> tuple[tuple[PartitionAggregate, ...], set[PartitionKey]]:
+        """The segment's aggregate without ``dead`` and the partitions the newly dead
+        files are in: only those change, re-merged from their live files; the others stay
+        as the segment's aggregate has them (re-merged all when it cannot be read)."""
+        try:
+            before = self._store.read_aggregate(segment.aggregate_path)
+        except StoreError as exc:
+            _log.warning("segment_aggregate_unreadable", segment=segment.path, error=str(exc))
+            files = self._store.read_segment(segment.path)
+            live = [f for f in files if f.path not in dead]
+            here = {f.partition for f in files if f.path in newly_dead}
+            return aggregate_files(live, plan.types, self._settings), here
+        files = self._store.read_segment(segment.path, partitions_of=newly_dead)
+        here = {f.partition for f in files if f.path in newly_dead}
+        remerged = aggregate_files(
+            [f for f in files if f.path not in dead], plan.types, self._settings
+        )
+        emptied = here - {p.partition for p in remerged}
+        changed = [*remerged, *(PartitionAggregate(partition=key) for key in emptied)]
+        return overlay_partitions(before, changed), here
+
+    def _partitions(self, segment: SegmentEntry) -> set[PartitionKey]:
+        """The partitions of a segment's live files (from its files when its aggregate
+        cannot be read)."""
+        try:
+            return {p.partition for p in self._store.read_aggregate(segment.aggregate_path)}
+        except StoreError as exc:
+            _log.warning("segment_aggregate_unreadable", segment=segment.path, error=str(exc))
+            files = self._store.read_segment(segment.path)
+            return {f.partition for f in files if f.path not in segment.dead_files}
