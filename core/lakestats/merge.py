@@ -286,32 +286,10 @@ def whole_table(
 
 
 def counts_only(part: PartitionAggregate) -> PartitionAggregate:
-    """``part`` without its columns' sketches (``MergedView.partitions``): counts, bounds,
-    lengths stay. ``sketched_files`` is 0, so a table wrongly merged from such entries says
-    its NDV and quantiles are unknown rather than giving some partitions' values."""
-    if not any(_has_sketches(c) for c in part.columns.values()):
-        return part
-    return replace(
-        part,
-        columns={
-            fid: replace(
-                column,
-                sketched_files=0,
-                theta=None,
-                kll=None,
-                value_sample=None,
-                frequent_items=None,
-            )
-            for fid, column in part.columns.items()
-        },
-    )
-
-
-def _has_sketches(column: ColumnAggregate) -> bool:
-    return bool(column.sketched_files) or any(
-        blob is not None
-        for blob in (column.theta, column.kll, column.value_sample, column.frequent_items)
-    )
+    """``part`` with its totals (rows, files, sizes, deletes) and no columns: what the
+    merged view keeps per partition (``MergedView.partitions``). A table wrongly merged
+    from such entries has no columns at all, never some partitions' sketches."""
+    return replace(part, columns={}) if part.columns else part
 
 
 def view_of(partitions: Sequence[PartitionAggregate], settings: SketchSettings) -> MergedView:

@@ -469,10 +469,10 @@ class MergedView:
     the whole table. A commit that touches a few partitions updates those and merges its
     own files into ``table``, so its work does not grow with the table's partitions.
 
-    ``partitions`` hold counts and bounds only (``merge.counts_only``): partition outputs
-    use nothing else, and every partition's sketches would cost memory and store bytes in
-    proportion to the partition count (~35 KiB of KLL and ~32–54 KiB of theta per column
-    of a saturated partition). Only ``table`` carries sketches; a removal re-merges it
+    ``partitions`` hold their totals only, no columns (``merge.counts_only``): partition
+    outputs use nothing else, and every partition's columns would cost memory and store
+    bytes in proportion to the partition count (~35 KiB of KLL and ~32–54 KiB of theta per
+    column of a saturated partition). Only ``table`` has columns; a removal re-merges it
     from the live segments' aggregates."""
 
     partitions: tuple[PartitionAggregate, ...]
@@ -507,9 +507,9 @@ class StateVersion:
     # ``merged_path`` was written, applied in order (``store.StatsStore.merged_view``).
     merged_table_path: str | None = None
     merged_deltas: tuple[MergedDelta, ...] = ()
-    # Whether the merged view's partition entries hold counts and bounds only (written
-    # since ``MergedView`` keeps sketches for the table alone; it then always has
-    # ``merged_table_path``). Older views hold every partition's sketches.
+    # Whether the merged view's partition entries hold totals only, no columns (written
+    # since ``MergedView`` keeps columns for the table alone). Older views hold every
+    # partition's columns with their sketches.
     merged_counts_only: bool = False
     # ``Commit.fingerprint`` of ``last_snapshot_id`` as processed: a run that finds the
     # format naming another fingerprint for that id (rolled back, then as many commits

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakestats.exceptions import StoreError
-from lakestats.merge import aggregate_files, merge_partitions, view_of
+from lakestats.merge import aggregate_files, counts_only, merge_partitions, view_of, whole_table
 from lakestats.model import (
     Column,
     ColumnMetrics,
@@ -249,7 +249,8 @@ def test_merged_view_comes_from_memory_then_the_state_then_a_remerge(tmp_path: P
         ),
     )
     state = _state(store, stored.segments, 1)
-    expected = merge_partitions(stored.added, SETTINGS)
+    # a view's partitions hold their totals (``merge.counts_only``), the table the columns
+    expected = tuple(counts_only(p) for p in merge_partitions(stored.added, SETTINGS))
 
     # no cache, no merged file: re-merged from the segment aggregates
     assert StatsStore(tmp_path, "table-1").merged_view(state, SETTINGS).partitions == expected
@@ -264,7 +265,9 @@ def test_merged_view_comes_from_memory_then_the_state_then_a_remerge(tmp_path: P
             "merged_key": merge_key(state),
         }
     )
-    assert StatsStore(tmp_path, "table-1").merged_view(with_merged, SETTINGS).partitions == marker
+    from_file = StatsStore(tmp_path, "table-1").merged_view(with_merged, SETTINGS)
+    assert from_file.partitions == tuple(counts_only(p) for p in marker)
+    assert from_file.table.columns == whole_table(marker, SETTINGS).columns
     # … and ignored when it was made from other segments
     stale = StateVersion(**{**with_merged.__dict__, "merged_key": "other"})
     assert StatsStore(tmp_path, "table-1").merged_view(stale, SETTINGS).partitions == expected

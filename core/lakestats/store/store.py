@@ -321,6 +321,8 @@ class StatsStore:
             changed = [p for d in state.merged_deltas for p in read(d.path)]
             partitions = overlay_partitions(partitions, changed)
         if state.merged_table_path is None:  # one partition, or written before tables were kept
+            if state.merged_counts_only and len(partitions) > 1:
+                raise StoreError(f"{self.path(base)}: merged view of partitions has no table")
             return view_of(partitions, settings)
         table = read(state.merged_table_path)
         if len(table) != 1:
