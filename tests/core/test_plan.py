@@ -328,3 +328,24 @@ def test_a_removal_re_merges_only_its_partitions_of_a_segment(
             expected = aggregate_files(live, plan.types, SETTINGS)
             assert store.read_aggregate(seg.aggregate_path) == expected  # as remembered
             assert StatsStore(tmp, "table-1").read_aggregate(seg.aggregate_path) == expected
+
+
+def test_a_view_of_column_less_partitions_without_its_table_is_re_merged(tmp_path: Path) -> None:
+    """Entries without columns cannot make the table: a state naming such a base without
+    its table file (damaged by hand) is not taken for the view."""
+    store = StatsStore(tmp_path, "table-1")
+    files = (_in_day("a", 1, 10), _in_day("b", 2, 20))
+    stored = SegmentWriter(store, SETTINGS).write(
+        _state(store, (), 0),
+        plan_commit(
+            commit(1, files), schema=SCHEMA, current_schema=SCHEMA, sketches={}, located={}
+        ),
+    )
+    state = _state(store, stored.segments, 1)
+    view = view_of(merge_partitions(stored.added, SETTINGS), SETTINGS)
+    written = store.write_merged_view(state, view, snapshot_id=1, previous=state, changed=None)
+    assert written.merged_counts_only and written.merged_table_path is not None
+    damaged = replace(written, merged_table_path=None)
+    fresh = StatsStore(tmp_path, "table-1")
+    assert fresh.merged_view(replace(damaged, merged_key=merge_key(damaged)), SETTINGS) == view
+    assert view.table.columns  # the re-merge has the table's columns
