@@ -75,7 +75,7 @@ def version_to_json(state: StateVersion) -> bytes:
         # Each shape under its own name, so that a reader not knowing it re-merges instead
         # of misreading it: one knowing only "merged" would take a chain's base alone for
         # the whole view, one knowing "merged_chain" would re-merge the table from
-        # partitions without sketches.
+        # partition entries without columns.
         if state.merged_counts_only:
             doc["merged_view"] = merged
         elif state.merged_deltas:
