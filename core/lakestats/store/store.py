@@ -8,7 +8,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Generic, TypeVar
@@ -41,6 +41,10 @@ SEGMENTS_DIR = "segments"
 AGGREGATES_DIR = "aggregates"
 STATS_DIR = "stats"
 DEFAULT_CACHE_SIZE = 256
+# Aggregate files cached per table, in bytes of what they hold (``aggregate_bytes``): a
+# segment spanning many partitions holds every one's sketches (a baseline of a table with
+# years of days: GBs), which is then read again when needed rather than kept.
+DEFAULT_CACHE_BYTES = 128 * 2**20
 # A merged view's chain: at most this many deltas, holding at most half as many partition
 # entries as the view, before a commit writes the whole view again (``write_merged_view``)
 MAX_MERGED_DELTAS = 32
@@ -52,26 +56,63 @@ V = TypeVar("V")
 
 
 class _LRU(Generic[K, V]):
-    """A tiny thread-safe LRU; store files are immutable, so entries never go stale."""
+    """A tiny thread-safe LRU; store files are immutable, so entries never go stale.
 
-    def __init__(self, capacity: int) -> None:
+    At most ``capacity`` entries and, with ``weight``, entries weighing ``max_weight`` in
+    all: the least recently used go first, and an entry heavier than ``max_weight`` alone
+    is not kept."""
+
+    def __init__(
+        self,
+        capacity: int,
+        *,
+        weight: Callable[[V], int] | None = None,
+        max_weight: int = 0,
+    ) -> None:
         self._capacity = capacity
-        self._items: OrderedDict[K, V] = OrderedDict()
+        self._weight = weight
+        self._max_weight = max_weight
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._total = 0
         self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
         with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[0]
 
     def put(self, key: K, value: V) -> None:
+        w = 0 if self._weight is None else self._weight(value)
         with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._capacity:
-                self._items.popitem(last=False)
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._total -= old[1]
+            if self._weight is not None and w > self._max_weight:
+                return
+            self._items[key] = (value, w)
+            self._total += w
+            while len(self._items) > self._capacity or (
+                self._weight is not None and self._total > self._max_weight
+            ):
+                _, (_, dropped) = self._items.popitem(last=False)
+                self._total -= dropped
+
+
+def aggregate_bytes(parts: Sequence[PartitionAggregate]) -> int:
+    """About what an aggregate file's partitions take in memory: their sketches' bytes and
+    a few hundred bytes per entry (the cache's weight, ``DEFAULT_CACHE_BYTES``)."""
+    total = 0
+    for part in parts:
+        total += 512
+        for column in part.columns.values():
+            total += 256
+            for blob in (column.theta, column.kll, column.value_sample, column.frequent_items):
+                if blob is not None:
+                    total += len(blob)
+    return total
 
 
 def merge_key(state: StateVersion) -> str:
@@ -138,12 +179,19 @@ class StatsStore:
     """
 
     def __init__(
-        self, state_dir: str | Path, table_id: str, *, cache_size: int = DEFAULT_CACHE_SIZE
+        self,
+        state_dir: str | Path,
+        table_id: str,
+        *,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         _check_table_id(table_id)
         self._table_id = table_id
         self._table_dir = atomic.local_path(state_dir) / table_id
-        self._aggregates: _LRU[str, tuple[PartitionAggregate, ...]] = _LRU(cache_size)
+        self._aggregates: _LRU[str, tuple[PartitionAggregate, ...]] = _LRU(
+            cache_size, weight=aggregate_bytes, max_weight=cache_bytes
+        )
         self._segment_paths: _LRU[str, frozenset[str]] = _LRU(cache_size * 4)
         self._merged: _LRU[str, MergedView] = _LRU(4)
 

@@ -98,20 +98,20 @@ class SegmentWriter:
     ) -> tuple[tuple[PartitionAggregate, ...], set[PartitionKey]]:
         """The segment's aggregate without ``dead`` and the partitions the newly dead
         files are in: only those change, re-merged from their live files; the others stay
-        as the segment's aggregate has them (re-merged all when it cannot be read)."""
-        try:
-            before = self._store.read_aggregate(segment.aggregate_path)
-        except StoreError as exc:
-            _log.warning("segment_aggregate_unreadable", segment=segment.path, error=str(exc))
-            files = self._store.read_segment(segment.path)
-            live = [f for f in files if f.path not in dead]
-            here = {f.partition for f in files if f.path in newly_dead}
-            return aggregate_files(live, plan.types, self._settings), here
+        as the segment's aggregate has them (re-merged too when it cannot be read)."""
         files = self._store.read_segment(segment.path, partitions_of=newly_dead)
         here = {f.partition for f in files if f.path in newly_dead}
         remerged = aggregate_files(
             [f for f in files if f.path not in dead], plan.types, self._settings
         )
+        if len(files) >= segment.file_count:  # those partitions are the whole segment
+            return remerged, here
+        try:
+            before = self._store.read_aggregate(segment.aggregate_path)
+        except StoreError as exc:
+            _log.warning("segment_aggregate_unreadable", segment=segment.path, error=str(exc))
+            live = [f for f in self._store.read_segment(segment.path) if f.path not in dead]
+            return aggregate_files(live, plan.types, self._settings), here
         emptied = here - {p.partition for p in remerged}
         changed = [*remerged, *(PartitionAggregate(partition=key) for key in emptied)]
         return overlay_partitions(before, changed), here

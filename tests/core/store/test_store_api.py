@@ -312,3 +312,38 @@ def test_create_exclusive_never_overwrites(tmp_path: Path) -> None:
 def test_unsupported_uri_scheme(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="scheme 's3'"):
         StatsStore("s3://bucket/state", TABLE)
+
+
+def _with_sketch(snapshot_id: int, size: int) -> list[PartitionAggregate]:
+    """One partition whose column carries ``size`` bytes of (opaque) sketch."""
+    (part,) = _parts(snapshot_id)
+    column = replace(part.columns[1], sketched_files=3, theta=bytes(size))
+    return [replace(part, columns={1: column})]
+
+
+def test_the_aggregate_cache_is_bounded_by_what_it_holds(tmp_path: Path) -> None:
+    """Aggregates are cached up to ``cache_bytes`` of sketches (least recently used
+    dropped first); one larger than that alone is read again when needed, never kept."""
+    writer = StatsStore(tmp_path / "state", TABLE)
+    small, other, big = (
+        writer.write_aggregate(1, _with_sketch(1, 4_000)),
+        writer.write_aggregate(2, _with_sketch(2, 4_000)),
+        writer.write_aggregate(3, _with_sketch(3, 50_000)),
+    )
+    store = StatsStore(tmp_path / "state", TABLE, cache_bytes=10_000)
+    assert store.read_aggregate(big) == tuple(_with_sketch(3, 50_000))
+    assert store.read_aggregate(small) == tuple(_with_sketch(1, 4_000))
+    for rel in (small, big):
+        store.path(rel).unlink()
+    assert store.read_aggregate(small) == tuple(_with_sketch(1, 4_000))  # cached
+    with pytest.raises(StoreError, match="missing"):
+        store.read_aggregate(big)  # too large to keep: read again, and it is gone
+
+    store.read_aggregate(other)  # two of ~4.8 KB fit in 10 KB: both kept
+    store.path(other).unlink()
+    assert store.read_aggregate(other) == tuple(_with_sketch(2, 4_000))  # cached
+    # a third pushes out the least recently used: small (other was read after it)
+    store.read_aggregate(writer.write_aggregate(4, _with_sketch(4, 4_000)))
+    with pytest.raises(StoreError, match="missing"):
+        store.read_aggregate(small)
+    assert store.read_aggregate(other) == tuple(_with_sketch(2, 4_000))
