@@ -17,9 +17,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
-from delta_tables import FIXTURE_ROWS, duckdb_with_delta, fixture_path, live_rows, needs_fixtures
+from delta_tables import (
+    FIXTURE_ROWS,
+    assert_describes_live_rows,
+    duckdb_with_delta,
+    fixture_path,
+    live_rows,
+    needs_fixtures,
+)
 from lakestats.cli import main
 from lakestats.formats.registry import open_table
 from lakestats.values import to_json
@@ -116,3 +124,26 @@ def _assert_columns_equal_duckdb(doc: dict[str, Any], duck: Any, path: str) -> N
         if isinstance(lo, bytes | bytearray):
             continue  # binary bounds are not kept
         assert (got["min"], got["max"]) == (to_json(lo), to_json(hi)), column
+
+
+@pytest.mark.spark
+def test_a_delta_rs_append_to_a_databricks_column_mapped_table(
+    duck: Any, spark: Any, tmp_path: Path
+) -> None:
+    """Two writers on one table: Databricks wrote ``table_with_column_mapping`` (mode
+    ``name``: physical column names, Parquet field ids), then delta-rs appends to it, with
+    a null, into two new partitions (one with spaces in its column's name). Analyzed before
+    and after the append: equal to deltalake's and DuckDB's reads of the live rows."""
+    from deltalake import write_deltalake
+
+    path, state = str(tmp_path / "table"), str(tmp_path / "stats")
+    shutil.copytree(fixture_path("delta-rs/table_with_column_mapping"), path)
+    cli("analyze", path, "--state-dir", state, "-q")
+    rows = pa.table({"Company Very Short": ["ZZ", "YY"], "Super Name": ["Zed", None]})
+    write_deltalake(path, rows, mode="append")
+    cli("analyze", path, "--state-dir", state, "-q")
+    doc = json.loads(cli("show", path, "--state-dir", state, "--json"))
+    live = live_rows(path)
+    assert live.num_rows == FIXTURE_ROWS["delta-rs/table_with_column_mapping"] + 2
+    assert_describes_live_rows(doc, live, ndv=True, partition="Company Very Short")
+    _assert_columns_equal_duckdb(doc, duck, path)
