@@ -250,13 +250,15 @@ class _CommitPath:
         if changed is None:
             view = self.store.merged_view(replace(state, segments=stored.segments), self.settings)
         elif plan.full_merge:
-            remerged = self.store.remerge_partitions(stored.segments, changed, self.settings)
             previous = self.store.merged_view(state, self.settings)
-            table = (
-                whole_table(remerged, self.settings)
-                if only_partitions(previous, changed)  # e.g. unpartitioned: no other to read
-                else self.store.merged_table(stored.segments, self.settings)
+            # the removal's partitions may be all the table has (unpartitioned): their
+            # re-merge is the table, with no other partition to merge again
+            alone = only_partitions(previous, changed)
+            remerged, table = self.store.remerge_partitions(
+                stored.segments, changed, self.settings, with_table=not alone
             )
+            if table is None:
+                table = whole_table(remerged, self.settings)
             view = replace_partitions(previous, changed, remerged, table)
         else:
             previous = self.store.merged_view(state, self.settings)

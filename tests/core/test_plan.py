@@ -349,3 +349,27 @@ def test_a_view_of_column_less_partitions_without_its_table_is_re_merged(tmp_pat
     fresh = StatsStore(tmp_path, "table-1")
     assert fresh.merged_view(replace(damaged, merged_key=merge_key(damaged)), SETTINGS) == view
     assert view.table.columns  # the re-merge has the table's columns
+
+
+@pytest.mark.parametrize("batch", [1, 2, 256])
+def test_a_removals_table_merges_in_batches_to_the_whole_merge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """The table a removal re-merges, a batch of partition entries at a time, equals one
+    merge of them all; the partitions it asks for come back merged across segments."""
+    monkeypatch.setattr("lakestats.store.store._TABLE_MERGE_BATCH", batch)
+    store = StatsStore(tmp_path, "table-1")
+    writer = SegmentWriter(store, SETTINGS)
+    state = _state(store, (), 0)
+    for step in range(1, 5):
+        files = tuple(_in_day(f"s{step}-{d}", d, 10 * step + d) for d in range(step))
+        plan = plan_commit(
+            commit(step, files), schema=SCHEMA, current_schema=SCHEMA, sketches={}, located={}
+        )
+        state = _state(store, writer.write(state, plan).segments, step)
+    parts = [p for s in state.segments for p in store.read_aggregate(s.aggregate_path)]
+    keys = frozenset({parts[0].partition})
+    remerged, table = store.remerge_partitions(state.segments, keys, SETTINGS, with_table=True)
+    assert table == whole_table(parts, SETTINGS)
+    assert remerged == merge_partitions([p for p in parts if p.partition in keys], SETTINGS)
+    assert store.remerge_partitions(state.segments, keys, SETTINGS) == (remerged, None)

@@ -48,6 +48,9 @@ DEFAULT_CACHE_BYTES = 128 * 2**20
 # A merged view's chain: at most this many deltas, holding at most half as many partition
 # entries as the view, before a commit writes the whole view again (``write_merged_view``)
 MAX_MERGED_DELTAS = 32
+# A removal's table re-merge merges this many partition entries at a time into what it has
+# so far: memory bounded by a batch, not the table's partitions × columns
+_TABLE_MERGE_BATCH = 256
 
 _log = structlog.get_logger(__name__)
 
@@ -448,25 +451,28 @@ class StatsStore:
         segments: Sequence[SegmentEntry],
         keys: frozenset[PartitionKey],
         settings: SketchSettings,
-    ) -> tuple[PartitionAggregate, ...]:
+        *,
+        with_table: bool = False,
+    ) -> tuple[tuple[PartitionAggregate, ...], PartitionAggregate | None]:
         """The partitions ``keys`` merged from the aggregates of ``segments`` (after a
-        removal: only the partitions it touched), sorted by key."""
-        parts = [
-            part
-            for segment in segments
-            for part in self.read_aggregate(segment.aggregate_path)
-            if part.partition in keys
-        ]
-        return merge_partitions(parts, settings)
-
-    def merged_table(
-        self, segments: Sequence[SegmentEntry], settings: SketchSettings
-    ) -> PartitionAggregate:
-        """The whole table merged from the aggregates of ``segments`` (after a removal:
-        merging is associative, so this equals the merge of the merged partitions)."""
-        return whole_table(
-            [p for s in segments for p in self.read_aggregate(s.aggregate_path)], settings
-        )
+        removal: only the partitions it touched), sorted by key; ``with_table``: and the
+        whole table merged from them all (merging is associative: it equals the merge of
+        the merged partitions), else ``None``. One pass over the aggregates, the table
+        merged as it goes (a removal holds a batch of them at a time, not all)."""
+        matching: list[PartitionAggregate] = []
+        table: PartitionAggregate | None = None
+        pending: list[PartitionAggregate] = []
+        for segment in segments:
+            parts = self.read_aggregate(segment.aggregate_path)
+            matching.extend(part for part in parts if part.partition in keys)
+            if with_table:
+                pending.extend(parts)
+                if len(pending) >= _TABLE_MERGE_BATCH:
+                    table = whole_table([*([table] if table else []), *pending], settings)
+                    pending = []
+        if with_table:
+            table = whole_table([*([table] if table else []), *pending], settings)
+        return merge_partitions(matching, settings), table
 
     def remember_aggregate(self, rel: str, parts: Sequence[PartitionAggregate]) -> None:
         """Record the partitions of an aggregate this process wrote to ``rel`` (what a read
