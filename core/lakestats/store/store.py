@@ -460,18 +460,17 @@ class StatsStore:
         the merged partitions), else ``None``. One pass over the aggregates, the table
         merged as it goes (a removal holds a batch of them at a time, not all)."""
         matching: list[PartitionAggregate] = []
-        table: PartitionAggregate | None = None
+        table = whole_table((), settings) if with_table else None  # empty: merges as nothing
         pending: list[PartitionAggregate] = []
         for segment in segments:
             parts = self.read_aggregate(segment.aggregate_path)
             matching.extend(part for part in parts if part.partition in keys)
-            if with_table:
+            if table is not None:
                 pending.extend(parts)
                 if len(pending) >= _TABLE_MERGE_BATCH:
-                    table = whole_table([*([table] if table else []), *pending], settings)
-                    pending = []
-        if with_table:
-            table = whole_table([*([table] if table else []), *pending], settings)
+                    table, pending = whole_table([table, *pending], settings), []
+        if table is not None:
+            table = whole_table([table, *pending], settings)
         return merge_partitions(matching, settings), table
 
     def remember_aggregate(self, rel: str, parts: Sequence[PartitionAggregate]) -> None:

@@ -106,10 +106,8 @@ class SegmentWriter:
         )
         if len(files) >= segment.file_count:  # those partitions are the whole segment
             return remerged, here
-        try:
-            before = self._store.read_aggregate(segment.aggregate_path)
-        except StoreError as exc:
-            _log.warning("segment_aggregate_unreadable", segment=segment.path, error=str(exc))
+        before = self._aggregate(segment)
+        if before is None:  # unreadable: the whole segment re-merges
             live = [f for f in self._store.read_segment(segment.path) if f.path not in dead]
             return aggregate_files(live, plan.types, self._settings), here
         emptied = here - {p.partition for p in remerged}
@@ -119,9 +117,17 @@ class SegmentWriter:
     def _partitions(self, segment: SegmentEntry) -> set[PartitionKey]:
         """The partitions of a segment's live files (from its files when its aggregate
         cannot be read)."""
+        before = self._aggregate(segment)
+        if before is not None:
+            return {p.partition for p in before}
+        files = self._store.read_segment(segment.path)
+        return {f.partition for f in files if f.path not in segment.dead_files}
+
+    def _aggregate(self, segment: SegmentEntry) -> tuple[PartitionAggregate, ...] | None:
+        """The segment's aggregate; ``None`` (logged) when it cannot be read, and the
+        caller goes to the segment's files instead."""
         try:
-            return {p.partition for p in self._store.read_aggregate(segment.aggregate_path)}
+            return self._store.read_aggregate(segment.aggregate_path)
         except StoreError as exc:
             _log.warning("segment_aggregate_unreadable", segment=segment.path, error=str(exc))
-            files = self._store.read_segment(segment.path)
-            return {f.partition for f in files if f.path not in segment.dead_files}
+            return None
