@@ -8,6 +8,11 @@ from typing import Any
 import pytest
 import structlog
 
+from object_store import S3Server, export_environment
+
+# Before any Spark starts: its Python workers inherit the S3 endpoint (tests/object_store.py)
+export_environment()
+
 # The in-process CLI tests share this process with the session's SparkSession, so the CLI
 # warns that its own Spark settings are ignored. Keeping structlog's default output (stdout,
 # looked up per message) here leaves stderr to what those tests assert on; the CLI's own
@@ -32,3 +37,11 @@ def spark() -> Iterator[Any]:
     )
     yield session
     stop_spark()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """An S3 server on 127.0.0.1 (moto: AWS cannot exist here), started on first use."""
+    server = S3Server()
+    yield server
+    server.stop()

@@ -246,13 +246,18 @@ def id_name_part(
 
 
 def assert_describes_live_rows(
-    doc: Mapping[str, Any], data: pa.Table, *, ndv: bool, partition: str | None = None
+    doc: Mapping[str, Any],
+    data: pa.Table,
+    *,
+    ndv: bool,
+    partition: str | None = None,
+    table_format: str = "delta",
 ) -> None:
     """``doc`` (``show --json``) holds the statistics of ``data`` (the live rows): its
     record counts, every column's null count, min and max exactly; with ``ndv`` each NDV
     within three of its theta sketch's standard errors; with ``partition`` (the one
     partition column) each partition's record count."""
-    assert doc["format"] == "delta"
+    assert doc["format"] == table_format
     assert doc["record_count"] == doc["merged_record_count"] == data.num_rows
     assert set(doc["columns"]) == set(data.column_names)
     for name, got in doc["columns"].items():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -470,8 +471,8 @@ def _cmd_notify(args: argparse.Namespace, config: Config, out: TextIO, err: Text
 
 
 def _log_to_stderr() -> None:
-    """lakestats' own log events (warnings such as ``stats_not_published``) go to stderr,
-    beside the progress lines: stdout carries only results (``show --json`` and friends).
+    """lakestats' own log events from info up (warnings such as ``stats_not_published``) go
+    to stderr, beside the progress lines: stdout carries only results (``show --json`` …).
     JSON lines when stderr is not a terminal, like the progress. An application that
     configured structlog itself keeps its configuration."""
     import structlog  # noqa: PLC0415
@@ -491,6 +492,7 @@ def _log_to_stderr() -> None:
         ],
         # sys.stderr looked up per message: it may be replaced after this call
         logger_factory=lambda *_: structlog.PrintLogger(sys.stderr),
+        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),  # no debug events
     )
 
 

@@ -1072,6 +1072,7 @@ def _check_local_files_exist(paths: Any) -> None:
         raise DataFileError(f"data file not found: {', '.join(missing)}")
 
 
+_NO_FILESYSTEM = re.compile(r'No FileSystem for scheme "?([\w+.-]+)"?')
 _FILE_IN_MESSAGE = re.compile(r"(?:reading file|Path does not exist:|File) (\S+?)[.,;]?(?:\s|$)")
 
 
@@ -1105,6 +1106,13 @@ def _convert_error(exc: Exception, paths: list[str]) -> Exception:
         return DataFileError(f"data file not found: {', '.join(files)}")
     if any(m in message for m in ("SparkContext was shut down", "stopped SparkContext")):
         return SparkUnavailableError(_stopped_while_running(first))
+    if scheme := _NO_FILESYSTEM.search(message):
+        return SketchError(
+            f"Spark cannot read {scheme.group(1)}:// files: its Hadoop has no file system for "
+            "that scheme (put the connector on Spark's classpath and map the scheme to it, "
+            'e.g. [spark.conf] "spark.jars.packages" and "spark.hadoop.fs.s3.impl" for S3: '
+            'docs/operations.md, "Tables on object storage")'
+        )
     if "FAILED_READ_FILE" in message or "CANNOT_READ_FILE_FOOTER" in message:
         files = named or paths
         return DataFileError(f"cannot read data file {', '.join(files)}: {first}")

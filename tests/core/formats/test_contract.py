@@ -14,6 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
+import pyarrow.fs as pafs
 import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField
@@ -33,10 +34,10 @@ from lakestats.formats.base import (
 )
 from lakestats.formats.memory import MemoryTable
 from lakestats.formats.registry import open_table
-from lakestats.locations import local_path
 from lakestats.model import Commit, DataFile, FileContent
 from lakestats.testing import IcebergWarehouse
 from lakestats.values import parse_type
+from object_store import S3Server
 from paimon_tables import PaimonWarehouse
 
 Rows = Mapping[str, Sequence[Any]]
@@ -92,8 +93,15 @@ class IcebergDriver:
 
     format_name = "iceberg"
 
-    def __init__(self, root: Path, *, by_catalog: bool) -> None:
-        self.warehouse = IcebergWarehouse(root)
+    def __init__(self, root: Path, *, by_catalog: bool, s3: S3Server | None = None) -> None:
+        # on S3: pyiceberg writes there directly, with its FileIO's own S3 properties
+        self.warehouse = (
+            IcebergWarehouse(root)
+            if s3 is None
+            else IcebergWarehouse(
+                root, warehouse=f"{s3.new_bucket()}/wh", io_properties=s3.iceberg_io
+            )
+        )
         self.by_catalog = by_catalog
         self.can_commit = by_catalog  # a table opened by location is a read-only StaticTable
         self.name = "t"
@@ -136,12 +144,16 @@ class IcebergDriver:
         self.warehouse.rollback(self.name, snapshot_id)
 
     def corrupt(self) -> str:
-        metadata_file = local_path(self.warehouse.table(self.name).metadata_location)
-        assert metadata_file is not None
-        text = metadata_file.read_bytes()
-        metadata_file.write_bytes(text[: len(text) // 2])
+        metadata_file = self.warehouse.table(self.name).metadata_location
+        filesystem, where = pafs.FileSystem.from_uri(metadata_file)
+        with filesystem.open_input_stream(where) as source:
+            text = source.read()
+        with filesystem.open_output_stream(where) as out:
+            out.write(text[: len(text) // 2])
         # By location the message names the file; through a catalog, the catalog's table.
-        return self.warehouse.identifier(self.name) if self.by_catalog else metadata_file.name
+        if self.by_catalog:
+            return self.warehouse.identifier(self.name)
+        return metadata_file.rsplit("/", 1)[-1]
 
 
 class MemoryDriver:
@@ -308,6 +320,72 @@ class DeltaDriver:
         return commit.name
 
 
+class OnS3:
+    """A Delta or Paimon driver's table on S3, opened by its ``s3://`` location.
+
+    The inner driver writes it locally and every change is then copied to a bucket
+    (``S3Server.sync``): both formats name their files relative to the table, so the
+    bucket holds what a writer on S3 leaves there. lakestats reads it, never writes it:
+    expiry through the format is refused, as on any table it cannot commit to.
+    """
+
+    can_commit = False
+
+    def __init__(self, inner: DeltaDriver | PaimonDriver, s3: S3Server) -> None:
+        self.inner = inner
+        self.format_name = inner.format_name
+        self.s3 = s3
+        self.uri = f"{s3.new_bucket()}/t"
+
+    def _sync(self) -> None:
+        local = Path(
+            self.inner.writer.path if isinstance(self.inner, DeltaDriver) else self.inner.location
+        )
+        self.s3.sync(local, self.uri)
+
+    def create(self, columns: Sequence[tuple[str, str]]) -> None:
+        self.inner.create(columns)
+        self._sync()
+
+    def open(self) -> TableFormat:
+        return open_table(self.uri)
+
+    def append(self, rows: Rows) -> int:
+        snapshot_id = self.inner.append(rows)
+        self._sync()
+        return snapshot_id
+
+    def delete_where_id_below(self, limit: int) -> int:
+        snapshot_id = self.inner.delete_where_id_below(limit)
+        self._sync()
+        return snapshot_id
+
+    def add_column(self, name: str, type_str: str) -> None:
+        self.inner.add_column(name, type_str)
+        self._sync()
+
+    def rename_column(self, old: str, new: str) -> None:
+        self.inner.rename_column(old, new)
+        self._sync()
+
+    def drop_column(self, name: str) -> None:
+        self.inner.drop_column(name)
+        self._sync()
+
+    def expire(self, snapshot_ids: Iterable[int]) -> None:
+        self.inner.expire(snapshot_ids)
+        self._sync()
+
+    def rollback(self, snapshot_id: int) -> None:
+        self.inner.rollback(snapshot_id)
+        self._sync()
+
+    def corrupt(self) -> str:
+        named = self.inner.corrupt()
+        self._sync()
+        return named
+
+
 DRIVERS: dict[str, Callable[[Path], TableDriver]] = {
     "delta": DeltaDriver,
     "paimon": PaimonDriver,
@@ -315,11 +393,21 @@ DRIVERS: dict[str, Callable[[Path], TableDriver]] = {
     "iceberg-catalog": lambda root: IcebergDriver(root, by_catalog=True),
     "memory": lambda root: MemoryDriver(),
 }
+# the same formats on object storage (tests/object_store.py: an S3 server on 127.0.0.1)
+S3_DRIVERS: dict[str, Callable[[Path, S3Server], TableDriver]] = {
+    "delta-s3": lambda root, s3: OnS3(DeltaDriver(root), s3),
+    "paimon-s3": lambda root, s3: OnS3(PaimonDriver(root), s3),
+    "iceberg-s3-location": lambda root, s3: IcebergDriver(root, by_catalog=False, s3=s3),
+    "iceberg-s3-catalog": lambda root, s3: IcebergDriver(root, by_catalog=True, s3=s3),
+}
 
 
-@pytest.fixture(params=sorted(DRIVERS))
+@pytest.fixture(params=sorted(DRIVERS) + sorted(S3_DRIVERS))
 def driver(request: pytest.FixtureRequest, tmp_path: Path) -> TableDriver:
-    made = DRIVERS[request.param](tmp_path)
+    if request.param in S3_DRIVERS:
+        made = S3_DRIVERS[request.param](tmp_path, request.getfixturevalue("s3_server"))
+    else:
+        made = DRIVERS[request.param](tmp_path)
     made.create(COLUMNS)
     return made
 

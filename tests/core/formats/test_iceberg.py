@@ -31,6 +31,7 @@ from lakestats.exceptions import (
 )
 from lakestats.formats.base import TableFormat
 from lakestats.formats.iceberg import IcebergTable, is_iceberg_location, open_iceberg_location
+from lakestats.formats.iceberg.opening import environment_io_properties
 from lakestats.formats.registry import detect_format, open_table
 from lakestats.model import Commit, DataFile, FileContent, PartitionKey
 from lakestats.testing import IcebergWarehouse, exact_stats
@@ -781,3 +782,26 @@ def test_rereading_history_gives_equal_commits(warehouse: IcebergWarehouse, tabl
     again = open_iceberg_location(warehouse.location(table)).commits_since(None)
     assert once == again
     assert isinstance(once[0], Commit)
+
+
+def test_s3_endpoint_and_region_come_from_the_aws_environment_unless_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pyiceberg's S3 FileIO reads neither; everything else lakestats reads follows them."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://general:9000")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://s3-only:9000")
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-3")
+
+    assert environment_io_properties({}) == {
+        "s3.endpoint": "http://s3-only:9000",
+        "s3.region": "eu-west-3",
+    }
+    assert environment_io_properties({"s3.endpoint": "http://mine", "type": "sql"}) == {
+        "s3.endpoint": "http://mine",
+        "s3.region": "eu-west-3",
+        "type": "sql",
+    }
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3")
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    assert environment_io_properties({}) == {"s3.endpoint": "http://general:9000"}

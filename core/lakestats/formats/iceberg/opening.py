@@ -6,6 +6,7 @@ the newest ``metadata/*.metadata.json`` of the location, or the catalog's curren
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from pydantic import ValidationError
@@ -19,6 +20,25 @@ from lakestats.formats.iceberg.mapped_io import io_properties
 from lakestats.formats.iceberg.metadata_files import current_metadata_file, list_metadata_files
 from lakestats.formats.iceberg.table import IcebergTable
 from lakestats.locations import LocationMap, resolve_location
+
+# pyiceberg's S3 FileIO takes its endpoint and region from properties only; everything else
+# lakestats reads (pyarrow, Spark's Python workers) follows the standard AWS environment.
+# Without these, a table on MinIO or Ceph is looked for at AWS, after a region lookup there.
+_S3_FROM_ENVIRONMENT = {
+    "s3.endpoint": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+    "s3.region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+}
+
+
+def environment_io_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """``properties`` plus the S3 endpoint and region of the AWS environment variables,
+    where the properties do not set them."""
+    out = dict(properties)
+    for key, variables in _S3_FROM_ENVIRONMENT.items():
+        value = next((os.environ[v] for v in variables if os.environ.get(v)), None)
+        if value is not None and key not in out:
+            out[key] = value
+    return out
 
 
 def is_iceberg_location(path: str) -> bool:
@@ -39,7 +59,7 @@ def open_iceberg_location(
     files the metadata names really are (``MappedFileIO``).
     """
     location = resolve_location(path)
-    properties = io_properties(location_map or LocationMap())
+    properties = io_properties(location_map or LocationMap(), environment_io_properties({}))
     loaded: dict[str, tuple[int | None, int | None]] = {}  # metadata file → (size, mtime)
 
     def signature(metadata_file: str) -> tuple[int | None, int | None]:
@@ -82,7 +102,9 @@ def open_iceberg_catalog(
     With a ``location_map``, the metadata file the catalog names and every file it lists
     are read at their mapped locations.
     """
-    properties = io_properties(location_map or LocationMap(), catalog_properties)
+    properties = io_properties(
+        location_map or LocationMap(), environment_io_properties(catalog_properties)
+    )
     try:
         catalog = load_catalog(catalog_name, **properties)
     except Exception as exc:

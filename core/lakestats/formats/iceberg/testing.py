@@ -40,20 +40,32 @@ class IcebergWarehouse:
     """A throw-away warehouse: ``<root>/catalog.db`` (SQLite) and ``<root>/warehouse``.
 
     Every table lives in one namespace; methods take the bare table name. Each writing
-    method commits through pyiceberg exactly as an application would.
+    method commits through pyiceberg exactly as an application would. ``warehouse`` puts
+    the tables elsewhere (an ``s3://`` URI), with ``io_properties`` for pyiceberg's FileIO
+    (``s3.endpoint`` …) kept in the catalog properties.
     """
 
     def __init__(
-        self, root: Path | str, *, catalog_name: str = "lakestats_test", namespace: str = "db"
+        self,
+        root: Path | str,
+        *,
+        catalog_name: str = "lakestats_test",
+        namespace: str = "db",
+        warehouse: str | None = None,
+        io_properties: Mapping[str, str] | None = None,
     ) -> None:
         self.root = Path(root).resolve()
-        (self.root / "warehouse").mkdir(parents=True, exist_ok=True)
+        if warehouse is None:
+            (self.root / "warehouse").mkdir(parents=True, exist_ok=True)
+        else:
+            self.root.mkdir(parents=True, exist_ok=True)
         self.catalog_name = catalog_name
         self.namespace = namespace
         self.catalog_properties: dict[str, str] = {
+            **(io_properties or {}),
             "type": "sql",
             "uri": f"sqlite:///{self.root / 'catalog.db'}",
-            "warehouse": (self.root / "warehouse").as_uri(),
+            "warehouse": warehouse or (self.root / "warehouse").as_uri(),
         }
         self.catalog = SqlCatalog(catalog_name, **self.catalog_properties)
         self.catalog.create_namespace_if_not_exists(namespace)
@@ -69,7 +81,8 @@ class IcebergWarehouse:
         return self.catalog.load_table(self.identifier(name))
 
     def location(self, name: str) -> str:
-        """The table's directory as a local path (what ``open_table(location)`` takes)."""
+        """The table's directory as a local path, or its URI when not local (what
+        ``open_table(location)`` takes)."""
         return _local_path(self.table(name).metadata.location)
 
     def create_table(

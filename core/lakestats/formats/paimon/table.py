@@ -257,7 +257,8 @@ class PaimonTable(TableIdentity):
 
         if self._location.local_root is None:
             raise ExpiryError(
-                f"table {self._description}: snapshot expiry runs on local tables only"
+                f"table {self._description} is read-only for lakestats: it expires snapshots "
+                "of tables on the local file system only (use Paimon's own expire_snapshots)"
             )
         expire(self, snapshot_ids)
         self.refresh()

@@ -1,0 +1,270 @@
+"""Tables on object storage: read, sketched and published over S3.
+
+AWS cannot exist here: an S3 server on 127.0.0.1 stands in (moto's, a real HTTP server
+speaking the S3 API; ``tests/object_store.py``), reached by every client through the
+standard AWS environment. lakestats itself is given nothing but ``s3://`` locations.
+
+* Tables written by real engines (Spark, Databricks, Java Paimon, Impala's Java Iceberg),
+  copied to a bucket, must get the stats their local copies get (which the fixture tests
+  check against DuckDB and the formats' own readers).
+* Tables written straight to S3 by their writers (delta-rs, pyiceberg through a catalog),
+  analyzed commit by commit, must equal a from-scratch analysis and the rows read back
+  from S3 by the writer's own reader; a catalog table's Puffin file lands on S3.
+* What needs Spark's Hadoop to read S3 (the SQL job) says which connector is missing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from collections.abc import Mapping
+from contextlib import redirect_stderr
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from datasketches import compact_theta_sketch
+from deltalake import DeltaTable, write_deltalake
+from pyiceberg.table.puffin import PuffinFile
+from pyiceberg.transforms import IdentityTransform
+
+from delta_tables import FIXTURES as DELTA_FIXTURES
+from delta_tables import assert_describes_live_rows
+from foreign import FIXTURES as ICEBERG_FIXTURES
+from foreign import location_map
+from lakestats.cli import main
+from lakestats.sketches.hashing import THETA_SEED
+from lakestats.testing import IcebergWarehouse
+from object_store import S3Server
+from paimon_fixtures import fixture as paimon_fixture
+
+pytestmark = [pytest.mark.spark]
+
+# what differs between two analyses of one table by design: when, where it was published
+_NOT_COMPARED = ("computed_at_ms", "published", "table")
+
+
+def cli(*args: str, code: int = 0) -> str:
+    out = io.StringIO()
+    got = main(list(args), out=out)
+    assert got == code, out.getvalue()
+    return out.getvalue()
+
+
+def stats(location: str, state: Path, *extra: str) -> dict[str, Any]:
+    cli("analyze", location, "--state-dir", str(state), "-q", *extra)
+    doc = json.loads(cli("show", location, "--state-dir", str(state), "--json", *extra))
+    # A Delta commit without a timestamp of its own is as old as its log file (the
+    # protocol's rule), and a copy's files on S3 are as old as the upload.
+    del doc["commit"]["timestamp_ms"]
+    return {k: v for k, v in doc.items() if k not in _NOT_COMPARED}
+
+
+def _map_args(mapping: Mapping[str, str]) -> list[str]:
+    return [
+        arg
+        for source, target in mapping.items()
+        for arg in ("--map-location", f"{source}={target}")
+    ]
+
+
+# (copied from, location in the copy): written by Spark, Databricks, Java Paimon and Impala
+REAL_ENGINE_TABLES = {
+    "delta: Spark, deletion vectors and a checkpoint": (
+        DELTA_FIXTURES / "delta-golden/dv-partitioned-with-checkpoint",
+        "",
+    ),
+    "delta: Databricks, column mapping": (
+        DELTA_FIXTURES / "delta-rs/table_with_column_mapping",
+        "",
+    ),
+    "paimon: Java, renamed and retyped columns": (
+        paimon_fixture("append_table_with_alter_table"),
+        "",
+    ),
+    "paimon: Java, timestamps of every precision and zone": (
+        paimon_fixture("append_with_multiple_ts_precision_and_timezone"),
+        "",
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(REAL_ENGINE_TABLES))
+def test_a_real_engines_table_on_s3_has_the_stats_of_its_local_copy(
+    name: str, s3_server: S3Server, spark: Any, tmp_path: Path
+) -> None:
+    source, inside = REAL_ENGINE_TABLES[name]
+    local = tmp_path / "local"
+    shutil.copytree(source, local)  # analyzing a local Delta table publishes into it
+    for path in [local, *local.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    bucket = s3_server.new_bucket()
+    s3_server.sync(local, f"{bucket}/copy")
+    suffix = f"/{inside}" if inside else ""
+
+    on_s3 = stats(f"{bucket}/copy{suffix}", tmp_path / "s3-state")
+    here = stats(f"{local}{suffix}", tmp_path / "local-state")
+
+    assert on_s3 == here
+    assert on_s3["record_count"] > 0 and on_s3["columns"]
+    assert any(c.get("ndv") for c in on_s3["columns"].values())  # sketched, not metadata only
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name", ["iceberg_v2_delete_positional", "iceberg_v2_partitioned_position_deletes"]
+)
+def test_an_impala_written_iceberg_table_mapped_to_s3_has_the_stats_of_the_local_one(
+    name: str, s3_server: S3Server, spark: Any, tmp_path: Path
+) -> None:
+    """Java Iceberg's absolute ``hdfs://`` paths, mapped to a bucket; position deletes read
+    from S3 by the Arrow engine's tasks."""
+    bucket = s3_server.new_bucket()
+    s3_server.sync(ICEBERG_FIXTURES, f"{bucket}/ice")
+    to_s3 = dict.fromkeys(location_map(), f"{bucket}/ice/")
+
+    on_s3 = stats(f"{bucket}/ice/{name}", tmp_path / "s3-state", *_map_args(to_s3))
+    here = stats(str(ICEBERG_FIXTURES / name), tmp_path / "local-state", *_map_args(location_map()))
+
+    assert on_s3 == here
+    assert on_s3["row_deletes"]["deleted_records"] > 0
+    assert on_s3["merged_record_count"] < on_s3["record_count"]
+
+
+# KLL merges depend on their order: an incremental run's quantiles differ from a
+# rebuild's within the rank error (checked against the rows by _assert_quantiles)
+_ORDER_DEPENDENT = ("quantiles", "histogram")
+
+
+def _comparable(doc: Mapping[str, Any]) -> dict[str, Any]:
+    columns = {
+        name: {k: v for k, v in column.items() if k not in _ORDER_DEPENDENT}
+        for name, column in doc["columns"].items()
+    }
+    return {**doc, "columns": columns}
+
+
+def _assert_quantiles(doc: Mapping[str, Any], rows: pa.Table, name: str) -> None:
+    values = sorted(rows.column(name).drop_null().to_pylist())
+    column = doc["columns"][name]
+    error = column["sketch"]["quantiles"]["normalized_rank_error"]
+    for q, value in column["quantiles"].items():
+        rank = sum(1 for v in values if v <= value) / len(values)
+        assert abs(rank - float(q)) <= 2 * error + 1 / len(values), (name, q)
+
+
+def _rows(start: int, n: int) -> pa.Table:
+    ids = list(range(start, start + n))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "name": pa.array([f"n{i % 97}" if i % 7 else None for i in ids], pa.string()),
+            "price": pa.array([i * 0.5 for i in ids], pa.float64()),
+            "region": pa.array(["north", "south", "east", "west"][i % 4] for i in ids),
+        }
+    )
+
+
+@pytest.mark.slow
+def test_delta_rs_writing_to_s3_analyzed_commit_by_commit_equals_a_rebuild_and_the_rows(
+    s3_server: S3Server, spark: Any, tmp_path: Path
+) -> None:
+    uri = f"{s3_server.new_bucket()}/sales"
+    options = {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}  # one writer: no lock table needed
+    state = tmp_path / "state"
+    write_deltalake(uri, _rows(0, 2_000), storage_options=options)
+    stats(uri, state)
+    write_deltalake(uri, _rows(2_000, 500), mode="append", storage_options=options)
+    stats(uri, state)
+    DeltaTable(uri, storage_options=options).delete("id < 300")  # rewrites the first file
+    incremental = stats(uri, state)
+
+    rows = DeltaTable(uri, storage_options=options).to_pyarrow_table()  # read back from S3
+
+    assert _comparable(incremental) == _comparable(stats(uri, tmp_path / "rebuilt"))
+    assert_describes_live_rows(incremental, rows, ndv=True)
+    _assert_quantiles(incremental, rows, "id")
+    assert incremental["merged_record_count"] == 2_200
+
+
+@pytest.mark.slow
+def test_a_catalog_table_on_s3_is_analyzed_and_its_puffin_stats_land_on_s3(
+    s3_server: S3Server, spark: Any, tmp_path: Path
+) -> None:
+    warehouse = IcebergWarehouse(
+        tmp_path / "catalog",
+        warehouse=f"{s3_server.new_bucket()}/wh",
+        io_properties=s3_server.iceberg_io,
+    )
+    warehouse.create_table(
+        "sales", _rows(0, 1).schema, partition_by=[("region", IdentityTransform())]
+    )
+    warehouse.append("sales", _rows(0, 1_500))
+    config = tmp_path / "lakestats.toml"
+    properties = "\n".join(f'"{k}" = "{v}"' for k, v in warehouse.catalog_properties.items())
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\n\n'
+        f'[[table]]\nname = "sales"\ncatalog = "{warehouse.catalog_name}"\n'
+        f'identifier = "{warehouse.identifier("sales")}"\n\n'
+        f"[catalog.{warehouse.catalog_name}]\n{properties}\n"
+    )
+    cli("analyze", "sales", "--config", str(config), "-q")
+    warehouse.append("sales", _rows(1_500, 700))
+    warehouse.delete("sales", "id < 100")
+    cli("analyze", "sales", "--config", str(config), "-q")
+    doc = json.loads(cli("show", "sales", "--config", str(config), "--json"))
+
+    table = warehouse.table("sales")
+    rows = table.scan().to_arrow()  # pyiceberg reads them back from S3
+    assert_describes_live_rows(doc, rows, ndv=True, partition="region", table_format="iceberg")
+    _assert_quantiles(doc, rows, "price")
+    current = table.metadata.current_snapshot_id
+    (puffin_entry,) = [s for s in table.metadata.statistics if s.snapshot_id == current]
+    assert puffin_entry.statistics_path.startswith("s3://")
+    data = s3_server.read(puffin_entry.statistics_path)
+    assert puffin_entry.file_size_in_bytes == len(data)
+    ndv = {
+        blob.fields[0]: compact_theta_sketch.deserialize(
+            PuffinFile(data).get_blob_payload(blob), THETA_SEED
+        ).get_estimate()
+        for blob in PuffinFile(data).footer.blobs
+    }
+    by_name = {f.name: f.field_id for f in table.schema().fields}
+    assert round(ndv[by_name["id"]]) == doc["columns"]["id"]["ndv"]
+    (partitions_entry,) = [
+        p for p in table.metadata.partition_statistics if p.snapshot_id == current
+    ]
+    partitions = pq.read_table(io.BytesIO(s3_server.read(partitions_entry.statistics_path)))
+    assert sorted(r["region"] for r in partitions.column("partition").to_pylist()) == [
+        "east",
+        "north",
+        "south",
+        "west",
+    ]
+    assert pc.sum(partitions.column("data_record_count")).as_py() == 2_100
+    assert (
+        f"iceberg statistics (Puffin, theta NDV): {puffin_entry.statistics_path}"
+        in doc["published"]
+    )
+
+
+def test_the_sql_job_on_s3_names_the_missing_hadoop_connector(
+    s3_server: S3Server, spark: Any, tmp_path: Path
+) -> None:
+    """A primary-key table's key merge runs in the SQL job: Spark's own Hadoop reads the
+    files, and without an S3 connector (none is installed here) it cannot."""
+    uri = f"{s3_server.new_bucket()}/pk"
+    s3_server.sync(paimon_fixture("pk_table_with_mor"), uri)
+    err, out = io.StringIO(), io.StringIO()
+    with redirect_stderr(err):
+        code = main(["analyze", uri, "--state-dir", str(tmp_path / "state"), "-q"], out=out)
+
+    assert code == 1
+    (line,) = [e for e in err.getvalue().splitlines() if e.startswith("lakestats: error:")]
+    assert "Spark cannot read s3:// files" in line
+    assert "spark.hadoop.fs.s3.impl" in line and "Traceback" not in err.getvalue()

@@ -1,0 +1,66 @@
+"""A real ``lakestatsd`` following a table on S3: polled (object stores send no file-system
+events), sketched by the Arrow engine in the daemon's own Spark, whose Python workers read
+the data files from S3 with the credentials and endpoint of the daemon's environment.
+
+The S3 server is moto's on 127.0.0.1 (AWS cannot exist here; ``tests/object_store.py``),
+running in the test process; the daemon inherits the AWS environment pointing at it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+from lakestatsd_harness import DaemonProcess, fast_config_text
+
+from delta_tables import assert_describes_live_rows
+from object_store import S3Server
+
+OPTIONS = {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}  # one writer: delta-rs needs no lock table
+WITH_SKETCHES = """[sketch]
+enabled = true
+[spark]
+master = "local[2]"
+[spark.conf]
+"spark.ui.enabled" = "false"
+"spark.sql.shuffle.partitions" = "2"
+"""
+
+
+def rows(start: int, n: int) -> pa.Table:
+    ids = range(start, start + n)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "name": pa.array([f"n{i % 13}" if i % 5 else None for i in ids], pa.string()),
+        }
+    )
+
+
+def test_the_daemon_polls_a_delta_table_on_s3_and_sketches_its_new_files(
+    tmp_path: Path, s3_server: S3Server, run_daemon: Callable[..., DaemonProcess]
+) -> None:
+    uri = f"{s3_server.new_bucket()}/events"
+    write_deltalake(uri, rows(0, 300), storage_options=OPTIONS)
+    text = fast_config_text(tmp_path / "state", f'[[table]]\nname = "t"\nlocation = "{uri}"\n')
+    daemon = run_daemon(text.replace("[sketch]\nenabled = false\n", WITH_SKETCHES))
+
+    write_deltalake(uri, rows(300, 200), mode="append", storage_options=OPTIONS)
+    write_deltalake(uri, rows(500, 100), mode="append", storage_options=OPTIONS)
+    table = DeltaTable(uri, storage_options=OPTIONS)
+    table.delete("id < 50")
+    version = table.version()
+
+    def served() -> Any:
+        resp = daemon.request("GET", "/v1/tables/t/stats")
+        return resp.json() if resp.status == 200 else None
+
+    daemon.wait_until(lambda: (served() or {}).get("snapshot_id") == version, timeout_s=120)
+    doc = served()
+    assert_describes_live_rows(doc, DeltaTable(uri).to_pyarrow_table(), ndv=True)
+    assert doc["columns"]["id"]["sketch"]["quantiles"] is not None  # sketched, not metadata
+    assert not daemon.events("table_run_failed"), daemon.tail()
+    assert daemon.terminate() == 0
