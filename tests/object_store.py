@@ -13,6 +13,7 @@ its own (``new_bucket``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -114,11 +115,17 @@ class S3Server:
         with self.filesystem.open_output_stream(key_or_uri.removeprefix("s3://")) as out:
             out.write(data)
 
+    def delete(self, key_or_uri: str) -> None:
+        """Delete an object if it is there."""
+        with contextlib.suppress(FileNotFoundError):
+            self.filesystem.delete_file(key_or_uri.removeprefix("s3://"))
+
     def keys(self, uri: str) -> list[str]:
         """Every object under ``uri``, as ``s3://`` URIs, sorted."""
         root = uri.removeprefix("s3://").rstrip("/")
+        selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
         return sorted(
             f"s3://{info.path}"
-            for info in self.filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
+            for info in self.filesystem.get_file_info(selector)
             if info.type == pafs.FileType.File
         )

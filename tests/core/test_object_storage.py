@@ -9,7 +9,8 @@ standard AWS environment. lakestats itself is given nothing but ``s3://`` locati
   check against DuckDB and the formats' own readers).
 * Tables written straight to S3 by their writers (delta-rs, pyiceberg through a catalog),
   analyzed commit by commit, must equal a from-scratch analysis and the rows read back
-  from S3 by the writer's own reader; a catalog table's Puffin file lands on S3.
+  from S3 by the writer's own reader; a catalog table's Puffin file and a Delta table's
+  sidecar land on S3.
 * What needs Spark's Hadoop to read S3 (the SQL job) says which connector is missing.
 """
 
@@ -183,8 +184,14 @@ def test_delta_rs_writing_to_s3_analyzed_commit_by_commit_equals_a_rebuild_and_t
     stats(uri, state)
     DeltaTable(uri, storage_options=options).delete("id < 300")  # rewrites the first file
     incremental = stats(uri, state)
+    sidecar = f"{uri}/_delta_log/_lakestats"
+    index = json.loads(s3_server.read(f"{sidecar}/index.json"))["versions"]
+    published = json.loads(s3_server.read(f"{sidecar}/{index[str(incremental['snapshot_id'])]}"))
 
     rows = DeltaTable(uri, storage_options=options).to_pyarrow_table()  # read back from S3
+    assert sorted(index, key=int) == ["0", "1", "2"]  # every version, published on S3
+    assert published["columns"] == incremental["columns"]
+    assert published["merged_record_count"] == incremental["merged_record_count"]
 
     assert _comparable(incremental) == _comparable(stats(uri, tmp_path / "rebuilt"))
     assert_describes_live_rows(incremental, rows, ndv=True)

@@ -1,6 +1,7 @@
 """A real ``lakestatsd`` following a table on S3: polled (object stores send no file-system
 events), sketched by the Arrow engine in the daemon's own Spark, whose Python workers read
-the data files from S3 with the credentials and endpoint of the daemon's environment.
+the data files from S3 with the credentials and endpoint of the daemon's environment, and
+published in the table's sidecar on S3.
 
 The S3 server is moto's on 127.0.0.1 (AWS cannot exist here; ``tests/object_store.py``),
 running in the test process; the daemon inherits the AWS environment pointing at it.
@@ -8,6 +9,7 @@ running in the test process; the daemon inherits the AWS environment pointing at
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -63,4 +65,12 @@ def test_the_daemon_polls_a_delta_table_on_s3_and_sketches_its_new_files(
     assert_describes_live_rows(doc, DeltaTable(uri).to_pyarrow_table(), ndv=True)
     assert doc["columns"]["id"]["sketch"]["quantiles"] is not None  # sketched, not metadata
     assert not daemon.events("table_run_failed"), daemon.tail()
+    index = f"{uri}/_delta_log/_lakestats/index.json"  # published beside the log, on S3
+
+    def published() -> bool:
+        if index not in s3_server.keys(f"{uri}/_delta_log/_lakestats"):
+            return False
+        return str(version) in json.loads(s3_server.read(index))["versions"]
+
+    daemon.wait_until(published, timeout_s=30)
     assert daemon.terminate() == 0

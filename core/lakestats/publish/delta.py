@@ -16,8 +16,9 @@ references, and commit, checkpoint, checksum and sidecar files of the log respec
 (checked with deltalake in ``tests/core/publish/test_delta_sidecar.py``). Versions
 that expire from the log lose their documents at the next flush.
 
-Only tables on the local file system publish for now (atomic rename); others keep their
-stats in the store only. One lakestats store per table should publish (one index).
+A local table's files are written under a temporary name and renamed; on object storage
+(``s3://`` …) each is one upload, which readers see whole or not at all, so the index is
+replaced there as atomically. One lakestats store per table should publish (one index).
 """
 
 from __future__ import annotations
@@ -26,12 +27,15 @@ import json
 import time
 import uuid
 from collections.abc import Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+import pyarrow.fs as pafs
+
 from lakestats.exceptions import MetadataError, PublishError
 from lakestats.formats.base import TableFormat
-from lakestats.locations import local_path
+from lakestats.locations import TableLocation, resolve_location
 from lakestats.publish.base import Publisher, SnapshotStats, Unpublishable
 from lakestats.publish.native import stats_doc
 from lakestats.store.atomic import atomic_write
@@ -44,23 +48,55 @@ FILE_PREFIX = "lakestats-"
 INDEX_FORMAT = 1
 
 
+class _SidecarFolder:
+    """``_delta_log/_lakestats/`` on the table's file system: whole-file writes, reads,
+    deletes and a listing. Local files are replaced by rename (``atomic_write``); an
+    object store's upload is atomic by itself."""
+
+    def __init__(self, location: TableLocation) -> None:
+        self._fs = location.filesystem
+        self._local = location.local_root
+        self.path = location.fs_path(*SIDECAR_DIR)
+        self.uri = location.join(*SIDECAR_DIR)
+
+    def write(self, name: str, data: bytes) -> None:
+        if self._local is not None:
+            atomic_write(Path(self.path) / name, data)
+            return
+        with self._fs.open_output_stream(f"{self.path}/{name}") as out:
+            out.write(data)
+
+    def read(self, name: str) -> bytes | None:
+        try:
+            with self._fs.open_input_stream(f"{self.path}/{name}") as source:
+                return bytes(source.read())
+        except FileNotFoundError:
+            return None
+
+    def delete(self, name: str) -> None:
+        with suppress(FileNotFoundError):
+            self._fs.delete_file(f"{self.path}/{name}")
+
+    def files(self) -> list[pafs.FileInfo]:
+        selector = pafs.FileSelector(self.path, allow_not_found=True)
+        return [i for i in self._fs.get_file_info(selector) if i.type == pafs.FileType.File]
+
+
 class DeltaSidecarPublisher:
-    """Stats documents under ``_delta_log/_lakestats/`` of a local Delta table."""
+    """Stats documents under ``_delta_log/_lakestats/`` of a Delta table."""
 
     key = PUBLISHED_KEY
 
     def __init__(self, table: TableFormat, table_name: str) -> None:
-        root = local_path(table.location, percent_encoded=False)
-        if root is None:
-            raise ValueError(f"{table.location} is not on the local file system")
         self._table = table
         self._name = table_name
-        self._dir = root.joinpath(*SIDECAR_DIR)
+        self._folder = _SidecarFolder(resolve_location(table.location))
         self._pending: dict[int, str] = {}
 
     @property
-    def directory(self) -> Path:
-        return self._dir
+    def directory(self) -> str:
+        """The sidecar folder: a local path, or a URI on object storage."""
+        return self._folder.uri
 
     @property
     def errors(self) -> tuple[type[BaseException], ...]:
@@ -78,11 +114,11 @@ class DeltaSidecarPublisher:
         if stats.commit is not None:
             commit["operation"] = stats.commit.operation
         doc = stats_doc(stats, table_name=self._name, format_name="delta", commit=commit)
-        atomic_write(self._dir / name, json.dumps(doc, sort_keys=True).encode("utf-8"))
+        self._folder.write(name, json.dumps(doc, sort_keys=True).encode("utf-8"))
         replaced = self._pending.get(stats.snapshot_id)
         self._pending[stats.snapshot_id] = name
         if replaced is not None:
-            (self._dir / replaced).unlink(missing_ok=True)
+            self._folder.delete(replaced)
 
     def flush(self, published: Mapping[str, Any]) -> dict[str, Any]:
         pending, self._pending = self._pending, {}
@@ -100,26 +136,27 @@ class DeltaSidecarPublisher:
                 "format": INDEX_FORMAT,
                 "versions": {str(v): n for v, n in sorted(entries.items())},
             }
-            atomic_write(self._dir / INDEX_NAME, json.dumps(body, sort_keys=True).encode("utf-8"))
+            self._folder.write(INDEX_NAME, json.dumps(body, sort_keys=True).encode("utf-8"))
         for name in doomed:  # only once the index no longer lists them
-            (self._dir / name).unlink(missing_ok=True)
+            self._folder.delete(name)
         records = {str(v): n for v, n in sorted(entries.items())}
         return {**published, PUBLISHED_KEY: {"snapshots": records}}
 
     def sweep(self, older_than_s: float) -> int:
         """Delete our documents the index does not list, older than ``older_than_s``."""
-        if not self._dir.is_dir():
+        files = self._folder.files()
+        if not files:
             return 0
         keep = set(self._read_index().values())
-        cutoff = time.time() - older_than_s
+        cutoff_ns = time.time_ns() - int(older_than_s * 1e9)
         deleted = 0
-        for path in self._dir.iterdir():
-            name = path.name
-            if not name.startswith(FILE_PREFIX) or name in keep or not path.is_file():
+        for info in files:
+            name = info.base_name
+            if not name.startswith(FILE_PREFIX) or name in keep:
                 continue
-            if path.stat().st_mtime > cutoff:
+            if info.mtime_ns is None or info.mtime_ns > cutoff_ns:
                 continue
-            path.unlink(missing_ok=True)
+            self._folder.delete(name)
             deleted += 1
         return deleted
 
@@ -127,31 +164,27 @@ class DeltaSidecarPublisher:
         name = _records(published).get(str(snapshot_id))
         if name is None:
             return ["not in the Delta sidecar yet (_delta_log/_lakestats/)"]
-        return [f"Delta sidecar: {self._dir / name} (listed in {self._dir / INDEX_NAME})"]
+        folder = self._folder.uri
+        return [f"Delta sidecar: {folder}/{name} (listed in {folder}/{INDEX_NAME})"]
 
     def _read_index(self) -> dict[int, str]:
-        path = self._dir / INDEX_NAME
-        try:
-            body = json.loads(path.read_bytes())
-        except FileNotFoundError:
+        raw = self._folder.read(INDEX_NAME)
+        if raw is None:
             return {}
+        where = f"{self._folder.uri}/{INDEX_NAME}"
+        try:
+            body = json.loads(raw)
         except ValueError as exc:
-            raise PublishError(f"{path} is not valid JSON ({exc})") from None
+            raise PublishError(f"{where} is not valid JSON ({exc})") from None
         versions = body.get("versions") if isinstance(body, dict) else None
         if not isinstance(versions, dict):
-            raise PublishError(f"{path} has no versions object")
+            raise PublishError(f"{where} has no versions object")
         return {int(v): str(n) for v, n in versions.items()}
 
 
 def open_publisher(opened: OpenedTable) -> Publisher | Unpublishable:
     """The registry's factory (``publish/registry.py``)."""
-    table = opened.table
-    if local_path(table.location, percent_encoded=False) is None:
-        return Unpublishable(
-            "Delta sidecar stats are written for tables on the local file system only; "
-            "the stats stay in the store"
-        )
-    return DeltaSidecarPublisher(table, opened.name)
+    return DeltaSidecarPublisher(opened.table, opened.name)
 
 
 def _records(published: Mapping[str, Any]) -> dict[str, str]:

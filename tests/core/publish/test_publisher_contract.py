@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable, write_deltalake
 from publish_helpers import PySketcher, catalog_config, local
 from pyiceberg.transforms import IdentityTransform
 from test_paimon_publish import merged as paimon_merged
@@ -36,6 +37,7 @@ from lakestats.publish.memory import MemoryPublisher, MemoryTarget
 from lakestats.publish.paimon import PaimonPublisher
 from lakestats.tables import OpenedTable
 from lakestats.testing import IcebergWarehouse
+from object_store import S3Server
 from paimon_tables import PaimonWarehouse
 
 SETTINGS = SketchSettings()
@@ -213,12 +215,63 @@ def _paimon(tmp_path: Path) -> Target:
     )
 
 
-TARGETS = {
+def _delta_on_s3(s3: S3Server) -> Target:
+    """A delta-rs table written straight to S3 (tests/object_store.py: an S3 server on
+    127.0.0.1); versions expire as in ``_delta``, on the bucket."""
+    uri = f"{s3.new_bucket()}/t"
+    options = {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}  # one writer: no lock table needed
+    versions = []
+    for start in (0, 100, 200):
+        batch = pa.table({"id": [start, start + 1], "cat": ["a", "b"]}, schema=SCHEMA)
+        write_deltalake(uri, batch, mode="append", storage_options=options)
+        versions.append(DeltaTable(uri, storage_options=options).version())
+    table = open_table(uri)
+    sidecar = f"{uri}/_delta_log/_lakestats"
+
+    def index() -> dict[str, str]:
+        keys = s3.keys(sidecar)
+        path = f"{sidecar}/{INDEX_NAME}"
+        return dict(json.loads(s3.read(path))["versions"]) if path in keys else {}
+
+    def expire(version: int) -> None:
+        DeltaTable(uri, version=version + 1, storage_options=options).create_checkpoint()
+        log = f"{uri}/_delta_log"
+        for old in range(version + 1):
+            s3.delete(f"{log}/{old:020d}.json")
+
+    return Target(
+        publisher=lambda: DeltaSidecarPublisher(open_table(uri), "t"),
+        snapshots=versions,
+        stats=lambda version: _merged_stats(_Opened(table), version),  # type: ignore[arg-type]
+        registered=lambda version: {index()[str(version)]} if str(version) in index() else set(),
+        stored=lambda: {
+            name
+            for key in s3.keys(sidecar)
+            if (name := key.rsplit("/", 1)[1]).startswith(DELTA_PREFIX)
+        },
+        version=lambda: json.dumps(index(), sort_keys=True),
+        expire=expire,
+        # an object store has no file to put in a folder's way: an index nobody can read
+        break_target=lambda: s3.write(f"{sidecar}/{INDEX_NAME}", b"{not json"),
+    )
+
+
+TARGETS: dict[str, Callable[[Path], Target]] = {
     "delta": _delta,
     "iceberg": _iceberg,
     "memory": lambda _: _memory(),
     "paimon": _paimon,
 }
+# the same publishers on object storage
+S3_TARGETS: dict[str, Callable[[S3Server], Target]] = {"delta-s3": _delta_on_s3}
+
+
+def _made(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
+    if request.param in S3_TARGETS:
+        return S3_TARGETS[request.param](request.getfixturevalue("s3_server"))
+    return TARGETS[request.param](tmp_path)
+
+
 # Targets that register every staged snapshot. Paimon cannot: a snapshot names one
 # statistics file, so a flush registers the newest staged snapshot only (an ANALYZE
 # snapshot), and a file stays while an older ANALYZE snapshot names it; the test after
@@ -226,14 +279,14 @@ TARGETS = {
 ONE_STATS_FILE_PER_SNAPSHOT = {"paimon"}
 
 
-@pytest.fixture(params=sorted(TARGETS))
+@pytest.fixture(params=sorted(TARGETS) + sorted(S3_TARGETS))
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
-    yield TARGETS[request.param](tmp_path)
+    yield _made(request, tmp_path)
 
 
-@pytest.fixture(params=sorted(set(TARGETS) - ONE_STATS_FILE_PER_SNAPSHOT))
+@pytest.fixture(params=sorted((set(TARGETS) | set(S3_TARGETS)) - ONE_STATS_FILE_PER_SNAPSHOT))
 def every_snapshot_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
-    yield TARGETS[request.param](tmp_path)
+    yield _made(request, tmp_path)
 
 
 @pytest.fixture(params=sorted(ONE_STATS_FILE_PER_SNAPSHOT))
