@@ -115,6 +115,11 @@ class PaimonWarehouse:
         write_arrow(table, data, overwrite={} if overwrite else None)
         return self.current(name)
 
+    def read(self, name: str) -> pa.Table:
+        """The rows pypaimon's reader returns now (primary-key tables: merged by key)."""
+        builder = self.table(name).new_read_builder()
+        return builder.new_read().to_arrow(builder.new_scan().plan().splits())
+
     def current(self, name: str) -> int:
         snapshot = self.table(name).snapshot_manager().get_latest_snapshot()
         assert snapshot is not None

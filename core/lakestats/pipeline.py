@@ -45,7 +45,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
@@ -57,10 +57,12 @@ from lakestats.arrow_sketch.engine import (
     arrow_job,
     pyarrow_can_open,
     run_arrow,
+    run_key_winners,
     worker_cannot_run,
     worker_ready,
 )
 from lakestats.arrow_sketch.file_sketch import ArrowJob
+from lakestats.arrow_sketch.key_winners import WinnerGroup
 from lakestats.exceptions import ConfigError, DataFileError, SketchError, SparkUnavailableError
 from lakestats.field_ids import SPARK_FIELD_ID_KEY, split_by_field_ids
 from lakestats.locations import is_local, local_path
@@ -172,6 +174,12 @@ class RowFilter(Protocol):
         tasks); ``None`` when it removes rows otherwise (the SQL job applies it)."""
         ...
 
+    def winner_groups(self) -> list[WinnerGroup] | None:
+        """The primary-key merges this filter applies, as the Arrow engine makes them
+        (``arrow_sketch.key_winners``), when they are all it applies and the engine makes
+        them exactly; ``None`` otherwise (the SQL job applies it)."""
+        ...
+
     def check(self, rows: Sequence[Any]) -> None: ...
 
 
@@ -270,18 +278,21 @@ def sketch_files(
     key_plan = _plan_key(schema, planned)
     written = {_input_key(p): r for p, r in (retyped or {}).items() if r}
     dead: dict[str, np.ndarray] | None = None
-    arrow_may_filter = engine == "auto" and file_format == "PARQUET" and key_plan is None
+    winners: list[WinnerGroup] | None = None  # primary-key merges the Arrow engine makes
+    arrow_may_filter = engine == "auto" and file_format == "PARQUET"
     if row_filter is not None and arrow_may_filter and not _arrow_unusable_on(spark):
         by_path = row_filter.dead_positions()  # reads the position-delete files
         if by_path is not None:  # positions only: the Arrow engine can apply them
             dead = _dead_by_unique_path(by_path, unique)
+        else:
+            winners = row_filter.winner_groups()
     arrow = _arrow_plan(
         engine,
         planned,
         settings,
         match_by,
         file_format,
-        row_filter is None or dead is not None,
+        row_filter is None or dead is not None or winners is not None,
         written,
         key_plan,
         unique,
@@ -295,10 +306,17 @@ def sketch_files(
         rows: list[Any] = []
         sketched: dict[str, dict[int, ColumnSketch]] = {}
         arrow_live: dict[str, int] = {}
+        if arrow is not None and winners is not None:
+            merged_dead = _run_key_winners(session, winners, job_limits, on_progress, unique)
+            arrow, dead = (None, None) if merged_dead is None else (arrow, merged_dead)
         if arrow is not None:
             sketched, arrow_live, unique_paths = _run_arrow(
                 session, unique_paths, arrow, job_limits, on_progress, dead
             )
+            if winners is not None and unique_paths:
+                # The SQL job's merge attributes rows to every file of the job at once: one
+                # file it must read means it reads them all.
+                sketched, arrow_live, unique_paths = {}, {}, list(unique.values())
         try:
             if not unique_paths:
                 pass  # the Arrow engine sketched every file
@@ -423,20 +441,14 @@ def _arrow_plan(  # noqa: PLR0917 - private, called once with sketch_files' own 
     unique: Mapping[str, str],
 ) -> ArrowJob | None:
     """The Arrow engine's plan when the job is plain (docs/sketches.md, "The Arrow engine"):
-    Parquet, no deletes other than row positions (``rows_filtered_in_task``), no retyped
-    files, no key sketch, every column of a type the engine implements, files pyarrow
-    opens; else ``None`` and the SQL job runs as always."""
-    plain = (
-        engine == "auto"
-        and file_format == "PARQUET"
-        and rows_filtered_in_task
-        and not written
-        and key_plan is None
-    )
+    Parquet, no deletes other than row positions and primary-key merges it makes
+    (``rows_filtered_in_task``), no retyped files, every column and key column of a type
+    the engine implements, files pyarrow opens; else ``None`` and the SQL job runs."""
+    plain = engine == "auto" and file_format == "PARQUET" and rows_filtered_in_task and not written
     if not plain or not pyarrow_can_open(list(unique.values())):
         return None
     columns = [(p.column.field_id, p.column.name, p.spec, p.scan_bounds) for p in planned]
-    return arrow_job(columns, settings, match_by)
+    return arrow_job(columns, settings, match_by, None if key_plan is None else key_plan.key)
 
 
 # SparkContexts whose Python workers failed to run the Arrow engine (id → (context, why))
@@ -492,6 +504,55 @@ def _mark_arrow_unusable(sc: Any, exc: BaseException) -> None:
     )
 
 
+_T = TypeVar("_T")
+
+
+def _in_arrow_job(
+    session: Any, description: str, paths: list[str], run: Callable[[Any], _T]
+) -> _T | None:
+    """``run(sc)`` as one of the Arrow engine's Spark jobs, under the sketch job group;
+    ``None`` when the workers cannot run the engine (the SQL job takes over for good)."""
+    sc = session.sparkContext
+    sc.setJobGroup(JOB_GROUP, description, False)
+    try:
+        return run(sc)
+    except (DataFileError, SparkUnavailableError):
+        raise
+    except Exception as exc:
+        if getattr(sc, "_jsc", None) is None:  # the context was stopped under the job
+            raise SparkUnavailableError(_stopped_while_running(str(exc))) from exc
+        if worker_cannot_run(str(exc)):
+            _mark_arrow_unusable(sc, exc)
+            return None
+        raise _convert_error(exc, paths) from exc
+    finally:
+        _clear_job_group(sc)
+
+
+def _run_key_winners(
+    session: Any,
+    groups: list[WinnerGroup],
+    limits: JobLimits,
+    on_progress: ProgressFn | None,
+    unique: Mapping[str, str],
+) -> dict[str, np.ndarray] | None:
+    """The dead positions of the job's files under their primary-key merges (keyed as the
+    job reads each file), or ``None`` when the SQL job must merge them."""
+    inputs = list(dict.fromkeys(p for g in groups for p in g.inputs))
+    found = _in_arrow_job(
+        session,
+        f"lakestats: primary-key merge of {len(groups)} buckets (Arrow)",
+        inputs,
+        lambda sc: run_key_winners(sc, groups, lambda: _JobMonitor(sc, limits, on_progress)),
+    )
+    if found is None:
+        return None
+    if isinstance(found, str):
+        _log.info("arrow_key_merge_declined", buckets=len(groups), reason=found)
+        return None
+    return _dead_by_unique_path(found, unique)
+
+
 def _run_arrow(  # noqa: PLR0917 - private, called once with sketch_files' own inputs
     session: Any,
     paths: list[str],
@@ -502,23 +563,15 @@ def _run_arrow(  # noqa: PLR0917 - private, called once with sketch_files' own i
 ) -> tuple[dict[str, dict[int, ColumnSketch]], dict[str, int], list[str]]:
     """(path → sketches of the files the Arrow engine sketched, path → their live rows,
     the files it declined)"""
-    sc = session.sparkContext
-    sc.setJobGroup(JOB_GROUP, f"lakestats: sketch {len(paths)} data files (Arrow)", False)
-    try:
-        sketched, live, declined = run_arrow(
-            sc, paths, job, lambda: _JobMonitor(sc, limits, on_progress), dead
-        )
-    except (DataFileError, SparkUnavailableError):
-        raise
-    except Exception as exc:
-        if getattr(sc, "_jsc", None) is None:  # the context was stopped under the job
-            raise SparkUnavailableError(_stopped_while_running(str(exc))) from exc
-        if worker_cannot_run(str(exc)):
-            _mark_arrow_unusable(sc, exc)
-            return {}, {}, paths
-        raise _convert_error(exc, paths) from exc
-    finally:
-        _clear_job_group(sc)
+    result = _in_arrow_job(
+        session,
+        f"lakestats: sketch {len(paths)} data files (Arrow)",
+        paths,
+        lambda sc: run_arrow(sc, paths, job, lambda: _JobMonitor(sc, limits, on_progress), dead),
+    )
+    if result is None:
+        return {}, {}, paths
+    sketched, live, declined = result
     _log.debug(
         "arrow_engine_sketched", files=len(sketched), declined=len(declined), deletes=bool(dead)
     )

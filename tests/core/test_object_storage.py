@@ -32,6 +32,7 @@ from datasketches import compact_theta_sketch
 from deltalake import DeltaTable, write_deltalake
 from pyiceberg.table.puffin import PuffinFile
 from pyiceberg.transforms import IdentityTransform
+from structlog.testing import capture_logs
 
 from delta_tables import FIXTURES as DELTA_FIXTURES
 from delta_tables import assert_describes_live_rows
@@ -42,6 +43,7 @@ from lakestats.sketches.hashing import THETA_SEED
 from lakestats.testing import IcebergWarehouse
 from object_store import S3Server
 from paimon_fixtures import fixture as paimon_fixture
+from paimon_tables import PaimonWarehouse
 
 pytestmark = [pytest.mark.spark]
 
@@ -85,6 +87,10 @@ REAL_ENGINE_TABLES = {
     ),
     "paimon: Java, renamed and retyped columns": (
         paimon_fixture("append_table_with_alter_table"),
+        "",
+    ),
+    "paimon: Java, primary key with deletion vectors": (
+        paimon_fixture("pk_table_scan_and_read_dv"),
         "",
     ),
     "paimon: Java, timestamps of every precision and zone": (
@@ -260,11 +266,51 @@ def test_a_catalog_table_on_s3_is_analyzed_and_its_puffin_stats_land_on_s3(
     )
 
 
+@pytest.mark.slow
+def test_a_primary_key_table_on_s3_is_merged_by_key_without_sparks_s3_connector(
+    s3_server: S3Server, spark: Any, tmp_path: Path
+) -> None:
+    """pypaimon commits updating and deleting keys: each commit's buckets are merged by
+    key (``arrow_sketch/key_winners.py``) with every input read from S3 in the Arrow
+    engine's tasks; the stats are the local copy's and describe pypaimon's merged read."""
+    warehouse = PaimonWarehouse(tmp_path / "wh")
+    local = warehouse.create(
+        "orders",
+        [("id", "long"), ("status", "string"), ("amount", "long")],
+        primary_keys=["id"],
+        options={"metadata.stats-mode": "full", "bucket": "2"},
+    )
+    uri = f"{s3_server.new_bucket()}/orders"
+    s3_state, local_state = tmp_path / "s3-state", tmp_path / "local-state"
+    for step, ids in enumerate([range(0, 120), range(60, 150), range(100, 130)]):
+        warehouse.write(
+            "orders",
+            {
+                "id": list(ids),
+                "status": [f"s{(i + step) % 5}" for i in ids],
+                "amount": [i * 10 + step for i in ids],
+            },
+        )
+        s3_server.sync(local, uri)
+        with capture_logs() as logs:
+            on_s3 = stats(uri, s3_state)
+        assert not [e for e in logs if e["event"] == "arrow_key_merge_declined"]
+        here = stats(str(local), local_state)
+        assert on_s3 == here, step
+
+    rows = warehouse.read("orders")
+    assert on_s3["merged_record_count"] == rows.num_rows == 150
+    assert on_s3["record_count"] > rows.num_rows  # the files hold every version
+    assert on_s3["columns"]["amount"]["max"] == pc.max(rows.column("amount")).as_py()
+    assert on_s3["columns"]["status"]["ndv"] == len(pc.unique(rows.column("status")))
+
+
 def test_the_sql_job_on_s3_names_the_missing_hadoop_connector(
     s3_server: S3Server, spark: Any, tmp_path: Path
 ) -> None:
-    """A primary-key table's key merge runs in the SQL job: Spark's own Hadoop reads the
-    files, and without an S3 connector (none is installed here) it cannot."""
+    """A merge the Arrow engine leaves to the SQL job (here: inputs written before a
+    column's type changed) is read by Spark's own Hadoop, which without an S3 connector
+    (none is installed here) cannot."""
     uri = f"{s3_server.new_bucket()}/pk"
     s3_server.sync(paimon_fixture("pk_table_with_mor"), uri)
     err, out = io.StringIO(), io.StringIO()

@@ -35,10 +35,12 @@ from lakestats.arrow_sketch.file_sketch import (
     read_columns,
     sketch_columns,
 )
+from lakestats.arrow_sketch.key_sketch import ArrowKey, key_type_supported
+from lakestats.arrow_sketch.key_winners import WinnerGroup, winners_partition
 from lakestats.exceptions import DataFileError, SparkUnavailableError
 from lakestats.locations import local_path
-from lakestats.model import ColumnSketch, SketchSettings
-from lakestats.sketches.spec import TypeSpec
+from lakestats.model import ColumnSketch, KeySketch, SketchSettings
+from lakestats.sketches.spec import TypeSpec, type_spec
 
 # Iceberg types the engine computes exactly as the SQL job (proven type by type against it
 # in tests/core/sketches/test_arrow_engine.py); a job with any other column type is SQL.
@@ -91,11 +93,20 @@ def arrow_job(
     columns: Sequence[tuple[int, str, TypeSpec, bool]],
     settings: SketchSettings,
     match_by: Literal["field_id", "name"],
+    key: KeySketch | None = None,
 ) -> ArrowJob | None:
-    """The engine's plan for ``(field_id, name, spec, scan_bounds)`` columns, or ``None``
-    when a column's type is not one the engine implements or the names collide."""
+    """The engine's plan for ``(field_id, name, spec, scan_bounds)`` columns and a primary
+    ``key`` to sketch, or ``None`` when a column's type is not one the engine implements,
+    the names collide, or the key is not one it builds (``key_sketch``)."""
     if not all(arrow_type_supported(spec) for _, _, spec, _ in columns):
         return None
+    arrow_key: ArrowKey | None = None
+    extra: tuple[ArrowColumn, ...] = ()
+    if key is not None:
+        keyed = _arrow_key(key, {fid: spec.type for fid, _, spec, _ in columns})
+        if keyed is None:
+            return None
+        arrow_key, extra = keyed
     paths = [tuple(name.split(".")) for _, name, _, _ in columns]
     if len(set(paths)) != len(paths) or any(
         other[: len(path)] == path for path in paths for other in paths if other != path
@@ -112,7 +123,30 @@ def arrow_job(
         match_by,
         value_samples=settings.value_samples,
         frequent_items=settings.frequent_items,
+        key=arrow_key,
+        extra=extra,
     )
+
+
+def _arrow_key(
+    key: KeySketch, types: Mapping[int, str]
+) -> tuple[ArrowKey, tuple[ArrowColumn, ...]] | None:
+    """The key's plan and the row-kind column to read with it (by its field id in files
+    with ids: a kind column without one is matched by name, which only the SQL job does)."""
+    if not key.field_ids or any(
+        f not in types or not key_type_supported(types[f]) for f in key.field_ids
+    ):
+        return None
+    extra: tuple[ArrowColumn, ...] = ()
+    kind_id = None
+    if key.row_kind_column is not None:
+        kind_spec = type_spec("int")
+        if key.row_kind_field_id is None or kind_spec is None:
+            return None
+        kind_id = key.row_kind_field_id
+        extra = (ArrowColumn(kind_id, (key.row_kind_column,), kind_spec, False),)
+    columns = tuple((f, types[f]) for f in key.field_ids)
+    return ArrowKey(columns, kind_id, key.non_add_kinds, key.retract_kinds), extra
 
 
 # -- the Spark job ------------------------------------------------------------------------------
@@ -131,9 +165,9 @@ def sketch_partition(
             yield path, "declined", str(why), 0
             continue
         except FileNotFoundError as exc:
-            raise RuntimeError(_marked("not found", path, exc)) from exc
+            raise RuntimeError(marked("not found", path, exc)) from exc
         except Exception as exc:  # pyarrow's errors of a corrupt or unreadable file
-            raise RuntimeError(_marked("unreadable", path, exc)) from exc
+            raise RuntimeError(marked("unreadable", path, exc)) from exc
         try:
             live, rows = _live(loaded, dead)
             yield path, "ok", None if live is None else sketch_columns(live, job), rows
@@ -171,7 +205,8 @@ def worker_ready(_: Iterator[int]) -> Iterator[int]:
     yield os.getpid()
 
 
-def _marked(what: str, path: str, exc: BaseException) -> str:
+def marked(what: str, path: str, exc: BaseException) -> str:
+    """A task's failure message the driver turns into a ``DataFileError`` (``marked_error``)."""
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return f"{_MARK}:{what}:{len(path)}:{path}:{first}"
 
@@ -189,21 +224,9 @@ def run_arrow(
     empty ones) and 0 live rows. ``monitor`` makes the context manager that watches the job
     (``pipeline._JobMonitor``); the caller has set the job group and converts other
     failures."""
-    tasks = min(len(paths), max(1, int(sc.defaultParallelism)) * _TASKS_PER_CORE)
     files = [(path, (dead or {}).get(path)) for path in paths]
-    rdd = sc.parallelize(files, tasks).mapPartitions(functools.partial(sketch_partition, job))
-    with monitor() as watching:
-        try:
-            results = rdd.collect()
-        except Exception as exc:
-            if watching.reason is not None:
-                raise SparkUnavailableError(watching.reason) from exc
-            data_file_error = marked_error(str(exc))
-            if data_file_error is not None:
-                raise data_file_error from exc
-            raise
-    if watching.reason is not None:  # past the limit even if it finished meanwhile
-        raise SparkUnavailableError(watching.reason)
+    rdd = sc.parallelize(files, _tasks(sc, len(files)))
+    results = _collect(rdd.mapPartitions(functools.partial(sketch_partition, job)), monitor)
     done: dict[str, dict[int, ColumnSketch]] = {}
     live: dict[str, int] = {}
     declined: dict[str, str] = {}
@@ -215,6 +238,43 @@ def run_arrow(
         if isinstance(payload, Mapping):
             done[path] = dict(payload)
     return done, live, declined
+
+
+def run_key_winners(
+    sc: Any, groups: Sequence[WinnerGroup], monitor: Callable[[], Any]
+) -> dict[str, np.ndarray] | str:
+    """The dead row positions of the requested files of primary-key merge ``groups``
+    (``key_winners``), one Spark task per few groups; or why a group is left to the SQL
+    job. ``monitor`` as for ``run_arrow``."""
+    rdd = sc.parallelize(list(groups), _tasks(sc, len(groups)))
+    dead: dict[str, np.ndarray] = {}
+    for path, status, payload in _collect(rdd.mapPartitions(winners_partition), monitor):
+        if status == "declined":
+            return str(payload)
+        dead[path] = np.asarray(payload)
+    return dead
+
+
+def _tasks(sc: Any, items: int) -> int:
+    return max(1, min(items, max(1, int(sc.defaultParallelism)) * _TASKS_PER_CORE))
+
+
+def _collect(rdd: Any, monitor: Callable[[], Any]) -> list[Any]:
+    """``rdd.collect()`` under the job monitor: its time limit and Spark's loss are
+    ``SparkUnavailableError``; a task's marked failure the ``DataFileError`` it stands for."""
+    with monitor() as watching:
+        try:
+            results: list[Any] = rdd.collect()
+        except Exception as exc:
+            if watching.reason is not None:
+                raise SparkUnavailableError(watching.reason) from exc
+            data_file_error = marked_error(str(exc))
+            if data_file_error is not None:
+                raise data_file_error from exc
+            raise
+    if watching.reason is not None:  # past the limit even if it finished meanwhile
+        raise SparkUnavailableError(watching.reason)
+    return results
 
 
 # What a failed task says when the workers' Python cannot run the engine at all (a

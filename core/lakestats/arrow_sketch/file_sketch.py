@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lakestats.arrow_sketch.key_sketch import ArrowKey, key_sketches
 from lakestats.arrow_sketch.spec_hashes import (
     distinct,
     distinct_counted,
@@ -66,6 +67,8 @@ class ArrowJob:
     match_by: Literal["field_id", "name"]
     value_samples: bool = False
     frequent_items: int = 0  # items tracked; 0: none
+    key: ArrowKey | None = None  # a primary key's sketches (``key_sketch``)
+    extra: tuple[ArrowColumn, ...] = ()  # read for the key, not sketched (the row kind)
 
 
 class Declined(Exception):  # noqa: N818 - a verdict, not a failure: the SQL job takes the file
@@ -92,13 +95,14 @@ def read_columns(parquet: pq.ParquetFile, job: ArrowJob) -> dict[int, pa.Array] 
         return None
     schema = parquet.schema_arrow
     by_id = job.match_by == "field_id" and any(_field_id(f) is not None for f in schema)
-    located = {c.field_id: _locate(schema, c, by_id) for c in job.columns}
+    read = (*job.columns, *job.extra)
+    located = {c.field_id: _locate(schema, c, by_id) for c in read}
     tops = sorted({loc[0] for loc in located.values() if loc is not None})
     table = parquet.read(columns=[schema.field(i).name for i in tops], use_threads=False)
     if table.num_rows != rows:
         raise Declined("the footer's row count is not the data's")
     out: dict[int, pa.Array] = {}
-    for column in job.columns:
+    for column in read:
         loc = located[column.field_id]
         target = arrow_type(column.spec)
         if loc is None:
@@ -110,8 +114,12 @@ def read_columns(parquet: pq.ParquetFile, job: ArrowJob) -> dict[int, pa.Array] 
 
 
 def sketch_columns(columns: Mapping[int, pa.Array], job: ArrowJob) -> dict[int, ColumnSketch]:
-    """``{field_id: ColumnSketch}`` of one file's columns (``read_columns``)."""
-    return {c.field_id: column_sketch(columns[c.field_id], c, job) for c in job.columns}
+    """``{field_id: ColumnSketch}`` of one file's columns (``read_columns``), and its key's
+    sketches under their ids (``model.KEY_SKETCH_ID`` …) when the job has a key."""
+    out = {c.field_id: column_sketch(columns[c.field_id], c, job) for c in job.columns}
+    if job.key is not None:
+        out |= key_sketches(columns, job.key, job.theta_lg_k)
+    return out
 
 
 def arrow_type(spec: TypeSpec) -> pa.DataType:

@@ -22,12 +22,16 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import structlog
 
+from lakestats.arrow_sketch.key_winners import WinnerGroup, winner_groups
 from lakestats.deletes.plan import EqualityGroup, LiveReadPlan
 from lakestats.deletes.positions import FID, POS, positions_table
 from lakestats.exceptions import SketchError
 from lakestats.locations import LocationMap
 from lakestats.model import TableSchema
+
+_log = structlog.get_logger(__name__)
 
 _KEY = "__fkey"
 _FILE_NUMBER = "__fid"
@@ -78,6 +82,19 @@ class LiveRowFilter:
         fids, dead = fids[order], dead[order]
         starts = np.searchsorted(fids, np.arange(len(self.plan.paths) + 1))
         return {path: dead[starts[n] : starts[n + 1]] for n, path in enumerate(self.plan.paths)}
+
+    def winner_groups(self) -> list[WinnerGroup] | None:
+        """The plan's primary-key merges as the Arrow engine makes them (each file's dead
+        rows: ``arrow_sketch.key_winners``), when they are all the plan has and it makes
+        them as the SQL job would; else ``None``."""
+        plan = self.plan
+        if not plan.merges or plan.positions or plan.vectors or plan.equality:
+            return None
+        groups = winner_groups(plan.merges, plan.paths, self.schema)
+        if isinstance(groups, str):
+            _log.debug("arrow_key_merge_unsupported", reason=groups)
+            return None
+        return groups
 
     def apply(self, session: Any, df: Any) -> Any:
         from pyspark.sql import functions as F  # noqa: N812, PLC0415 - lazy; pyspark's own name

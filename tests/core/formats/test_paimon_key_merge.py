@@ -19,9 +19,10 @@ import pyarrow.parquet as pq
 import pytest
 from pypaimon import CatalogFactory
 from pypaimon.schema.data_types import PyarrowFieldParser
+from structlog.testing import capture_logs
 
 from lakestats.analyze import analyze_table
-from lakestats.config import Config
+from lakestats.config import Config, SketchConfig
 from lakestats.formats.paimon import open_paimon_location
 from lakestats.formats.paimon.key_merge import merge_rules
 from lakestats.formats.paimon.testing import write_arrow
@@ -186,11 +187,6 @@ def test_a_bucket_written_by_java_paimon_and_pypaimon_merges_across_both(
 # -- pypaimon-written tables, one per merge engine ----------------------------------------
 
 
-def pypaimon_rows(warehouse: PaimonWarehouse, name: str) -> pa.Table:
-    read = warehouse.table(name).new_read_builder()
-    return read.new_read().to_arrow(read.new_scan().plan().splits())
-
-
 def first_rows(location: Path) -> pa.Table:
     """first-row's readers' rows, with pyarrow (pypaimon 2.1 reads such a table empty):
     per key, the +I row of the lowest ``_SEQUENCE_NUMBER`` (bucket-local, keys are too)."""
@@ -252,9 +248,7 @@ def engines(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
         steps.append(analyze(incremental))
         out[engine] = {
             "steps": steps,
-            "rows": first_rows(location)
-            if engine == "first-row"
-            else pypaimon_rows(warehouse, engine),
+            "rows": first_rows(location) if engine == "first-row" else warehouse.read(engine),
             "location": location,
         }
         if engine == "deduplicate":
@@ -377,3 +371,31 @@ def test_merge_rules_follow_the_table_options() -> None:
     )
     assert rules.functions == ((1, "max"), (2, "sum"))
     assert rules.remove_record_on_delete and not rules.ignore_delete
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "first-row"])
+def test_the_arrow_engine_merges_keys_as_the_sql_job_does(
+    engines: dict[str, Any], engine: str, tmp_path: Path
+) -> None:
+    """deduplicate and first-row keep one physical row per key: the Arrow engine finds the
+    winners in its tasks (``arrow_sketch/key_winners.py``) and sketches the files with the
+    others dropped; the SQL job merges in Spark. Same stats, from scratch."""
+    location = engines[engine]["location"]
+    with capture_logs() as logs:
+        arrow = analyze(one_table_config(engine, location, tmp_path / "arrow"))
+    sql_config = one_table_config(engine, location, tmp_path / "sql")
+    sql = analyze(sql_config.model_copy(update={"sketch": SketchConfig(engine="sql")}))
+
+    events = [e["event"] for e in logs]
+    assert "arrow_engine_sketched" in events
+    assert not {"arrow_key_merge_unsupported", "arrow_key_merge_declined"} & set(events)
+    assert all(e["deletes"] for e in logs if e["event"] == "arrow_engine_sketched")
+    for key in ("merged_record_count", "record_count", "row_deletes"):
+        assert arrow[key] == sql[key], key
+    # KLL merges depend on their order and the engines' per-file order differs
+    for name, column in arrow["columns"].items():
+        other = sql["columns"][name]
+        for stat in ("null_count", "min", "max", "ndv", "avg_len", "max_len", "frequent_values"):
+            assert column.get(stat) == other.get(stat), (name, stat)
+    assert arrow["paimon"]["statistics"] == sql["paimon"]["statistics"]
+    assert_describes(arrow, engines[engine]["rows"], {0: "k", 1: "s", 2: "v", 3: "n", 4: "op"})

@@ -349,6 +349,9 @@ class _KeepEveryRow:
     def dead_positions(self) -> None:  # removes rows otherwise (here: none at all)
         return None
 
+    def winner_groups(self) -> None:  # and by no primary-key merge
+        return None
+
 
 def test_jobs_the_engine_does_not_implement_keep_the_sql_job(
     spark: Any, files: dict[str, tuple[TableSchema, list[str]]]

@@ -1,0 +1,277 @@
+"""Primary-key merges that keep one physical row per key, in the Arrow engine's tasks.
+
+Under Paimon's ``deduplicate`` and ``first-row`` engines the merged row of a key is one of
+its physical rows: the highest-ordered one (``first-row``: the lowest), in the file that
+holds it (``model.KeyMerge``). A merge of such a table is therefore, per file, a set of
+dead row positions, which the Arrow engine's sketch tasks drop as they drop a deletion
+vector's. This module finds them: one Spark task per merge group (a bucket's live files,
+``KeyMerge.inputs``) reads only the key, sequence and row-kind columns of every input,
+orders each key's rows and marks the winners (``surviving_rows``, the same rules as the SQL
+job's ``deletes/key_merge.py``), and returns each requested file's dead positions.
+
+Merges it cannot reproduce exactly are left to the SQL job (``winner_groups`` returns the
+reason): the aggregating engines (a merged row is made of several rows), inputs written
+with other column types, a row-kind column that is also a table column, floating-point or
+unsketchable key columns, a file missing a column the merge orders by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakestats.arrow_sketch.file_sketch import Declined, open_parquet
+from lakestats.model import Column, KeyMerge, TableSchema
+from lakestats.sketches.spec import type_spec
+
+UPDATE_BEFORE, DELETE = 1, 3  # Paimon row kinds -U and -D; +I and +U are 0 and 2
+_RETRACT = (UPDATE_BEFORE, DELETE)
+WINNER_ENGINES = frozenset({"deduplicate", "first-row"})
+_FIELD_ID = b"PARQUET:field_id"
+_FLOATING = frozenset({"float", "double"})
+
+
+@dataclass(frozen=True)
+class MergeColumn:
+    """A column the merge reads: by Parquet field id in files written with ids (when it
+    has one), else by name."""
+
+    field_id: int | None
+    name: str
+
+
+@dataclass(frozen=True)
+class WinnerGroup:
+    """One merge group: every input of a bucket, and the job's files among them."""
+
+    inputs: tuple[str, ...]
+    requested: tuple[str, ...]
+    keys: tuple[MergeColumn, ...]
+    order: tuple[MergeColumn, ...]  # sequence fields, then the sequence column
+    kind: MergeColumn
+    first_row: bool
+    ignore_delete: bool
+    remove_record_on_delete: bool
+
+
+def winner_groups(
+    merges: Sequence[tuple[KeyMerge, int]], paths: Sequence[str], schema: TableSchema
+) -> list[WinnerGroup] | str:
+    """The merge groups of a job's ``merges`` (``LiveReadPlan.merges``: each file's merge,
+    by its number in ``paths``), or why the Arrow engine leaves them to the SQL job."""
+    by_id = schema.by_id()
+    groups: dict[KeyMerge, list[str]] = {}  # a file's merge names its bucket's inputs
+    for merge, number in merges:
+        why = _unsupported(merge, by_id, {c.name for c in schema.columns})
+        if why is not None:
+            return why
+        if paths[number] not in {i.path for i in merge.inputs}:
+            return f"{paths[number]} is not among its own merge inputs"
+        groups.setdefault(merge, []).append(paths[number])
+    out = []
+    for merge, requested in groups.items():
+        out.append(
+            WinnerGroup(
+                inputs=tuple(dict.fromkeys(i.path for i in merge.inputs)),
+                requested=tuple(requested),
+                keys=tuple(MergeColumn(f, by_id[f].name) for f in merge.key_field_ids),
+                order=(
+                    *(MergeColumn(f, by_id[f].name) for f in merge.sequence_field_ids),
+                    MergeColumn(merge.sequence_field_id, merge.sequence_column),
+                ),
+                kind=MergeColumn(merge.row_kind_field_id, merge.row_kind_column),
+                first_row=merge.engine == "first-row",
+                ignore_delete=merge.ignore_delete,
+                remove_record_on_delete=merge.remove_record_on_delete,
+            )
+        )
+    return out
+
+
+def _unsupported(merge: KeyMerge, by_id: Mapping[int, Column], names: set[str]) -> str | None:
+    if merge.engine not in WINNER_ENGINES:
+        return f"the {merge.engine} engine makes merged rows of several rows"
+    if any(i.retyped for i in merge.inputs):
+        return "a merge input was written with other column types"
+    if merge.row_kind_column in names:
+        return f"the row kind column {merge.row_kind_column!r} is a table column"
+    for field_id in (*merge.key_field_ids, *merge.sequence_field_ids):
+        column = by_id.get(field_id)
+        if column is None:
+            return f"merge field id {field_id} is not in the table schema"
+        type_str = column.type
+        if type_spec(type_str) is None or type_str in _FLOATING:
+            return f"merge column of type {type_str} (grouped by the SQL job)"
+    return None
+
+
+# -- in the Spark task ----------------------------------------------------------------------
+
+
+def dead_positions(group: WinnerGroup) -> dict[str, np.ndarray]:
+    """Each requested file's dead row positions (0-based, sorted). Raises ``Declined`` for
+    inputs it cannot read as the SQL job would, and ``RuntimeError`` marked as the sketch
+    tasks mark it (``engine.marked``) for a missing or unreadable input."""
+    parts = [_read(path, group) for path in group.inputs]
+    try:
+        data = pa.concat_tables(parts)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise Declined(f"the inputs disagree on a merge column's type ({exc})") from None
+    alive = surviving_rows(
+        data.select([f"k{i}" for i in range(len(group.keys))]),
+        data.select([f"o{i}" for i in range(len(group.order))]),
+        data.column("kind").to_numpy(zero_copy_only=False),
+        first_row=group.first_row,
+        ignore_delete=group.ignore_delete,
+        remove_record_on_delete=group.remove_record_on_delete,
+    )
+    starts = np.concatenate([[0], np.cumsum([p.num_rows for p in parts])])
+    where = {path: n for n, path in enumerate(group.inputs)}
+    out: dict[str, np.ndarray] = {}
+    for path in group.requested:
+        n = where[path]
+        out[path] = np.flatnonzero(~alive[starts[n] : starts[n + 1]]).astype(np.int64)
+    return out
+
+
+def _read(path: str, group: WinnerGroup) -> pa.Table:
+    """``k0…`` (keys), ``o0…`` (order) and ``kind`` of one input, each matched as the SQL
+    job matches it; the sort types (``int64`` row kinds and sequence numbers)."""
+    from lakestats.arrow_sketch.engine import marked  # noqa: PLC0415 - engine imports us
+
+    named = [
+        *((f"k{i}", c) for i, c in enumerate(group.keys)),
+        *((f"o{i}", c) for i, c in enumerate(group.order)),
+        ("kind", group.kind),
+    ]
+    try:
+        parquet = open_parquet(path)
+        schema = parquet.schema_arrow
+        has_ids = any((f.metadata or {}).get(_FIELD_ID) is not None for f in schema)
+        located = [(name, _locate(schema, column, has_ids)) for name, column in named]
+        wanted = sorted({index for _, index in located})
+        table = parquet.read(columns=[schema.field(i).name for i in wanted], use_threads=False)
+    except Declined:
+        raise
+    except FileNotFoundError as exc:
+        raise RuntimeError(marked("not found", path, exc)) from exc
+    except Exception as exc:  # pyarrow's errors of a corrupt or unreadable file
+        raise RuntimeError(marked("unreadable", path, exc)) from exc
+    out: dict[str, pa.Array] = {}
+    for name, index in located:
+        values = table.column(schema.field(index).name).combine_chunks()
+        if pa.types.is_dictionary(values.type):
+            values = values.dictionary_decode()
+        if name == "kind" or name == f"o{len(group.order) - 1}":
+            values = values.cast(pa.int64())
+        out[name] = values
+    return pa.table(out)
+
+
+def _locate(schema: pa.Schema, column: MergeColumn, has_ids: bool) -> int:
+    fields = list(schema)
+    if has_ids and column.field_id is not None:
+        hits = [
+            i
+            for i, f in enumerate(fields)
+            if (f.metadata or {}).get(_FIELD_ID) == str(column.field_id).encode()
+        ]
+    else:
+        hits = [i for i, f in enumerate(fields) if f.name == column.name]
+        if not hits:
+            hits = [i for i, f in enumerate(fields) if f.name.lower() == column.name.lower()]
+    if len(hits) != 1:
+        raise Declined(f"merge column {column.name!r} is missing or ambiguous in the file")
+    return hits[0]
+
+
+def surviving_rows(
+    keys: pa.Table,
+    order: pa.Table,
+    kinds: np.ndarray,
+    *,
+    first_row: bool,
+    ignore_delete: bool,
+    remove_record_on_delete: bool,
+) -> np.ndarray:
+    """Which rows are a key's merged row (a boolean mask over the rows as given).
+
+    The SQL job's rules (``deletes/key_merge.py``): a key's rows are ordered by ``order``'s
+    columns in turn, NULL lowest; ``deduplicate`` keeps the highest-ordered row unless it
+    retracts the key (-U/-D), skipping retractions first under ``ignore_delete``;
+    ``first-row`` keeps the lowest-ordered +I/+U row, and with ``remove_record_on_delete``
+    (and not ``ignore_delete``) only among the rows after the key's last -D.
+    """
+    n = keys.num_rows
+    alive = np.zeros(n, dtype=bool)
+    if n == 0:
+        return alive
+    index = pa.array(np.arange(n, dtype=np.int64))
+    names = [f"__k{i}" for i in range(keys.num_columns)]
+    ordered = [f"__o{i}" for i in range(order.num_columns)]
+    table = pa.table([*keys.columns, *order.columns, index], names=[*names, *ordered, "__i"])
+    sort = pc.sort_indices(
+        table,
+        sort_keys=[(c, "ascending") for c in [*names, *ordered, "__i"]],
+        null_placement="at_start",
+    )
+    sorted_keys = keys.take(sort)
+    position = sort.to_numpy()
+    kind = np.asarray(kinds, dtype=np.int64)[position]
+    retract = np.isin(kind, _RETRACT)
+    new_key = np.ones(n, dtype=bool)
+    if n > 1:
+        same = np.ones(n - 1, dtype=bool)
+        for column in sorted_keys.columns:
+            same &= _null_safe_equal(column.combine_chunks())
+        new_key[1:] = ~same
+    group = np.cumsum(new_key) - 1
+    starts = np.flatnonzero(new_key)
+    if first_row:
+        candidate = ~retract
+        if remove_record_on_delete and not ignore_delete:
+            deletes = np.where(kind == DELETE, np.arange(n), -1)
+            last_delete = np.maximum.reduceat(deletes, starts)
+            candidate &= np.arange(n) > last_delete[group]
+    else:
+        candidate = ~retract if ignore_delete else np.ones(n, dtype=bool)
+    chosen = np.flatnonzero(candidate)
+    if not len(chosen):
+        return alive
+    chosen_group = group[chosen]
+    boundary = chosen_group[1:] != chosen_group[:-1]
+    if first_row:
+        winners = chosen[np.concatenate([[True], boundary])]
+    else:
+        winners = chosen[np.concatenate([boundary, [True]])]
+        winners = winners[~retract[winners]]  # the newest row retracts the key: it is gone
+    alive[position[winners]] = True
+    return alive
+
+
+def _null_safe_equal(values: pa.Array) -> np.ndarray:
+    """Whether each value equals the one before it (NULL equals NULL), for rows 1…n-1."""
+    after, before = values.slice(1), values.slice(0, len(values) - 1)
+    equal = pc.equal(after, before)
+    both_null = pc.and_(pc.is_null(after), pc.is_null(before))
+    safe = pc.if_else(pc.is_null(equal), both_null, equal)
+    return np.asarray(safe.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def winners_partition(
+    groups: Iterator[WinnerGroup],
+) -> Iterator[tuple[str, str, np.ndarray | str]]:
+    """Runs in a Spark task: ``(path, "ok", dead positions)`` per requested file of each
+    group, or ``("", "declined", why)`` for a group it cannot merge as the SQL job would."""
+    for group in groups:
+        try:
+            dead = dead_positions(group)
+        except Declined as why:
+            yield "", "declined", str(why)
+            continue
+        for path, positions in dead.items():
+            yield path, "ok", positions
