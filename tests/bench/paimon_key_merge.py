@@ -1,10 +1,12 @@
-"""What the Paimon primary-key merge costs (``key_merge = "apply"`` vs ``"estimate"``).
+"""What the Paimon primary-key merge costs (``key_merge = "apply"`` vs ``"estimate"``), and
+the Arrow engine's merge against the SQL job's (``[sketch] engine = "auto"`` vs ``"sql"``).
 
 A pypaimon deduplicate table (``--rows`` keys in ``--buckets`` buckets, loaded in
 ``--commits`` commits), then one update-heavy commit (``--update`` of the keys rewritten).
 Each setting analyzes the load (full build) and then the update (incremental) in its own
-state; printed: seconds, files and rows re-read for the merge (``deletes_reread_*``), and
-whether ``mergedRecordCount`` is exact. Run: ``.venv/bin/python tests/bench/paimon_key_merge.py``
+state, on one SparkSession started (and each engine run once) before the clock; printed:
+seconds, files and rows re-read for the merge (``deletes_reread_*``), and whether
+``mergedRecordCount`` is exact. Run: ``.venv/bin/python tests/bench/paimon_key_merge.py``
 (results in docs/benchmarks.md, "Paimon primary-key merge").
 """
 
@@ -22,9 +24,10 @@ import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
 
 from lakestats.analyze import analyze_table
-from lakestats.config import Config, SparkConfig, TableConfig
+from lakestats.config import Config, SketchConfig, SparkConfig, TableConfig
 from lakestats.formats.paimon.testing import write_arrow
 from lakestats.read import read_stats
+from lakestats.sketches.spark import get_spark
 from lakestats.sketching import SparkSketcher
 from lakestats.tables import open_configured
 
@@ -79,13 +82,17 @@ def main(argv: list[str]) -> None:
         for c in range(args.commits):
             write(catalog, rows(range(c * per, (c + 1) * per), 1))
         configs = {
-            mode: Config(
-                state_dir=str(work / f"state-{mode}"),
+            f"{mode}, {engine} engine": Config(
+                state_dir=str(work / f"state-{mode}-{engine}"),
                 table=(TableConfig(name="t", location=str(location), key_merge=mode),),
                 spark=SparkConfig(master="local[2]"),
+                sketch=SketchConfig(engine=engine),
             )
-            for mode in ("apply", "estimate")
+            for mode, engine in (("apply", "auto"), ("apply", "sql"), ("estimate", "auto"))
         }
+        get_spark(SparkSketcher(next(iter(configs.values()))).settings())  # not timed
+        for n, config in enumerate(configs.values()):  # warm each engine's paths, not timed
+            timed(config.model_copy(update={"state_dir": str(work / f"warm-{n}")}))
         build = {mode: timed(config)[0] for mode, config in configs.items()}
         updated = int(args.rows * args.update)
         write(catalog, rows(range(0, args.rows, max(1, args.rows // updated)), 2))
@@ -96,7 +103,7 @@ def main(argv: list[str]) -> None:
             report = result.commits[-1]
             doc = read_stats("t", config=config)["paimon"]
             print(
-                f"key_merge={mode}: full build {build[mode]:.1f} s; update {seconds:.1f} s, "
+                f"key_merge={mode}: full build {build[mode]:.1f} s; update {seconds:.2f} s, "
                 f"re-read {report.deletes_reread_files} files / {report.deletes_reread_rows} "
                 f"rows; mergedRecordCount {doc['merged_record_count']} "
                 f"({doc['merged_record_count_is']})"
