@@ -53,16 +53,17 @@ import structlog
 
 from lakestats.arrow_sketch.engine import (
     ENGINES,
+    ArrowDeletes,
     Engine,
     arrow_job,
     pyarrow_can_open,
     run_arrow,
+    run_equality,
     run_key_winners,
     worker_cannot_run,
     worker_ready,
 )
 from lakestats.arrow_sketch.file_sketch import ArrowJob
-from lakestats.arrow_sketch.key_winners import WinnerGroup
 from lakestats.exceptions import ConfigError, DataFileError, SketchError, SparkUnavailableError
 from lakestats.field_ids import SPARK_FIELD_ID_KEY, split_by_field_ids
 from lakestats.locations import is_local, local_path
@@ -168,16 +169,10 @@ class RowFilter(Protocol):
 
     def apply(self, session: Any, df: Any) -> Any: ...
 
-    def dead_positions(self) -> Mapping[str, np.ndarray] | None:
-        """Path (as given to ``sketch_files``) → its dead 0-based row positions, when
-        positions are all this filter removes (the Arrow engine applies them in its
-        tasks); ``None`` when it removes rows otherwise (the SQL job applies it)."""
-        ...
-
-    def winner_groups(self) -> list[WinnerGroup] | None:
-        """The primary-key merges this filter applies, as the Arrow engine makes them
-        (``arrow_sketch.key_winners``), when they are all it applies and the engine makes
-        them exactly; ``None`` otherwise (the SQL job applies it)."""
+    def arrow_deletes(self) -> ArrowDeletes | None:
+        """What this filter removes as the Arrow engine removes it (paths as given to
+        ``sketch_files``): dead positions, and first jobs that find more of them; ``None``
+        when only the SQL job removes those rows exactly."""
         ...
 
     def check(self, rows: Sequence[Any]) -> None: ...
@@ -278,21 +273,17 @@ def sketch_files(
     key_plan = _plan_key(schema, planned)
     written = {_input_key(p): r for p, r in (retyped or {}).items() if r}
     dead: dict[str, np.ndarray] | None = None
-    winners: list[WinnerGroup] | None = None  # primary-key merges the Arrow engine makes
+    deletes: ArrowDeletes | None = None  # the row filter's deletes, as the Arrow engine's
     arrow_may_filter = engine == "auto" and file_format == "PARQUET"
     if row_filter is not None and arrow_may_filter and not _arrow_unusable_on(spark):
-        by_path = row_filter.dead_positions()  # reads the position-delete files
-        if by_path is not None:  # positions only: the Arrow engine can apply them
-            dead = _dead_by_unique_path(by_path, unique)
-        else:
-            winners = row_filter.winner_groups()
+        deletes = row_filter.arrow_deletes()  # reads the position-delete files
     arrow = _arrow_plan(
         engine,
         planned,
         settings,
         match_by,
         file_format,
-        row_filter is None or dead is not None or winners is not None,
+        row_filter is None or deletes is not None,
         written,
         key_plan,
         unique,
@@ -306,14 +297,14 @@ def sketch_files(
         rows: list[Any] = []
         sketched: dict[str, dict[int, ColumnSketch]] = {}
         arrow_live: dict[str, int] = {}
-        if arrow is not None and winners is not None:
-            merged_dead = _run_key_winners(session, winners, job_limits, on_progress, unique)
-            arrow, dead = (None, None) if merged_dead is None else (arrow, merged_dead)
+        if arrow is not None and deletes is not None:
+            dead = _dead_rows(session, deletes, match_by, job_limits, on_progress, unique)
+            arrow = None if dead is None else arrow
         if arrow is not None:
             sketched, arrow_live, unique_paths = _run_arrow(
                 session, unique_paths, arrow, job_limits, on_progress, dead
             )
-            if winners is not None and unique_paths:
+            if deletes is not None and deletes.winners and unique_paths:
                 # The SQL job's merge attributes rows to every file of the job at once: one
                 # file it must read means it reads them all.
                 sketched, arrow_live, unique_paths = {}, {}, list(unique.values())
@@ -529,28 +520,51 @@ def _in_arrow_job(
         _clear_job_group(sc)
 
 
-def _run_key_winners(
+def _dead_rows(  # noqa: PLR0917 - private, called once with sketch_files' own inputs
     session: Any,
-    groups: list[WinnerGroup],
+    deletes: ArrowDeletes,
+    match_by: Literal["field_id", "name"],
     limits: JobLimits,
     on_progress: ProgressFn | None,
     unique: Mapping[str, str],
 ) -> dict[str, np.ndarray] | None:
-    """The dead positions of the job's files under their primary-key merges (keyed as the
-    job reads each file), or ``None`` when the SQL job must merge them."""
-    inputs = list(dict.fromkeys(p for g in groups for p in g.inputs))
-    found = _in_arrow_job(
-        session,
-        f"lakestats: primary-key merge of {len(groups)} buckets (Arrow)",
-        inputs,
-        lambda sc: run_key_winners(sc, groups, lambda: _JobMonitor(sc, limits, on_progress)),
-    )
-    if found is None:
-        return None
-    if isinstance(found, str):
-        _log.info("arrow_key_merge_declined", buckets=len(groups), reason=found)
-        return None
-    return _dead_by_unique_path(found, unique)
+    """Every dead row position of the job's files (keyed as the job reads each file): the
+    known ones and those the first jobs find; ``None`` when the SQL job must find them."""
+    found: dict[str, list[np.ndarray]] = {p: [d] for p, d in deletes.dead.items()}
+    groups, tasks = list(deletes.winners), list(deletes.equality)
+    first_jobs: list[tuple[str, list[str], Callable[[Any, Callable[[], Any]], Any]]] = []
+    if groups:
+        first_jobs.append(
+            (
+                f"primary-key merge of {len(groups)} buckets",
+                [p for g in groups for p in g.inputs],
+                lambda sc, monitor: run_key_winners(sc, groups, monitor),
+            )
+        )
+    if tasks:
+        first_jobs.append(
+            (
+                f"equality deletes of {len(tasks)} data files",
+                [p for t in tasks for p in (t.path, *(d for _, ds in t.groups for d in ds))],
+                lambda sc, monitor: run_equality(sc, tasks, match_by, monitor),
+            )
+        )
+    for description, paths, run in first_jobs:
+
+        def monitored(sc: Any, run: Callable[[Any, Callable[[], Any]], Any] = run) -> Any:
+            return run(sc, lambda: _JobMonitor(sc, limits, on_progress))
+
+        result = _in_arrow_job(
+            session, f"lakestats: {description} (Arrow)", list(dict.fromkeys(paths)), monitored
+        )
+        if result is None:
+            return None
+        if isinstance(result, str):
+            _log.info("arrow_deletes_declined", job=description, reason=result)
+            return None
+        for path, positions in result.items():
+            found.setdefault(path, []).append(positions)
+    return _dead_by_unique_path({p: np.concatenate(parts) for p, parts in found.items()}, unique)
 
 
 def _run_arrow(  # noqa: PLR0917 - private, called once with sketch_files' own inputs

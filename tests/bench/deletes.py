@@ -8,8 +8,11 @@ for each of two shapes of a 1 % ``DELETE``, starting from that same table and st
   key the parts are generated in order of, so the deleted rows sit in one or two files;
 * **spread**: ``DELETE … WHERE l_orderkey % 100 = 42`` — about 1 % of the rows of every
   file (the worst case: every data file gets deletes and is re-read);
+* **equality**: the same rows deleted as Flink's upserts delete them: one equality-delete
+  file on ``l_orderkey`` listing the deleted keys, which applies to every data file; timed
+  with the Arrow engine (the default) and again with ``[sketch] engine = "sql"``;
 
-the delete is committed as Spark's merge-on-read ``DELETE`` writes it with Iceberg's
+a position delete is committed as Spark's merge-on-read ``DELETE`` writes it with Iceberg's
 ``write.delete.granularity=file``: one position-delete file per data file it touches,
 holding that file's deleted row positions, in one ``overwrite`` snapshot
 (``lakestats.formats.iceberg.testing_deletes.add_position_deletes``). Measured:
@@ -54,7 +57,10 @@ from options import progress
 try:
     from lakestats.analyze import CommitReport, SparkSketcher, analyze_table, read_stats
     from lakestats.config import Config, SparkConfig, TableConfig
-    from lakestats.formats.iceberg.testing_deletes import add_position_deletes
+    from lakestats.formats.iceberg.testing_deletes import (
+        add_equality_deletes,
+        add_position_deletes,
+    )
     from lakestats.sketches.merge import theta_relative_standard_error
     from lakestats.sketches.spark import SparkSettings, get_spark, stop_spark
     from lakestats.tables import open_configured
@@ -73,6 +79,7 @@ class Shape:
     name: str
     predicate: str  # the DELETE's WHERE clause, for the report
     deleted: Callable[[np.ndarray], np.ndarray]  # l_orderkey values -> rows to delete
+    equality: bool = False  # committed as an equality delete on l_orderkey (Flink's upsert)
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,7 @@ class ShapeResult:
     copy_files: int
     analyze: Timing
     spark_rows: int | None
+    sql_update: Timing | None = None  # the same update with [sketch] engine = "sql"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -131,7 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"deletes-sf{args.scale_factor:g}-c{args.commits}",
             lines,
             anchor="<!-- bench:deletes -->",
-            heading="## Row-level deletes: a 1 % position delete (`tests/bench/deletes.py`)",
+            heading=(
+                "## Row-level deletes: a 1 % position or equality delete (`tests/bench/deletes.py`)"
+            ),
         )
         progress(f"wrote the results into {args.report}")
     return 0
@@ -149,6 +159,7 @@ def shapes(keys: np.ndarray) -> list[Shape]:
             lambda k: (k >= lo) & (k < hi),
         ),
         Shape("spread", f"{KEY} % 100 = 42", lambda k: k % 100 == 42),
+        Shape("equality", f"{KEY} % 100 = 42", lambda k: k % 100 == 42, equality=True),
     ]
 
 
@@ -238,16 +249,33 @@ def _measure_shape(
         positions = {path: np.flatnonzero(shape.deleted(values)) for path, values in keys.items()}
         positions = {path: p for path, p in positions.items() if len(p)}
         deleted_rows = sum(len(p) for p in positions.values())
+        how = "one equality-delete file" if shape.equality else "position deletes"
         progress(
             f"{shape.name}: DELETE WHERE {shape.predicate}: {deleted_rows:,} rows in "
-            f"{len(positions)} files, committed as position deletes"
+            f"{len(positions)} files, committed as {how}"
         )
-        _, commit_seconds = timed(
-            lambda: add_position_deletes(
-                table.table(), {p: v.tolist() for p, v in positions.items()}
+        if shape.equality:
+            doomed = np.unique(np.concatenate([keys[p][v] for p, v in positions.items()]))
+            _, commit_seconds = timed(
+                lambda: add_equality_deletes(table.table(), [KEY], [(int(k),) for k in doomed])
             )
-        )
+        else:
+            _, commit_seconds = timed(
+                lambda: add_position_deletes(
+                    table.table(), {p: v.tolist() for p, v in positions.items()}
+                )
+            )
         update, report = _updates(args, config)
+        sql_update = None
+        if shape.equality:  # the SQL job's anti-join, for the Arrow engine's first job
+            progress('  the same update with [sketch] engine = "sql"')
+            sql_config = config.model_copy(
+                update={
+                    "state_dir": f"{config.state_dir}-sql",
+                    "sketch": config.sketch.model_copy(update={"engine": "sql"}),
+                }
+            )
+            sql_update, _ = _updates(args, sql_config, initial_state=Path(config.state_dir))
         progress(
             f"  re-read {report.deletes_reread_files} files, {report.deletes_reread_rows:,} rows"
         )
@@ -282,6 +310,7 @@ def _measure_shape(
             copy_files=len(copied),
             analyze=spark_result.seconds,
             spark_rows=spark_result.row_count,
+            sql_update=sql_update,
         )
     finally:
         table.cleanup()
@@ -291,10 +320,13 @@ def _state_copy(config: Config, run: int) -> Config:
     return config.model_copy(update={"state_dir": f"{config.state_dir}-{run}"})
 
 
-def _updates(args: argparse.Namespace, config: Config) -> tuple[Timing, CommitReport]:
-    """``--repeat`` incremental runs, each from a fresh copy of the initial store, so each
-    does the same work: open, plan the delete commit, re-read, store, merge, publish."""
-    state = Path(config.state_dir)
+def _updates(
+    args: argparse.Namespace, config: Config, initial_state: Path | None = None
+) -> tuple[Timing, CommitReport]:
+    """``--repeat`` incremental runs, each from a fresh copy of the initial store
+    (``initial_state``, else the config's), so each does the same work: open, plan the
+    delete commit, re-read, store, merge, publish."""
+    state = initial_state or Path(config.state_dir)
     update = Timing()
     first: CommitReport | None = None
     for run in range(1, args.repeat + 1):
@@ -432,7 +464,7 @@ def _report(
     load_line = ", ".join(f"{name} {value:.2f}" for name, value in loads.items())
     lines = [
         f"### TPC-H lineitem SF {args.scale_factor:g}, {args.commits} commits, then a 1 % "
-        f"position delete — {time.strftime('%Y-%m-%d %H:%M %Z')}",
+        f"position or equality delete — {time.strftime('%Y-%m-%d %H:%M %Z')}",
         "",
         f"* **Command:** `.venv/bin/python tests/bench/deletes.py {command}` (`make bench` "
         "runs it without options: SF 1, 100 commits)",
@@ -463,9 +495,16 @@ def _report(
     for r in results:
         phases = ", ".join(f"{k} {v:.2f} s" for k, v in r.report.timings.items())
         verdict = "all correct" if not r.failures else f"{len(r.failures)} WRONG"
+        sql = (
+            ""
+            if r.sql_update is None
+            else f' The same update by the SQL job (`[sketch] engine = "sql"`): '
+            f"{r.sql_update.best:.2f} s (median {statistics.median(r.sql_update.seconds):.2f}),"
+            f" {r.sql_update.best / r.update.best:.1f}× the Arrow engine's."
+        )
         lines.append(
             f"* {r.shape.name}: phases of the first update: {phases}. Checked against DuckDB "
-            f"({verdict}): " + "; ".join(r.checks) + f". Spark counted {r.spark_rows} rows."
+            f"({verdict}): " + "; ".join(r.checks) + f". Spark counted {r.spark_rows} rows." + sql
         )
     return lines
 

@@ -294,7 +294,7 @@ def test_a_primary_key_table_on_s3_is_merged_by_key_without_sparks_s3_connector(
         s3_server.sync(local, uri)
         with capture_logs() as logs:
             on_s3 = stats(uri, s3_state)
-        assert not [e for e in logs if e["event"] == "arrow_key_merge_declined"]
+        assert not [e for e in logs if e["event"] == "arrow_deletes_declined"]
         here = stats(str(local), local_state)
         assert on_s3 == here, step
 

@@ -22,11 +22,13 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 
+from lakestats.arrow_sketch.equality import EqualityTask, equality_partition
 from lakestats.arrow_sketch.file_sketch import (
     ArrowColumn,
     ArrowJob,
@@ -238,6 +240,36 @@ def run_arrow(
         if isinstance(payload, Mapping):
             done[path] = dict(payload)
     return done, live, declined
+
+
+@dataclass(frozen=True)
+class ArrowDeletes:
+    """The row-level deletes of a job as the Arrow engine applies them: positions known on
+    the driver (position deletes, deletion vectors), and what a first Spark job finds as
+    dead rows — primary-key merge winners or equality-delete matches."""
+
+    dead: Mapping[str, np.ndarray]
+    winners: Sequence[WinnerGroup] = ()
+    equality: Sequence[EqualityTask] = ()
+
+
+def run_equality(
+    sc: Any,
+    tasks: Sequence[EqualityTask],
+    match_by: Literal["field_id", "name"],
+    monitor: Callable[[], Any],
+) -> dict[str, np.ndarray] | str:
+    """The dead row positions equality deletes leave in each task's data file
+    (``equality``), or why a file is left to the SQL job. ``monitor`` as for
+    ``run_arrow``."""
+    rdd = sc.parallelize(list(tasks), _tasks(sc, len(tasks)))
+    dead: dict[str, np.ndarray] = {}
+    run = functools.partial(equality_partition, match_by)
+    for path, status, payload in _collect(rdd.mapPartitions(run), monitor):
+        if status == "declined":
+            return f"{path}: {payload}"
+        dead[path] = np.asarray(payload)
+    return dead
 
 
 def run_key_winners(

@@ -24,7 +24,9 @@ import numpy as np
 import pyarrow as pa
 import structlog
 
-from lakestats.arrow_sketch.key_winners import WinnerGroup, winner_groups
+from lakestats.arrow_sketch.engine import ArrowDeletes
+from lakestats.arrow_sketch.equality import EqualityTask, equality_tasks
+from lakestats.arrow_sketch.key_winners import winner_groups
 from lakestats.deletes.plan import EqualityGroup, LiveReadPlan
 from lakestats.deletes.positions import FID, POS, positions_table
 from lakestats.exceptions import SketchError
@@ -68,12 +70,31 @@ class LiveRowFilter:
         self.live_rows: dict[str, int] = {}
         self.deleted_positions = 0  # rows of the positions table (after matching)
 
-    def dead_positions(self) -> dict[str, np.ndarray] | None:
-        """Path → its dead row positions (``positions_table``), when position deletes and
-        deletion vectors are all the plan has: the Arrow engine applies those in its tasks.
-        ``None`` with equality deletes or a primary-key merge (Spark joins apply them)."""
-        if self.plan.equality or self.plan.merges:
-            return None
+    def arrow_deletes(self) -> ArrowDeletes | None:
+        """The plan's deletes as the Arrow engine applies them (``ArrowDeletes``): position
+        deletes and deletion vectors as positions (the delete files read here), primary-key
+        merges and equality deletes as first jobs to run; ``None`` where only the SQL job
+        applies them exactly (the reason logged at debug level)."""
+        plan = self.plan
+        if plan.merges:
+            if plan.positions or plan.vectors or plan.equality:
+                return None
+            groups = winner_groups(plan.merges, plan.paths, self.schema)
+            if isinstance(groups, str):
+                _log.debug("arrow_key_merge_unsupported", reason=groups)
+                return None
+            return ArrowDeletes(dead={}, winners=groups)
+        tasks: list[EqualityTask] = []
+        if plan.equality:
+            found = equality_tasks(plan, self.schema)
+            if isinstance(found, str):
+                _log.debug("arrow_equality_deletes_unsupported", reason=found)
+                return None
+            tasks = found
+        return ArrowDeletes(dead=self._positions(), equality=tasks)
+
+    def _positions(self) -> dict[str, np.ndarray]:
+        """Path → its dead 0-based row positions from position deletes and vectors."""
         positions = positions_table(self.plan, self.mapping)
         self.deleted_positions = positions.num_rows
         fids = positions.column(FID).to_numpy()
@@ -82,19 +103,6 @@ class LiveRowFilter:
         fids, dead = fids[order], dead[order]
         starts = np.searchsorted(fids, np.arange(len(self.plan.paths) + 1))
         return {path: dead[starts[n] : starts[n + 1]] for n, path in enumerate(self.plan.paths)}
-
-    def winner_groups(self) -> list[WinnerGroup] | None:
-        """The plan's primary-key merges as the Arrow engine makes them (each file's dead
-        rows: ``arrow_sketch.key_winners``), when they are all the plan has and it makes
-        them as the SQL job would; else ``None``."""
-        plan = self.plan
-        if not plan.merges or plan.positions or plan.vectors or plan.equality:
-            return None
-        groups = winner_groups(plan.merges, plan.paths, self.schema)
-        if isinstance(groups, str):
-            _log.debug("arrow_key_merge_unsupported", reason=groups)
-            return None
-        return groups
 
     def apply(self, session: Any, df: Any) -> Any:
         from pyspark.sql import functions as F  # noqa: N812, PLC0415 - lazy; pyspark's own name

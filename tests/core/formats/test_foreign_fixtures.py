@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from foreign import FIXTURES, duckdb_with_iceberg, map_args, needs_fixtures
 from iceberg_relocate import newest_metadata_file, relocate
@@ -118,3 +119,29 @@ def _assert_columns_equal_duckdb(doc: dict[str, Any], duck: Any, metadata: Path,
             assert got["max"] == pytest.approx(hi, rel=1e-6)
             continue
         assert (got["min"], got["max"]) == (to_json(lo), to_json(hi)), column
+
+
+@pytest.mark.parametrize("name", sorted(WITH_EQUALITY_DELETES))
+def test_equality_deletes_are_applied_in_the_arrow_engine_as_by_the_sql_job(
+    name: str, spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Flink's and NiFi's equality deletes (NULL keys, partitions, with position deletes):
+    found as dead rows by the Arrow engine's first job (``arrow_sketch/equality.py``);
+    every statistic equal to the SQL job's anti-join."""
+    table = str(FIXTURES / name)
+
+    def analyzed(state: str) -> dict[str, Any]:
+        cli("analyze", table, "--state-dir", state, "-q", *map_args())
+        doc = json.loads(cli("show", table, "--state-dir", state, "--json", *map_args()))
+        return {k: v for k, v in doc.items() if k != "computed_at_ms"}
+
+    with capture_logs() as logs:
+        arrow = analyzed(str(tmp_path / "arrow"))
+    monkeypatch.setenv("LAKESTATS_SKETCH__ENGINE", "sql")
+    sql = analyzed(str(tmp_path / "sql"))
+
+    events = [e for e in logs if e["event"].startswith("arrow_")]
+    assert any(e["event"] == "arrow_engine_sketched" and e["deletes"] for e in events), events
+    assert not [e for e in events if "declined" in e["event"] or "unsupported" in e["event"]]
+    assert arrow == sql
+    assert arrow["merged_record_count"] == LIVE_ROWS[name]

@@ -388,7 +388,7 @@ def test_the_arrow_engine_merges_keys_as_the_sql_job_does(
 
     events = [e["event"] for e in logs]
     assert "arrow_engine_sketched" in events
-    assert not {"arrow_key_merge_unsupported", "arrow_key_merge_declined"} & set(events)
+    assert not {"arrow_key_merge_unsupported", "arrow_deletes_declined"} & set(events)
     assert all(e["deletes"] for e in logs if e["event"] == "arrow_engine_sketched")
     for key in ("merged_record_count", "record_count", "row_deletes"):
         assert arrow[key] == sql[key], key

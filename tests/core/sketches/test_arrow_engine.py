@@ -346,10 +346,7 @@ class _KeepEveryRow:
     def check(self, rows: Sequence[Any]) -> None:
         return None
 
-    def dead_positions(self) -> None:  # removes rows otherwise (here: none at all)
-        return None
-
-    def winner_groups(self) -> None:  # and by no primary-key merge
+    def arrow_deletes(self) -> None:  # removes rows only the SQL job removes (here: none)
         return None
 
 
