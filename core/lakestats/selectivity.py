@@ -308,14 +308,33 @@ class _Buckets:
         j = bisect.bisect_right(self.uppers, x)  # buckets 0 .. j-1 lie wholly at or below x
         rows = sum(self.counts[:j])
         if j < len(self.counts) and self._holds(j, x):
-            lower, upper = self.lowers[j], self.uppers[j]
             # where the bucket's rows lie (listed ones included); the first bucket's
             # minimum itself is one of its values, counted as below
-            if self.count_cuts[j] and x > lower:
-                return rows + self.counts[j] * _share_by(lower, upper, self.count_cuts[j], x)
+            if self.count_cuts[j] and x > self.lowers[j]:
+                return rows + self._by_count_cuts(j, x)
             rows += sum(c for v, c in self.listed[j] if v <= x)
             rows += self.rest_rows[j] * self._share(j, x)
         return rows
+
+    def _by_count_cuts(self, j: int, x: float) -> float:
+        """Rows of bucket ``j`` at or below ``x`` by its KLL cuts (``count_cuts``), its
+        listed values counted as the points they are. Linear between the cuts, a listed
+        value's rows would be smeared over the piece holding it (a value holding 78 % of
+        a bucket, just below it); so the cuts give the unlisted rows only — their rows at
+        or below ``x`` minus the listed ones, never decreasing in ``x`` (the most reached
+        just before each listed value) and within the bucket's unlisted rows."""
+        lower, upper, cuts = self.lowers[j], self.uppers[j], self.count_cuts[j]
+        listed = self.listed[j]
+        if not listed:
+            return self.counts[j] * _share_by(lower, upper, cuts, x)
+
+        def unlisted(y: float, *, inclusive: bool = True) -> float:
+            rows = self.counts[j] * _share_by(lower, upper, cuts, y, inclusive=inclusive)
+            return rows - sum(c for v, c in listed if v < y or (inclusive and v == y))
+
+        reached = max([unlisted(x), *(unlisted(v, inclusive=False) for v, _ in listed if v <= x)])
+        below = sum(c for v, c in listed if v <= x)
+        return below + min(self.rest_rows[j], max(0.0, reached))
 
     def _share(self, j: int, x: float) -> float:
         """The share of bucket ``j``'s unlisted rows whose value is <= x (lower < x <
@@ -389,14 +408,17 @@ class _Buckets:
         return (self.uppers[j] - self.lowers[j]) / self.step + (1 if j == 0 else 0)
 
 
-def _share_by(lower: float, upper: float, cuts: list[float], x: float) -> float:
+def _share_by(
+    lower: float, upper: float, cuts: list[float], x: float, *, inclusive: bool = True
+) -> float:
     """The share of a bucket's distinct values (``ndv_cuts``) or rows (``count_cuts``)
-    <= x: linear between the cuts (``len(cuts) + 1`` equal parts), and over the whole
-    range without them."""
+    <= x (``inclusive``; else < x): linear between the cuts (``len(cuts) + 1`` equal
+    parts), and over the whole range without them."""
     points = [lower, *cuts, upper]
     # points[piece] <= x < points[piece + 1]: equal cuts (a value holding more than one
-    # part) all count as at or below x
-    piece = bisect.bisect_right(points, x, 1, len(points) - 1) - 1
+    # part) all count as at or below x — or, not inclusive, all as above it
+    where = bisect.bisect_right if inclusive else bisect.bisect_left
+    piece = where(points, x, 1, len(points) - 1) - 1
     left, right = points[piece], points[piece + 1]
     within = (x - left) / (right - left) if right > left else 1.0
     return (piece + min(1.0, max(0.0, within))) / (len(points) - 1)

@@ -323,3 +323,41 @@ def test_a_bucket_holds_at_least_its_listed_values_lower_bounds() -> None:
     for f in unbounded["columns"]["c"]["frequent_values"]:
         del f["count_lower"]
     assert _estimate(unbounded, Predicate("c", "<=", (40,))) == pytest.approx(100.0)
+
+
+def test_a_listed_value_is_a_point_in_a_bucket_placed_by_its_kll_cuts() -> None:
+    """A bucket's KLL cuts place its rows linearly between them: a listed value holding
+    most of the bucket at its upper bound would be smeared over the piece below it (a
+    randomised KLL run put the cuts at ``[199374, 200000, 200000]`` for a cap holding 743
+    of the bucket's 944 rows, and the range ``[cap - 1, cap]`` was estimated at 473). The
+    cuts place only the bucket's unlisted rows; the listed value is counted where it is."""
+    cap = 200_000
+    column = {
+        "type": "long",
+        "null_count": 0,
+        "nan_count": None,
+        "histogram": [
+            {"lower": 0, "upper": 98_087, "count": 10_000, "ndv": 5_000.0},
+            {
+                "lower": 98_087,
+                "upper": cap,
+                "count": 944,
+                "ndv": 261.0,
+                "count_cuts": [199_374, cap, cap],
+                "ndv_cuts": [],
+            },
+        ],
+        "frequent_values": [{"value": cap, "count": 743, "count_lower": 726, "count_upper": 743}],
+        "sketch": {"frequent_items": {"maximum_error": 17, "complete": False}},
+    }
+    doc = {"record_count": 10_944, "columns": {"capped": column}}
+
+    def rows(op: str, *values: int) -> float:
+        return _estimate(doc, Predicate("capped", op, values))
+
+    assert rows("between", cap - 1, cap) == pytest.approx(743, abs=1)
+    assert rows("=", cap) == pytest.approx(743)
+    assert rows("<", cap) == pytest.approx(10_000 + 944 - 743)  # the unlisted rows, below
+    assert rows("between", 150_000, cap - 1) <= 944 - 743
+    at_most = [rows("<=", x) for x in range(98_000, cap + 1, 500)]
+    assert at_most == sorted(at_most)  # never decreasing, across the listed value too
