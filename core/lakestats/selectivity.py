@@ -281,8 +281,18 @@ class _Buckets:
         self, first: int, last: int, delta: float, floors: list[float] | None = None
     ) -> None:
         """Take ``delta`` rows given to buckets ``first`` … ``last`` from the buckets on
-        either side, evenly, none below its floor (0 without ``floors``)."""
+        either side, evenly, none below its floor (0 without ``floors``). A negative
+        ``delta`` (the buckets held more than their values' counts) is given back in
+        proportion to the sides' rows: KLL's rank error moved rows from where they are,
+        not into a bucket that has none (a one-row minimum counted 0 beside a hot value
+        would take half of that value's surplus)."""
         sides = [i for i in (first - 1, last + 1) if 0 <= i < len(self.counts)]
+        if delta < 0 and sides:
+            held = sum(self.counts[i] for i in sides)
+            for i in sides:
+                share = self.counts[i] / held if held > 0 else 1.0 / len(sides)
+                self.counts[i] -= delta * share
+            return
         for n, i in enumerate(sides):
             share = delta / (len(sides) - n)  # what is left, over the sides left
             taken = min(share, max(0.0, self.counts[i] - (floors[i] if floors else 0.0)))

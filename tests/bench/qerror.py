@@ -340,7 +340,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:  # the table run.py loads, reused from its cache (generated once if missing)
         dataset = tpch.prepare(work, args.scale_factor, args.commits, reuse=True, progress=print)
         label = f"TPC-H lineitem SF {args.scale_factor:g}, {args.commits} commits"
-        files = sorted(str(p) for p in (dataset.root / "warehouse").rglob("data/*.parquet"))
+        # the loaded snapshot's files: the cache's data folder may hold strays of killed runs
+        files = sorted(tpch.RunTable(dataset, work / "qerror" / "table").live_files())
     if not files:
         parser.error(f"no Parquet files in {args.files or work}")
     work = work / "qerror"
