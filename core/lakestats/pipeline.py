@@ -432,9 +432,10 @@ def _arrow_plan(  # noqa: PLR0917 - private, called once with sketch_files' own 
     unique: Mapping[str, str],
 ) -> ArrowJob | None:
     """The Arrow engine's plan when the job is plain (docs/sketches.md, "The Arrow engine"):
-    Parquet, no deletes other than row positions and primary-key merges it makes
-    (``rows_filtered_in_task``), no retyped files, every column and key column of a type
-    the engine implements, files pyarrow opens; else ``None`` and the SQL job runs."""
+    Parquet, no deletes but those it applies (``rows_filtered_in_task``: row positions,
+    equality deletes, primary-key merges it makes), no retyped files, every column and key
+    column of a type the engine implements, files pyarrow opens; else ``None`` and the SQL
+    job runs."""
     plain = engine == "auto" and file_format == "PARQUET" and rows_filtered_in_task and not written
     if not plain or not pyarrow_can_open(list(unique.values())):
         return None

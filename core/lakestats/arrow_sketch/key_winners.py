@@ -24,14 +24,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.arrow_sketch.file_sketch import Declined, open_parquet
+from lakestats.arrow_sketch.file_sketch import FIELD_ID, Declined, open_parquet
 from lakestats.model import Column, KeyMerge, TableSchema
 from lakestats.sketches.spec import type_spec
 
 UPDATE_BEFORE, DELETE = 1, 3  # Paimon row kinds -U and -D; +I and +U are 0 and 2
 _RETRACT = (UPDATE_BEFORE, DELETE)
 WINNER_ENGINES = frozenset({"deduplicate", "first-row"})
-_FIELD_ID = b"PARQUET:field_id"
+
 _FLOATING = frozenset({"float", "double"})
 
 
@@ -151,7 +151,7 @@ def _read(path: str, group: WinnerGroup) -> pa.Table:
     try:
         parquet = open_parquet(path)
         schema = parquet.schema_arrow
-        has_ids = any((f.metadata or {}).get(_FIELD_ID) is not None for f in schema)
+        has_ids = any((f.metadata or {}).get(FIELD_ID) is not None for f in schema)
         located = [(name, _locate(schema, column, has_ids)) for name, column in named]
         wanted = sorted({index for _, index in located})
         table = parquet.read(columns=[schema.field(i).name for i in wanted], use_threads=False)
@@ -178,7 +178,7 @@ def _locate(schema: pa.Schema, column: MergeColumn, has_ids: bool) -> int:
         hits = [
             i
             for i, f in enumerate(fields)
-            if (f.metadata or {}).get(_FIELD_ID) == str(column.field_id).encode()
+            if (f.metadata or {}).get(FIELD_ID) == str(column.field_id).encode()
         ]
     else:
         hits = [i for i, f in enumerate(fields) if f.name == column.name]
