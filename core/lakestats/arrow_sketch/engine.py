@@ -13,7 +13,7 @@ declined files with the SQL job. A job with position deletes or deletion vectors
 other deletes) gets each file's dead row positions with its path: the task drops those rows
 before it sketches, and reports the file's live rows.
 
-A missing or unreadable file fails the task with a marked message (``_MARK``) that the
+A missing or unreadable file fails the task with a marked message (``file_sketch.MARK``) that the
 driver turns into the same ``DataFileError`` the SQL job raises.
 """
 
@@ -30,11 +30,13 @@ import pyarrow as pa
 
 from lakestats.arrow_sketch.equality import EqualityTask, equality_partition
 from lakestats.arrow_sketch.file_sketch import (
+    MARK,
     ArrowColumn,
     ArrowJob,
     Declined,
     open_parquet,
     read_columns,
+    reading_file,
     sketch_columns,
 )
 from lakestats.arrow_sketch.key_sketch import ArrowKey, key_type_supported
@@ -53,9 +55,7 @@ ARROW_TYPES = frozenset(
 _FIXED = re.compile(r"^fixed\[\d+\]$")
 _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 _MAX_DECIMAL_DIGITS = 38
-# "<mark>:<what>:<length of the path>:<path>:<first line of pyarrow's message>"
-_MARK = "lakestats-arrow-data-file"
-_MARKED = re.compile(f"{_MARK}:(not found|unreadable):([0-9]+):")
+_MARKED = re.compile(f"{MARK}:(not found|unreadable):([0-9]+):")
 _TASKS_PER_CORE = 4
 
 Engine = Literal["auto", "sql"]
@@ -162,14 +162,11 @@ def sketch_partition(
     file. ``None`` sketches: no live rows (the caller gives the empty ones)."""
     for path, dead in files:
         try:
-            loaded = read_columns(open_parquet(path), job)
+            with reading_file(path):
+                loaded = read_columns(open_parquet(path), job)
         except Declined as why:
             yield path, "declined", str(why), 0
             continue
-        except FileNotFoundError as exc:
-            raise RuntimeError(marked("not found", path, exc)) from exc
-        except Exception as exc:  # pyarrow's errors of a corrupt or unreadable file
-            raise RuntimeError(marked("unreadable", path, exc)) from exc
         try:
             live, rows = _live(loaded, dead)
             yield path, "ok", None if live is None else sketch_columns(live, job), rows
@@ -205,12 +202,6 @@ def worker_ready(_: Iterator[int]) -> Iterator[int]:
     import datasketches  # noqa: F401, PLC0415 - worker-side: the import is the check
 
     yield os.getpid()
-
-
-def marked(what: str, path: str, exc: BaseException) -> str:
-    """A task's failure message the driver turns into a ``DataFileError`` (``marked_error``)."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return f"{_MARK}:{what}:{len(path)}:{path}:{first}"
 
 
 def run_arrow(
@@ -316,7 +307,7 @@ _WORKER_LACKS = ("ModuleNotFoundError", "No module named", "ImportError", "Canno
 
 def worker_cannot_run(message: str) -> bool:
     """Whether a failed Arrow job failed because the Python workers lack the engine."""
-    return _MARK not in message and any(m in message for m in _WORKER_LACKS)
+    return MARK not in message and any(m in message for m in _WORKER_LACKS)
 
 
 def marked_error(message: str) -> DataFileError | None:

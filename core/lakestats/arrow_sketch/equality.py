@@ -31,6 +31,7 @@ from lakestats.arrow_sketch.file_sketch import (
     Declined,
     open_parquet,
     read_columns,
+    reading_file,
 )
 from lakestats.arrow_sketch.key_sketch import key_type_supported, key_values
 from lakestats.deletes.plan import LiveReadPlan
@@ -117,17 +118,9 @@ def _keys(
     path: str, columns: Sequence[ArrowColumn], match_by: Literal["field_id", "name"]
 ) -> pa.Array | None:
     """Each row's equality columns as one binary value; ``None`` for a file with no rows."""
-    from lakestats.arrow_sketch.engine import marked  # noqa: PLC0415 - engine imports us
-
     job = ArrowJob(tuple(columns), kll_k=8, theta_lg_k=4, match_by=match_by)  # reads only
-    try:
+    with reading_file(path):
         read = read_columns(open_parquet(path), job)
-    except Declined:
-        raise
-    except FileNotFoundError as exc:
-        raise RuntimeError(marked("not found", path, exc)) from exc
-    except Exception as exc:  # pyarrow's errors of a corrupt or unreadable file
-        raise RuntimeError(marked("unreadable", path, exc)) from exc
     if read is None:
         return None
     return key_values([(read[c.field_id], c.spec.type) for c in columns])

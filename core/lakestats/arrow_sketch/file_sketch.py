@@ -20,7 +20,8 @@ ordered before 0.0, lengths in characters (strings) or bytes (binary), true/fals
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -73,6 +74,29 @@ class ArrowJob:
 
 class Declined(Exception):  # noqa: N818 - a verdict, not a failure: the SQL job takes the file
     """This file is not one the engine reads exactly as Spark would."""
+
+
+# "<mark>:<what>:<length of the path>:<path>:<first line of pyarrow's message>"
+MARK = "lakestats-arrow-data-file"
+
+
+@contextmanager
+def reading_file(path: str) -> Iterator[None]:
+    """pyarrow's errors reading ``path`` as the task failure the driver turns into the
+    ``DataFileError`` naming it (``engine.marked_error``); ``Declined`` passes through."""
+    try:
+        yield
+    except Declined:
+        raise
+    except FileNotFoundError as exc:
+        raise RuntimeError(_marked("not found", path, exc)) from exc
+    except Exception as exc:  # pyarrow's errors of a corrupt or unreadable file
+        raise RuntimeError(_marked("unreadable", path, exc)) from exc
+
+
+def _marked(what: str, path: str, exc: BaseException) -> str:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"{MARK}:{what}:{len(path)}:{path}:{first}"
 
 
 def open_parquet(path: str) -> pq.ParquetFile:

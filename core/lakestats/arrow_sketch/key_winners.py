@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.arrow_sketch.file_sketch import FIELD_ID, Declined, open_parquet
+from lakestats.arrow_sketch.file_sketch import FIELD_ID, Declined, open_parquet, reading_file
 from lakestats.model import Column, KeyMerge, TableSchema
 from lakestats.sketches.spec import type_spec
 
@@ -114,8 +114,8 @@ def _unsupported(merge: KeyMerge, by_id: Mapping[int, Column], names: set[str]) 
 
 def dead_positions(group: WinnerGroup) -> dict[str, np.ndarray]:
     """Each requested file's dead row positions (0-based, sorted). Raises ``Declined`` for
-    inputs it cannot read as the SQL job would, and ``RuntimeError`` marked as the sketch
-    tasks mark it (``engine.marked``) for a missing or unreadable input."""
+    inputs it cannot read as the SQL job would, and a missing or unreadable input fails as
+    in the sketch tasks (``file_sketch.reading_file``)."""
     parts = [_read(path, group) for path in group.inputs]
     try:
         data = pa.concat_tables(parts)
@@ -141,26 +141,18 @@ def dead_positions(group: WinnerGroup) -> dict[str, np.ndarray]:
 def _read(path: str, group: WinnerGroup) -> pa.Table:
     """``k0…`` (keys), ``o0…`` (order) and ``kind`` of one input, each matched as the SQL
     job matches it; the sort types (``int64`` row kinds and sequence numbers)."""
-    from lakestats.arrow_sketch.engine import marked  # noqa: PLC0415 - engine imports us
-
     named = [
         *((f"k{i}", c) for i, c in enumerate(group.keys)),
         *((f"o{i}", c) for i, c in enumerate(group.order)),
         ("kind", group.kind),
     ]
-    try:
+    with reading_file(path):
         parquet = open_parquet(path)
         schema = parquet.schema_arrow
         has_ids = any((f.metadata or {}).get(FIELD_ID) is not None for f in schema)
         located = [(name, _locate(schema, column, has_ids)) for name, column in named]
         wanted = sorted({index for _, index in located})
         table = parquet.read(columns=[schema.field(i).name for i in wanted], use_threads=False)
-    except Declined:
-        raise
-    except FileNotFoundError as exc:
-        raise RuntimeError(marked("not found", path, exc)) from exc
-    except Exception as exc:  # pyarrow's errors of a corrupt or unreadable file
-        raise RuntimeError(marked("unreadable", path, exc)) from exc
     out: dict[str, pa.Array] = {}
     for name, index in located:
         values = table.column(schema.field(index).name).combine_chunks()

@@ -10,6 +10,7 @@ from scratch; ``mergedRecordCount`` exact.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from structlog.testing import capture_logs
 
 from lakestats.analyze import analyze_table
 from lakestats.config import Config, SketchConfig
+from lakestats.exceptions import DataFileError
 from lakestats.formats.paimon import open_paimon_location
 from lakestats.formats.paimon.key_merge import merge_rules
 from lakestats.formats.paimon.testing import write_arrow
@@ -399,3 +401,22 @@ def test_the_arrow_engine_merges_keys_as_the_sql_job_does(
             assert column.get(stat) == other.get(stat), (name, stat)
     assert arrow["paimon"]["statistics"] == sql["paimon"]["statistics"]
     assert_describes(arrow, engines[engine]["rows"], {0: "k", 1: "s", 2: "v", 3: "n", 4: "op"})
+
+
+def test_a_missing_merge_input_is_a_data_file_error_naming_it(spark: Any, tmp_path: Path) -> None:
+    """The Arrow engine's merge reads every live file of a touched bucket: one that is gone
+    fails the commit with the error naming it (as the SQL job's read does), not a
+    traceback and not a silently smaller merge."""
+    warehouse = PaimonWarehouse(tmp_path / "wh")
+    location = warehouse.create(
+        "t", COLUMNS, primary_keys=["k"], options={"metadata.stats-mode": "full", "bucket": "1"}
+    )
+    config = one_table_config("t", location, tmp_path / "state")
+    warehouse.write("t", batch(range(20), "+I", 1))
+    analyze(config)
+    (older,) = location.rglob("*.parquet")
+    warehouse.write("t", batch(range(10, 30), "+U", 2))  # the bucket's merge reads `older`
+    older.unlink()
+
+    with pytest.raises(DataFileError, match=re.escape(older.name)):
+        analyze(config)

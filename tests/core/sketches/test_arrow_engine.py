@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from datasketches import PyDoublesSerDe, frequent_items_sketch, kll_doubles_sketch
@@ -58,6 +59,7 @@ from lakestats.locations import LocationMap
 from lakestats.model import (
     ColumnSketch,
     DeletionVector,
+    EqualityDeletes,
     PositionDeletes,
     SketchSettings,
     TableSchema,
@@ -563,3 +565,71 @@ def test_position_deletes_and_vectors_are_applied_in_the_task_as_by_the_sql_job(
                     assert getattr(got, name) == getattr(want, name), (label, path, name)
                 assert repr(got.min) == repr(want.min) and repr(got.max) == repr(want.max)
     assert results["sql"][1] == {first: 0, second: rows[1]}  # "everything": the last label
+
+
+def test_equality_deletes_are_applied_by_the_arrow_engine_as_by_the_sql_job(
+    spark: Any, files: dict[str, tuple[TableSchema, list[str]]], tmp_path: Path
+) -> None:
+    """Equality-delete files on a string (with a NULL, which deletes the NULL rows) and on
+    a long and a date together (Parquet with field ids, as Iceberg writes them), one
+    applying to both data files and one to the second only, beside a position delete: the
+    same sketches and live rows from both engines, the Arrow engine taking the job. A
+    missing delete file is the ``DataFileError`` naming it."""
+    schema, paths = files["t"]
+    first, second, _empty = paths
+    data = pq.read_table(second.removeprefix("file://"), columns=["s", "l", "d"])
+    strings = [v for v in data.column("s").to_pylist() if v is not None][:40]
+
+    def delete_file(name: str, table: pa.Table, ids: dict[str, int]) -> str:
+        fields = [
+            pa.field(f.name, f.type, metadata={b"PARQUET:field_id": str(ids[f.name]).encode()})
+            for f in table.schema
+        ]
+        path = tmp_path / name
+        pq.write_table(pa.Table.from_arrays(table.columns, schema=pa.schema(fields)), path)
+        return str(path)
+
+    on_s = delete_file("eq-s.parquet", pa.table({"s": pa.array([*strings, None])}), {"s": 6})
+    pairs = data.select(["l", "d"]).slice(100, 30)
+    on_l_d = delete_file("eq-ld.parquet", pairs, {"l": 2, "d": 3})
+    by_s, by_l_d = (
+        EqualityDeletes(on_s, "PARQUET", (6,)),
+        EqualityDeletes(on_l_d, "PARQUET", (2, 3)),
+    )
+    positions = tmp_path / "pos.parquet"
+    pq.write_table(pa.table({"file_path": [first], "pos": pa.array([3], pa.int64())}), positions)
+    plan_input = {
+        first: (by_s, PositionDeletes(str(positions), "PARQUET")),
+        second: (by_s, by_l_d),
+    }
+    results = {}
+    for engine in ("sql", "auto"):
+        row_filter = _live_filter(plan_input, schema)
+        with capture_logs() as logs:
+            sketched = sketch_files(
+                spark, list(plan_input), schema, SAMPLED, row_filter=row_filter, engine=engine
+            )
+        results[engine] = (sketched, dict(row_filter.live_rows), logs)
+    sql, arrow = results["sql"], results["auto"]
+    events = [e for e in arrow[2] if e["event"] == "arrow_engine_sketched"]
+    assert events and events[0]["deletes"] is True and events[0]["declined"] == 0
+    assert arrow[1] == sql[1]
+    # the second file's live rows, by hand: NULL and listed strings, listed (l, d) pairs
+    s_dead = pc.or_(pc.is_in(data.column("s"), pa.array(strings)), pc.is_null(data.column("s")))
+    pair_keys = {(r["l"], r["d"]) for r in pairs.to_pylist()}
+    pair_dead = [(r["l"], r["d"]) in pair_keys for r in data.select(["l", "d"]).to_pylist()]
+    dead = pc.or_(s_dead, pa.array(pair_dead))
+    assert sql[1][second] == data.num_rows - pc.sum(dead.cast(pa.int64())).as_py()
+    assert 0 < sql[1][second] < data.num_rows
+    for path in plan_input:
+        for field_id, want in sql[0][path].items():
+            got = arrow[0][path][field_id]
+            for name in ("theta", "null_count", "nan_count", "value_sample", "len_sum"):
+                assert getattr(got, name) == getattr(want, name), (path, name)
+            assert repr(got.min) == repr(want.min) and repr(got.max) == repr(want.max)
+
+    Path(on_l_d).unlink()
+    with pytest.raises(DataFileError, match=r"eq-ld\.parquet"):
+        sketch_files(
+            spark, list(plan_input), schema, SAMPLED, row_filter=_live_filter(plan_input, schema)
+        )
