@@ -253,14 +253,7 @@ def run_equality(
     """The dead row positions equality deletes leave in each task's data file
     (``equality``), or why a file is left to the SQL job. ``monitor`` as for
     ``run_arrow``."""
-    rdd = sc.parallelize(list(tasks), _tasks(sc, len(tasks)))
-    dead: dict[str, np.ndarray] = {}
-    run = functools.partial(equality_partition, match_by)
-    for path, status, payload in _collect(rdd.mapPartitions(run), monitor):
-        if status == "declined":
-            return f"{path}: {payload}"
-        dead[path] = np.asarray(payload)
-    return dead
+    return _dead_rows_job(sc, tasks, functools.partial(equality_partition, match_by), monitor)
 
 
 def run_key_winners(
@@ -269,11 +262,22 @@ def run_key_winners(
     """The dead row positions of the requested files of primary-key merge ``groups``
     (``key_winners``), one Spark task per few groups; or why a group is left to the SQL
     job. ``monitor`` as for ``run_arrow``."""
-    rdd = sc.parallelize(list(groups), _tasks(sc, len(groups)))
+    return _dead_rows_job(sc, groups, winners_partition, monitor)
+
+
+def _dead_rows_job(
+    sc: Any,
+    items: Sequence[Any],
+    partition: Callable[[Iterator[Any]], Iterator[tuple[str, str, Any]]],
+    monitor: Callable[[], Any],
+) -> dict[str, np.ndarray] | str:
+    """A first job: ``partition`` yields ``(path, "ok", dead positions)`` or
+    ``(path, "declined", why)``; all the dead positions, or the first reason."""
+    rdd = sc.parallelize(list(items), _tasks(sc, len(items)))
     dead: dict[str, np.ndarray] = {}
-    for path, status, payload in _collect(rdd.mapPartitions(winners_partition), monitor):
+    for path, status, payload in _collect(rdd.mapPartitions(partition), monitor):
         if status == "declined":
-            return str(payload)
+            return f"{path}: {payload}" if path else str(payload)
         dead[path] = np.asarray(payload)
     return dead
 
