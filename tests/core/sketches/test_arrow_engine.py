@@ -522,6 +522,32 @@ def _live_filter(plan_input: dict[str, tuple[Any, ...]], schema: TableSchema) ->
     return LiveRowFilter(plan_live_read(plan_input), schema, LocationMap())
 
 
+def _deletes_on_both_engines(
+    spark: Any, plan_input: dict[str, tuple[Any, ...]], schema: TableSchema, label: str = ""
+) -> dict[str, int]:
+    """Sketch the files with their deletes by the SQL job and by the Arrow engine: the
+    Arrow engine takes the job and gives the same sketches and live rows; those rows."""
+    results = {}
+    for engine in ("sql", "auto"):
+        row_filter = _live_filter(plan_input, schema)
+        with capture_logs() as logs:
+            sketched = sketch_files(
+                spark, list(plan_input), schema, SAMPLED, row_filter=row_filter, engine=engine
+            )
+        results[engine] = (sketched, dict(row_filter.live_rows), logs)
+    sql, arrow = results["sql"], results["auto"]
+    events = [e for e in arrow[2] if e["event"] == "arrow_engine_sketched"]
+    assert events and events[0]["deletes"] is True and events[0]["declined"] == 0, label
+    assert arrow[1] == sql[1], label  # live rows
+    for path in plan_input:
+        for field_id, want in sql[0][path].items():
+            got = arrow[0][path][field_id]
+            for name in ("theta", "null_count", "nan_count", "value_sample", "len_sum"):
+                assert getattr(got, name) == getattr(want, name), (label, path, name)
+            assert repr(got.min) == repr(want.min) and repr(got.max) == repr(want.max)
+    return sql[1]
+
+
 def test_position_deletes_and_vectors_are_applied_in_the_task_as_by_the_sql_job(
     spark: Any, files: dict[str, tuple[TableSchema, list[str]]], tmp_path: Path
 ) -> None:
@@ -545,26 +571,8 @@ def test_position_deletes_and_vectors_are_applied_in_the_task_as_by_the_sql_job(
         "positions": {first: (position_file,), second: (position_file, vector)},
         "everything": {first: (whole,), second: ()},
     }
-    for label, plan_input in plans.items():
-        results = {}
-        for engine in ("sql", "auto"):
-            row_filter = _live_filter(plan_input, schema)
-            with capture_logs() as logs:
-                sketched = sketch_files(
-                    spark, list(plan_input), schema, SAMPLED, row_filter=row_filter, engine=engine
-                )
-            results[engine] = (sketched, dict(row_filter.live_rows), logs)
-        sql, arrow = results["sql"], results["auto"]
-        events = [e for e in arrow[2] if e["event"] == "arrow_engine_sketched"]
-        assert events and events[0]["deletes"] is True and events[0]["declined"] == 0, label
-        assert arrow[1] == sql[1], label  # live rows
-        for path in plan_input:
-            for field_id, want in sql[0][path].items():
-                got = arrow[0][path][field_id]
-                for name in ("theta", "null_count", "nan_count", "value_sample", "len_sum"):
-                    assert getattr(got, name) == getattr(want, name), (label, path, name)
-                assert repr(got.min) == repr(want.min) and repr(got.max) == repr(want.max)
-    assert results["sql"][1] == {first: 0, second: rows[1]}  # "everything": the last label
+    live = {label: _deletes_on_both_engines(spark, p, schema, label) for label, p in plans.items()}
+    assert live["everything"] == {first: 0, second: rows[1]}
 
 
 def test_equality_deletes_are_applied_by_the_arrow_engine_as_by_the_sql_job(
@@ -602,31 +610,14 @@ def test_equality_deletes_are_applied_by_the_arrow_engine_as_by_the_sql_job(
         first: (by_s, PositionDeletes(str(positions), "PARQUET")),
         second: (by_s, by_l_d),
     }
-    results = {}
-    for engine in ("sql", "auto"):
-        row_filter = _live_filter(plan_input, schema)
-        with capture_logs() as logs:
-            sketched = sketch_files(
-                spark, list(plan_input), schema, SAMPLED, row_filter=row_filter, engine=engine
-            )
-        results[engine] = (sketched, dict(row_filter.live_rows), logs)
-    sql, arrow = results["sql"], results["auto"]
-    events = [e for e in arrow[2] if e["event"] == "arrow_engine_sketched"]
-    assert events and events[0]["deletes"] is True and events[0]["declined"] == 0
-    assert arrow[1] == sql[1]
+    live = _deletes_on_both_engines(spark, plan_input, schema)
     # the second file's live rows, by hand: NULL and listed strings, listed (l, d) pairs
     s_dead = pc.or_(pc.is_in(data.column("s"), pa.array(strings)), pc.is_null(data.column("s")))
     pair_keys = {(r["l"], r["d"]) for r in pairs.to_pylist()}
     pair_dead = [(r["l"], r["d"]) in pair_keys for r in data.select(["l", "d"]).to_pylist()]
     dead = pc.or_(s_dead, pa.array(pair_dead))
-    assert sql[1][second] == data.num_rows - pc.sum(dead.cast(pa.int64())).as_py()
-    assert 0 < sql[1][second] < data.num_rows
-    for path in plan_input:
-        for field_id, want in sql[0][path].items():
-            got = arrow[0][path][field_id]
-            for name in ("theta", "null_count", "nan_count", "value_sample", "len_sum"):
-                assert getattr(got, name) == getattr(want, name), (path, name)
-            assert repr(got.min) == repr(want.min) and repr(got.max) == repr(want.max)
+    assert live[second] == data.num_rows - pc.sum(dead.cast(pa.int64())).as_py()
+    assert 0 < live[second] < data.num_rows
 
     Path(on_l_d).unlink()
     with pytest.raises(DataFileError, match=r"eq-ld\.parquet"):
