@@ -17,7 +17,7 @@ job to the SQL job (``equality_tasks`` returns why).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -93,34 +93,33 @@ def _dead(
     match_by: Literal["field_id", "name"],
     deleted: dict[tuple[str, tuple[ArrowColumn, ...]], pa.Array],
 ) -> np.ndarray:
-    dead: np.ndarray | None = None
+    # the data file read once, with every group's equality columns
+    wanted = {c.field_id: c for columns, _ in task.groups for c in columns}
+    data = _read(task.path, tuple(wanted.values()), match_by)
+    if data is None:
+        return np.zeros(0, dtype=np.int64)  # no rows
+    dead = np.zeros(len(next(iter(data.values()))), dtype=bool)
     for columns, delete_paths in task.groups:
-        values = _keys(task.path, columns, match_by)
-        if values is None:
-            return np.zeros(0, dtype=np.int64)  # no rows
-        parts = []
         for path in delete_paths:
             if (path, columns) not in deleted:
-                keys = _keys(path, columns, match_by)
-                deleted[path, columns] = pa.array([], pa.large_binary()) if keys is None else keys
-            parts.append(deleted[path, columns])
-        hits = pc.is_in(values, value_set=pa.concat_arrays(parts)) if parts else None
-        if hits is None:
-            continue
-        mask = np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)
-        dead = mask if dead is None else dead | mask
-    if dead is None:
-        return np.zeros(0, dtype=np.int64)
+                rows = _read(path, columns, match_by)
+                empty = pa.array([], pa.large_binary())
+                deleted[path, columns] = empty if rows is None else _keys(rows, columns)
+        value_set = pa.concat_arrays([deleted[path, columns] for path in delete_paths])
+        hits = pc.is_in(_keys(data, columns), value_set=value_set)
+        dead |= np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)
     return np.flatnonzero(dead).astype(np.int64)
 
 
-def _keys(
+def _read(
     path: str, columns: Sequence[ArrowColumn], match_by: Literal["field_id", "name"]
-) -> pa.Array | None:
-    """Each row's equality columns as one binary value; ``None`` for a file with no rows."""
+) -> dict[int, pa.Array] | None:
+    """The file's ``columns`` as the sketch job reads them; ``None`` for a file with no rows."""
     job = ArrowJob(tuple(columns), kll_k=8, theta_lg_k=4, match_by=match_by)  # reads only
     with reading_file(path):
-        read = read_columns(open_parquet(path), job)
-    if read is None:
-        return None
-    return key_values([(read[c.field_id], c.spec.type) for c in columns])
+        return read_columns(open_parquet(path), job)
+
+
+def _keys(rows: Mapping[int, pa.Array], columns: Sequence[ArrowColumn]) -> pa.Array:
+    """Each row's equality columns as one binary value (NULL its own bytes)."""
+    return key_values([(rows[c.field_id], c.spec.type) for c in columns])
