@@ -25,14 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.arrow_sketch.file_sketch import (
-    ArrowColumn,
-    ArrowJob,
-    Declined,
-    open_parquet,
-    read_columns,
-    reading_file,
-)
+from lakestats.arrow_sketch.file_sketch import ArrowColumn, Declined, read_file_columns
 from lakestats.arrow_sketch.key_sketch import key_type_supported, key_values
 from lakestats.deletes.plan import LiveReadPlan
 from lakestats.model import TableSchema
@@ -95,29 +88,20 @@ def _dead(
 ) -> np.ndarray:
     # the data file read once, with every group's equality columns
     wanted = {c.field_id: c for columns, _ in task.groups for c in columns}
-    data = _read(task.path, tuple(wanted.values()), match_by)
+    data = read_file_columns(task.path, tuple(wanted.values()), match_by)
     if data is None:
         return np.zeros(0, dtype=np.int64)  # no rows
     dead = np.zeros(len(next(iter(data.values()))), dtype=bool)
     for columns, delete_paths in task.groups:
         for path in delete_paths:
             if (path, columns) not in deleted:
-                rows = _read(path, columns, match_by)
+                rows = read_file_columns(path, columns, match_by)
                 empty = pa.array([], pa.large_binary())
                 deleted[path, columns] = empty if rows is None else _keys(rows, columns)
         value_set = pa.concat_arrays([deleted[path, columns] for path in delete_paths])
         hits = pc.is_in(_keys(data, columns), value_set=value_set)
         dead |= np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)
     return np.flatnonzero(dead).astype(np.int64)
-
-
-def _read(
-    path: str, columns: Sequence[ArrowColumn], match_by: Literal["field_id", "name"]
-) -> dict[int, pa.Array] | None:
-    """The file's ``columns`` as the sketch job reads them; ``None`` for a file with no rows."""
-    job = ArrowJob(tuple(columns), kll_k=8, theta_lg_k=4, match_by=match_by)  # reads only
-    with reading_file(path):
-        return read_columns(open_parquet(path), job)
 
 
 def _keys(rows: Mapping[int, pa.Array], columns: Sequence[ArrowColumn]) -> pa.Array:

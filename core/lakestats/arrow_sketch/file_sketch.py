@@ -137,6 +137,16 @@ def read_columns(parquet: pq.ParquetFile, job: ArrowJob) -> dict[int, pa.Array] 
     return out
 
 
+def read_file_columns(
+    path: str, columns: Sequence[ArrowColumn], match_by: Literal["field_id", "name"]
+) -> dict[int, pa.Array] | None:
+    """``columns`` of the file at ``path`` as the sketch job reads them (``read_columns``:
+    ``None`` for a file with no rows), its failures as ``reading_file`` makes them."""
+    job = ArrowJob(tuple(columns), kll_k=8, theta_lg_k=4, match_by=match_by)  # sketches nothing
+    with reading_file(path):
+        return read_columns(open_parquet(path), job)
+
+
 def sketch_columns(columns: Mapping[int, pa.Array], job: ArrowJob) -> dict[int, ColumnSketch]:
     """``{field_id: ColumnSketch}`` of one file's columns (``read_columns``), and its key's
     sketches under their ids (``model.KEY_SKETCH_ID`` …) when the job has a key."""

@@ -12,7 +12,7 @@ job's ``deletes/key_merge.py``), and returns each requested file's dead position
 Merges it cannot reproduce exactly are left to the SQL job (``winner_groups`` returns the
 reason): the aggregating engines (a merged row is made of several rows), inputs written
 with other column types, a row-kind column that is also a table column, floating-point or
-unsketchable key columns, a file missing a column the merge orders by.
+unsketchable key columns, a sequence or row-kind column without a field id.
 """
 
 from __future__ import annotations
@@ -24,7 +24,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.arrow_sketch.file_sketch import FIELD_ID, Declined, open_parquet, reading_file
+from lakestats.arrow_sketch.file_sketch import (
+    ArrowColumn,
+    Declined,
+    arrow_type,
+    read_file_columns,
+)
 from lakestats.model import Column, KeyMerge, TableSchema
 from lakestats.sketches.spec import type_spec
 
@@ -36,23 +41,15 @@ _FLOATING = frozenset({"float", "double"})
 
 
 @dataclass(frozen=True)
-class MergeColumn:
-    """A column the merge reads: by Parquet field id in files written with ids (when it
-    has one), else by name."""
-
-    field_id: int | None
-    name: str
-
-
-@dataclass(frozen=True)
 class WinnerGroup:
     """One merge group: every input of a bucket, and the job's files among them."""
 
     inputs: tuple[str, ...]
     requested: tuple[str, ...]
-    keys: tuple[MergeColumn, ...]
-    order: tuple[MergeColumn, ...]  # sequence fields, then the sequence column
-    kind: MergeColumn
+    # read as the sketch job reads columns (``file_sketch.read_columns``)
+    keys: tuple[ArrowColumn, ...]
+    order: tuple[ArrowColumn, ...]  # sequence fields, then the sequence column
+    kind: ArrowColumn
     first_row: bool
     ignore_delete: bool
     remove_record_on_delete: bool
@@ -78,12 +75,12 @@ def winner_groups(
             WinnerGroup(
                 inputs=tuple(dict.fromkeys(i.path for i in merge.inputs)),
                 requested=tuple(requested),
-                keys=tuple(MergeColumn(f, by_id[f].name) for f in merge.key_field_ids),
+                keys=tuple(_column(by_id[f]) for f in merge.key_field_ids),
                 order=(
-                    *(MergeColumn(f, by_id[f].name) for f in merge.sequence_field_ids),
-                    MergeColumn(merge.sequence_field_id, merge.sequence_column),
+                    *(_column(by_id[f]) for f in merge.sequence_field_ids),
+                    _system(merge.sequence_field_id, merge.sequence_column, "long"),
                 ),
-                kind=MergeColumn(merge.row_kind_field_id, merge.row_kind_column),
+                kind=_system(merge.row_kind_field_id, merge.row_kind_column, "int"),
                 first_row=merge.engine == "first-row",
                 ignore_delete=merge.ignore_delete,
                 remove_record_on_delete=merge.remove_record_on_delete,
@@ -92,9 +89,23 @@ def winner_groups(
     return out
 
 
+def _column(column: Column) -> ArrowColumn:
+    spec = type_spec(column.type)
+    assert spec is not None  # _unsupported refused the others
+    return ArrowColumn(column.field_id, tuple(column.name.split(".")), spec, False)
+
+
+def _system(field_id: int | None, name: str, type_str: str) -> ArrowColumn:
+    spec = type_spec(type_str)
+    assert field_id is not None and spec is not None  # _unsupported refused a missing id
+    return ArrowColumn(field_id, (name,), spec, False)
+
+
 def _unsupported(merge: KeyMerge, by_id: Mapping[int, Column], names: set[str]) -> str | None:
     if merge.engine not in WINNER_ENGINES:
         return f"the {merge.engine} engine makes merged rows of several rows"
+    if merge.sequence_field_id is None or merge.row_kind_field_id is None:
+        return "the sequence or row-kind column has no field id (matched by name in the SQL job)"
     if any(i.retyped for i in merge.inputs):
         return "a merge input was written with other column types"
     if merge.row_kind_column in names:
@@ -139,46 +150,20 @@ def dead_positions(group: WinnerGroup) -> dict[str, np.ndarray]:
 
 
 def _read(path: str, group: WinnerGroup) -> pa.Table:
-    """``k0…`` (keys), ``o0…`` (order) and ``kind`` of one input, each matched as the SQL
-    job matches it; the sort types (``int64`` row kinds and sequence numbers)."""
+    """``k0…`` (keys), ``o0…`` (order) and ``kind`` of one input, read as the sketch job
+    reads columns (the SQL job's matching, types cast up to the column's)."""
     named = [
         *((f"k{i}", c) for i, c in enumerate(group.keys)),
         *((f"o{i}", c) for i, c in enumerate(group.order)),
         ("kind", group.kind),
     ]
-    with reading_file(path):
-        parquet = open_parquet(path)
-        schema = parquet.schema_arrow
-        has_ids = any((f.metadata or {}).get(FIELD_ID) is not None for f in schema)
-        located = [(name, _locate(schema, column, has_ids)) for name, column in named]
-        wanted = sorted({index for _, index in located})
-        table = parquet.read(columns=[schema.field(i).name for i in wanted], use_threads=False)
-    out: dict[str, pa.Array] = {}
-    for name, index in located:
-        values = table.column(schema.field(index).name).combine_chunks()
-        if pa.types.is_dictionary(values.type):
-            values = values.dictionary_decode()
-        if name == "kind" or name == f"o{len(group.order) - 1}":
-            values = values.cast(pa.int64())
-        out[name] = values
-    return pa.table(out)
-
-
-def _locate(schema: pa.Schema, column: MergeColumn, has_ids: bool) -> int:
-    fields = list(schema)
-    if has_ids and column.field_id is not None:
-        hits = [
-            i
-            for i, f in enumerate(fields)
-            if (f.metadata or {}).get(FIELD_ID) == str(column.field_id).encode()
-        ]
-    else:
-        hits = [i for i, f in enumerate(fields) if f.name == column.name]
-        if not hits:
-            hits = [i for i, f in enumerate(fields) if f.name.lower() == column.name.lower()]
-    if len(hits) != 1:
-        raise Declined(f"merge column {column.name!r} is missing or ambiguous in the file")
-    return hits[0]
+    read = read_file_columns(path, [c for _, c in named], "field_id")
+    return pa.table(
+        {
+            name: pa.array([], arrow_type(c.spec)) if read is None else read[c.field_id]
+            for name, c in named
+        }
+    )
 
 
 def surviving_rows(

@@ -112,19 +112,28 @@ SCHEMA = TableSchema(
 
 
 def _merge(**rules: Any) -> KeyMerge:
-    inputs = (MergeInput("/t/a.parquet"), MergeInput("/t/b.parquet"))
-    return KeyMerge(inputs=inputs, key_field_ids=(1,), **rules)
+    defaults: dict[str, Any] = {
+        "inputs": (MergeInput("/t/a.parquet"), MergeInput("/t/b.parquet")),
+        "key_field_ids": (1,),
+        "sequence_field_id": 99,  # as Paimon's files carry them
+        "row_kind_field_id": 98,
+    }
+    return KeyMerge(**(defaults | rules))
 
 
 def test_groups_name_their_inputs_and_requested_files() -> None:
-    merge = _merge(sequence_field_ids=(2,), sequence_field_id=99)
+    merge = _merge(sequence_field_ids=(2,))
     (group,) = winner_groups([(merge, 0), (merge, 1)], ["/t/a.parquet", "/t/b.parquet"], SCHEMA)
 
     assert isinstance(group, WinnerGroup)
     assert group.inputs == ("/t/a.parquet", "/t/b.parquet")
     assert group.requested == ("/t/a.parquet", "/t/b.parquet")
-    assert [(c.field_id, c.name) for c in group.keys] == [(1, "k")]
-    assert [(c.field_id, c.name) for c in group.order] == [(2, "v"), (99, "_SEQUENCE_NUMBER")]
+    assert [(c.field_id, c.path) for c in group.keys] == [(1, ("k",))]
+    assert [(c.field_id, c.path) for c in group.order] == [
+        (2, ("v",)),
+        (99, ("_SEQUENCE_NUMBER",)),
+    ]
+    assert (group.kind.field_id, group.kind.path) == (98, ("_VALUE_KIND",))
     assert not group.first_row
 
 
@@ -132,15 +141,13 @@ def test_merges_the_sql_job_must_make_are_refused_with_a_reason() -> None:
     paths = ["/t/a.parquet"]
     cases = {
         "aggregation engine": _merge(engine="aggregation"),
+        "row kind without a field id": _merge(row_kind_field_id=None),
         "partial-update engine": _merge(engine="partial-update"),
-        "retyped input": KeyMerge(
-            inputs=(MergeInput("/t/a.parquet", retyped=((2, "int"),)),), key_field_ids=(1,)
-        ),
+        "retyped input": _merge(inputs=(MergeInput("/t/a.parquet", retyped=((2, "int"),)),)),
         "row kind is a column": _merge(row_kind_column="v"),
         "floating sequence field": _merge(sequence_field_ids=(3,)),
-        "file outside its inputs": KeyMerge(
-            inputs=(MergeInput("/t/other.parquet"),), key_field_ids=(1,)
-        ),
+        "file outside its inputs": _merge(inputs=(MergeInput("/t/other.parquet"),)),
     }
+    assert isinstance(winner_groups([(_merge(), 0)], paths, SCHEMA), list)  # the rest is fine
     for what, merge in cases.items():
         assert isinstance(winner_groups([(merge, 0)], paths, SCHEMA), str), what
