@@ -152,6 +152,18 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="if the daemon cannot be reached, run `analyze` in this process instead",
     )
+    shards = sub.add_parser(
+        "shards",
+        parents=[common],
+        help="which daemon replica ([shards]) keeps each configured table",
+    )
+    shards.add_argument(
+        "--count",
+        type=int,
+        metavar="N",
+        help="also show the split among N replicas and the tables that would move",
+    )
+    shards.add_argument("--json", action="store_true", help="machine-readable JSON")
     return parser
 
 
@@ -324,11 +336,10 @@ def replaced_note(opened: Any, snapshot_id: int) -> str | None:
 
 
 def _cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
-    from lakestats.freshness import daemon_errors, describe_age, table_status  # noqa: PLC0415
-    from lakestats.notify import daemon_url  # noqa: PLC0415
+    from lakestats.freshness import describe_age, table_status  # noqa: PLC0415
 
     statuses = [table_status(t, config) for t in config.table]
-    from_daemon = daemon_errors(daemon_url(config)) if config.table else None
+    from_daemon = _daemon_errors(config)
     docs = []
     for fresh in statuses:
         doc = fresh.as_json()
@@ -363,6 +374,62 @@ def _cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         headers = ["table", "format", "stats at", "table at", "behind", "newest", "oldest"]
         out.write(render_table([*headers, "last error"], rows, wide_last=True))
     return EXIT_ERROR if any(d["last_error"] for d in docs) else EXIT_OK
+
+
+def _daemon_errors(config: Config) -> dict[str, str | None] | None:
+    """Each table's ``last_error`` from the daemon replica keeping it (one request per
+    replica address); None unless every replica answered."""
+    from lakestats.freshness import daemon_errors  # noqa: PLC0415
+    from lakestats.notify import daemon_url  # noqa: PLC0415
+
+    errors: dict[str, str | None] = {}
+    for url in sorted({daemon_url(config, t.name) for t in config.table}):
+        answer = daemon_errors(url)
+        if answer is None:
+            return None
+        errors.update(answer)
+    return errors if config.table else None
+
+
+def _cmd_shards(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    from lakestats.shards import MAX_SHARDS, shard_of  # noqa: PLC0415
+
+    if args.count is not None and not 1 <= args.count <= MAX_SHARDS:
+        raise ConfigError(f"--count: must be 1 … {MAX_SHARDS}, got {args.count}")
+    count = config.shards.count
+    rows = []
+    for table in config.table:
+        row: dict[str, Any] = {"table": table.name, "shard": shard_of(table.name, count)}
+        if args.count is not None:
+            row["shard_after"] = shard_of(table.name, args.count)
+            row["moves"] = row["shard_after"] != row["shard"]
+        rows.append(row)
+    if args.json:
+        doc: dict[str, Any] = {"count": count, "tables": rows}
+        if args.count is not None:
+            doc["count_after"] = args.count
+        json.dump(doc, out, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    if not rows:
+        print("no tables configured (add [[table]] sections to the config)", file=out)
+        return EXIT_OK
+    headers = ["table", f"shard of {count}"]
+    if args.count is not None:
+        headers += [f"shard of {args.count}", "moves"]
+    cells = [
+        [r["table"], r["shard"]]
+        + ([r["shard_after"], "yes" if r["moves"] else ""] if args.count is not None else [])
+        for r in rows
+    ]
+    out.write(render_table(headers, cells))
+    per_shard = [sum(1 for r in rows if r["shard"] == i) for i in range(count)]
+    summary = ", ".join(f"{i}: {n}" for i, n in enumerate(per_shard))
+    print(f"{len(rows)} tables over {count} shard(s) (tables per shard {summary})", file=out)
+    if args.count is not None:
+        moved = sum(1 for r in rows if r["moves"])
+        print(f"with {args.count} shard(s): {moved} of {len(rows)} tables move", file=out)
+    return EXIT_OK
 
 
 def _cmd_commits(args: argparse.Namespace, config: Config, out: TextIO) -> int:
@@ -517,6 +584,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return _cmd_compact(args, config, stdout)
         if args.command == "advise":
             return _cmd_advise(args, config, stdout)
+        if args.command == "shards":
+            return _cmd_shards(args, config, stdout)
         return _cmd_notify(args, config, stdout, stderr)
     except ConfigError as exc:
         print(f"lakestats: error: {exc}", file=stderr)

@@ -45,6 +45,7 @@ from pydantic import (
 from lakestats.exceptions import ConfigError
 from lakestats.locations import local_path
 from lakestats.model import SketchSettings
+from lakestats.shards import MAX_SHARDS, ShardPlan, plan_shards
 from lakestats.sketches.frequent import MAX_ITEMS_TRACKED
 from lakestats.sketches.spec import (
     default_kll_error_rate,
@@ -53,6 +54,7 @@ from lakestats.sketches.spec import (
 )
 
 ENV_PREFIX = "LAKESTATS_"
+SHARD_PLACEHOLDER = "{shard}"
 DEFAULT_STATE_DIR = ".lakestats"
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
@@ -112,14 +114,17 @@ class HttpConfig(ConfigSection):
     wait_timeout_s: Annotated[Seconds, Field(gt=0, le=3600)] = 60.0
     # a request (line, headers, body) must arrive within this, else 408 and close
     request_timeout_s: Annotated[Seconds, Field(gt=0, le=300)] = 10.0
-    # where clients (`lakestats notify`) reach the daemon; default: http://<listen>
+    # where clients (`lakestats notify`) reach the daemon; default: http://<listen>.
+    # "{shard}" in it is replaced by the replica keeping the table ([shards])
     url: str | None = None
 
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None:
-            parsed = urlparse(value)
+            if re.search(r"[{}]", value.replace(SHARD_PLACEHOLDER, "")):
+                raise ValueError(f"the only placeholder it may hold is {SHARD_PLACEHOLDER}")
+            parsed = urlparse(value.replace(SHARD_PLACEHOLDER, "0"))
             if parsed.scheme not in ("http", "https") or not parsed.netloc:
                 raise ValueError("must be an http:// or https:// URL, e.g. http://lakestatsd:8765")
         return value
@@ -358,8 +363,40 @@ class TableConfig(ConfigSection):
         return self
 
 
+def _shard_index(value: object) -> object:
+    """An index, or a StatefulSet pod's name (``lakestatsd-2``), whose ordinal it takes:
+    Kubernetes' downward API hands every pod its name (``metadata.name``)."""
+    if isinstance(value, str) and not value.strip().isdigit():
+        match = re.search(r"-(\d+)$", value.strip())
+        if match is None:
+            raise ValueError(
+                f"{value!r} is neither a number nor a name ending in -<ordinal> "
+                "(a StatefulSet pod's name, e.g. lakestatsd-2)"
+            )
+        return int(match.group(1))
+    return value
+
+
+class ShardsConfig(ConfigSection):
+    """``[shards]``: tables shared out among ``count`` daemon replicas (``lakestats.shards``);
+    this replica keeps those of ``index``."""
+
+    count: Annotated[int, Field(ge=1, le=MAX_SHARDS)] = 1
+    index: Annotated[int, BeforeValidator(_shard_index), Field(ge=0)] = 0
+
+    @model_validator(mode="after")
+    def _index_below_count(self) -> Self:
+        if self.index >= self.count:
+            raise ValueError(
+                f"index {self.index} is not below count {self.count} "
+                f"(replicas are numbered 0 … {self.count - 1})"
+            )
+        return self
+
+
 class Config(ConfigSection):
     state_dir: str = DEFAULT_STATE_DIR
+    shards: ShardsConfig = Field(default_factory=ShardsConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     sketch: SketchConfig = Field(default_factory=SketchConfig)
@@ -412,6 +449,11 @@ class Config(ConfigSection):
 
     def find_table(self, name: str) -> TableConfig | None:
         return next((t for t in self.table if t.name == name), None)
+
+    def shard_plan(self) -> ShardPlan:
+        """The configured tables split among the ``[shards]`` replicas, seen from this one."""
+        names = tuple(t.name for t in self.table)
+        return plan_shards(names, self.shards.index, self.shards.count)
 
 
 AnyConfig = TypeVar("AnyConfig", bound=Config)

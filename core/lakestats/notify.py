@@ -16,8 +16,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakestats.config import Config
+from lakestats.config import SHARD_PLACEHOLDER, Config
 from lakestats.exceptions import LakestatsError, TableNotFoundError
+from lakestats.shards import shard_of
 
 # extra socket time beyond the server-side wait, so the daemon's 504 arrives before ours
 _WAIT_SLACK_S = 5.0
@@ -49,10 +50,16 @@ class NotifyResult:
         return value if isinstance(value, int) else None
 
 
-def daemon_url(config: Config) -> str:
-    """Base URL of the daemon, without a trailing slash."""
+def daemon_url(config: Config, table_name: str | None = None) -> str:
+    """Base URL of the daemon keeping ``table_name``, without a trailing slash:
+    ``http.url`` with ``{shard}`` replaced by the table's replica (``lakestats.shards``)."""
     if config.http.url:
-        return config.http.url.rstrip("/")
+        url = config.http.url
+        if SHARD_PLACEHOLDER in url:
+            if table_name is None:
+                raise ValueError("http.url names a replica by {shard}: give the table")
+            url = url.replace(SHARD_PLACEHOLDER, str(shard_of(table_name, config.shards.count)))
+        return url.rstrip("/")
     host = config.http.host
     if host in ("0.0.0.0", ""):  # noqa: S104 - a bind-all address, reached via loopback
         host = "127.0.0.1"
@@ -73,7 +80,7 @@ def notify(config: Config, table_name: str, *, wait: bool, timeout_s: float) -> 
     """
     if timeout_s <= 0:
         raise ValueError("timeout_s must be positive")
-    base = daemon_url(config)
+    base = daemon_url(config, table_name)
     query: dict[str, str] = {}
     if wait:
         query = {"wait": "true", "timeout_s": f"{min(timeout_s, config.http.wait_timeout_s):g}"}
@@ -100,6 +107,12 @@ def notify(config: Config, table_name: str, *, wait: bool, timeout_s: float) -> 
             raise NotifyAuthError(
                 f"lakestatsd at {base} rejected the request: {message} "
                 "(set http.token or LAKESTATS_HTTP__TOKEN to the daemon's token)"
+            ) from None
+        if status == 421:  # a sharded daemon that does not keep this table
+            raise DaemonUnavailableError(
+                f"lakestatsd at {base} does not keep table {table_name!r}: {message} "
+                "(with [shards], set http.url to each replica's address with {shard} in "
+                "it, e.g. http://lakestatsd-{shard}.lakestatsd-shards:8765)"
             ) from None
         if status == 504:
             raise NotifyTimeoutError(

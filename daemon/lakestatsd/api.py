@@ -32,6 +32,7 @@ from starlette.routing import Route
 from lakestats.advise_io import UnknownColumnError
 from lakestats.config import Config
 from lakestats.exceptions import LakestatsError, SnapshotNotFoundError
+from lakestats.shards import ShardPlan
 from lakestatsd.openapi import openapi_document
 
 _INT64 = re.compile(r"^-?\d{1,19}$")
@@ -58,6 +59,10 @@ class Backend(Protocol):
         ...
 
     def table_status(self, name: str) -> dict[str, Any]: ...
+    def shards(self) -> ShardPlan:
+        """Which replica keeps which configured table (``[shards]``)."""
+        ...
+
     def metrics_payload(self) -> bytes: ...
     def advise(self, name: str, columns: list[str] | None) -> dict[str, Any]:
         """The ``lakestats advise --json`` report (``lakestats.advise_io``)."""
@@ -65,15 +70,25 @@ class Backend(Protocol):
 
 
 class BadRequestError(Exception):
-    def __init__(self, status: int, error: str, message: str) -> None:
+    def __init__(
+        self, status: int, error: str, message: str, detail: Mapping[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.error = error
         self.message = message
+        self.detail = dict(detail or {})  # more keys of the JSON body
 
 
-def _error(status: int, error: str, message: str, **headers: str) -> JSONResponse:
-    return JSONResponse({"error": error, "message": message}, status_code=status, headers=headers)
+def _error(
+    status: int,
+    error: str,
+    message: str,
+    detail: Mapping[str, Any] | None = None,
+    **headers: str,
+) -> JSONResponse:
+    body = {"error": error, "message": message, **(detail or {})}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _query(request: Request, allowed: frozenset[str]) -> dict[str, str]:
@@ -128,9 +143,20 @@ def _timeout(params: Mapping[str, str], maximum: float) -> float:
 
 def _table(backend: Backend, request: Request) -> str:
     name = str(request.path_params["name"])
-    if backend.config.find_table(name) is None:
+    if backend.config.find_table(name) is not None:
+        return name
+    shards = backend.shards()
+    owner = shards.owner(name)
+    if owner is None:
         raise BadRequestError(404, "unknown_table", f"no configured table named {name!r}")
-    return name
+    # 421 Misdirected Request: the table is configured, and kept by another replica
+    raise BadRequestError(
+        421,
+        "other_shard",
+        f"table {name!r} is kept by shard {owner} of {shards.count}; this daemon is "
+        f"shard {shards.index}",
+        {"shard": owner, "shard_count": shards.count},
+    )
 
 
 def _check_token(config: Config, request: Request) -> None:
@@ -193,7 +219,13 @@ def create_app(backend: Backend) -> Starlette:
 
     async def list_tables(request: Request) -> Response:
         _query(request, frozenset())
-        return JSONResponse({"tables": await run_in_threadpool(backend.tables)})
+        shards = backend.shards()
+        return JSONResponse(
+            {
+                "tables": await run_in_threadpool(backend.tables),
+                "shard": {"index": shards.index, "count": shards.count},
+            }
+        )
 
     async def stats(request: Request) -> Response:
         name = _table(backend, request)
@@ -256,11 +288,11 @@ def create_app(backend: Backend) -> Starlette:
     async def bad_request(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, BadRequestError)
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
-        return _error(exc.status, exc.error, exc.message, **headers)
+        return _error(exc.status, exc.error, exc.message, exc.detail, **headers)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
-        return _error(exc.status_code, "http_error", str(exc.detail), **(exc.headers or {}))
+        return _error(exc.status_code, "http_error", str(exc.detail), None, **(exc.headers or {}))
 
     app = Starlette(
         routes=[

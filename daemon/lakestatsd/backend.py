@@ -10,6 +10,7 @@ from typing import Any
 
 from prometheus_client import generate_latest
 
+from lakestats.shards import ShardPlan
 from lakestatsd.config import ServiceConfig
 from lakestatsd.wiring import Service, state_dir_writable
 
@@ -26,6 +27,9 @@ class ApiBackend:
 
     def hint(self, name: str, source: str) -> int | None:
         return self._service.hint(name, source)
+
+    def shards(self) -> ShardPlan:
+        return self._service.shards
 
     def wait_state(self, name: str, ticket: int) -> str | None:
         queue = self._service.queue

@@ -15,12 +15,21 @@ import structlog
 from lakestats.exceptions import ConfigError
 from lakestatsd import __version__
 from lakestatsd.app import Daemon
-from lakestatsd.config import load_service_config
+from lakestatsd.config import ServiceConfig, load_service_config
 from lakestatsd.lifecycle import EXIT_RUNTIME, bind_socket
 
 log = structlog.get_logger("lakestatsd")
 
 EXIT_CONFIG = 2
+
+
+def _shard_note(config: ServiceConfig) -> str:
+    if config.shards.count == 1:
+        return ""
+    own = config.shard_plan().own
+    return f"; shard {config.shards.index} of {config.shards.count} keeps {len(own)}" + (
+        f": {', '.join(own)}" if own else ""
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lakestatsd: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     if args.check_config:
-        print(f"lakestatsd: configuration OK ({len(config.table)} tables)")
+        print(f"lakestatsd: configuration OK ({len(config.table)} tables{_shard_note(config)})")
         return 0
     try:
         sock = bind_socket(config.http.host, config.http.port)
@@ -62,6 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(config.daemon.log_level)
     if not config.table:
         log.warning("no_tables_configured", hint="add [[table]] sections to the config")
+    elif config.shards.count > 1:
+        own = config.shard_plan().own
+        fields = {"index": config.shards.index, "count": config.shards.count}
+        if own:
+            log.info("shard_tables", **fields, tables=list(own), configured=len(config.table))
+        else:  # a valid split (more replicas than tables), but worth a word
+            log.warning("shard_has_no_tables", **fields, configured=len(config.table))
     try:
         daemon = Daemon.from_config(config)
     except Exception as exc:  # wiring failed before anything ran: say why, once

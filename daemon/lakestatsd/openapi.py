@@ -12,6 +12,8 @@ from typing import Any
 from lakestatsd import __version__
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
+_MISDIRECTED = {"$ref": "#/components/schemas/Misdirected"}
+_OTHER_SHARD = "the table is kept by another replica ([shards]): `shard` names it"
 _NAME = {
     "name": "name",
     "in": "path",
@@ -86,7 +88,17 @@ def openapi_document() -> dict[str, Any]:
                                     "tables": {
                                         "type": "array",
                                         "items": {"$ref": "#/components/schemas/TableStatus"},
-                                    }
+                                    },
+                                    "shard": {
+                                        "type": "object",
+                                        "description": "[shards]: this replica's index and "
+                                        "the replica count; only this replica's tables are "
+                                        "listed",
+                                        "properties": {
+                                            "index": {"type": "integer"},
+                                            "count": {"type": "integer"},
+                                        },
+                                    },
                                 },
                             },
                             "tables",
@@ -111,6 +123,7 @@ def openapi_document() -> dict[str, Any]:
                         "200": _json({"type": "object"}, "the stats document"),
                         "400": _json(_ERROR, "malformed query"),
                         "404": _json(_ERROR, "unknown table, or no stats for that snapshot"),
+                        "421": _json(_MISDIRECTED, _OTHER_SHARD),
                         "503": _json(_ERROR, "the table or its stats store is unreadable"),
                     },
                 }
@@ -139,6 +152,7 @@ def openapi_document() -> dict[str, Any]:
                         "200": _json({"type": "object"}, "the advice report"),
                         "400": _json(_ERROR, "malformed query, or an unknown column"),
                         "404": _json(_ERROR, "unknown table, or no stats stored yet"),
+                        "421": _json(_MISDIRECTED, _OTHER_SHARD),
                         "503": _json(_ERROR, "the table or its stats store is unreadable"),
                     },
                 }
@@ -176,6 +190,7 @@ def openapi_document() -> dict[str, Any]:
                         "400": _json(_ERROR, "malformed query"),
                         "401": _json(_ERROR, "missing or wrong bearer token"),
                         "404": _json(_ERROR, "unknown table"),
+                        "421": _json(_MISDIRECTED, _OTHER_SHARD),
                         "413": _json(_ERROR, "body too large"),
                         "503": _json(_ERROR, "shutting down"),
                         "504": _json(_ERROR, "not up to date within the timeout"),
@@ -190,6 +205,16 @@ def openapi_document() -> dict[str, Any]:
                     "type": "object",
                     "required": ["error", "message"],
                     "properties": {"error": {"type": "string"}, "message": {"type": "string"}},
+                },
+                "Misdirected": {
+                    "type": "object",
+                    "required": ["error", "message", "shard", "shard_count"],
+                    "properties": {
+                        "error": {"const": "other_shard"},
+                        "message": {"type": "string"},
+                        "shard": {"type": "integer"},
+                        "shard_count": {"type": "integer"},
+                    },
                 },
                 "TableStatus": {
                     "type": "object",

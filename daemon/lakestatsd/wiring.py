@@ -18,6 +18,7 @@ import structlog
 
 from lakestats.analyze import AnalyzeResult, BatchProgress, CommitReport, PendingCallback
 from lakestats.locations import local_path
+from lakestats.shards import ShardPlan
 from lakestats.tables import OpenedTable
 from lakestatsd.config import ServiceConfig
 from lakestatsd.maintenance import MaintenanceFns, MaintenanceRunner, MaintenanceScheduler
@@ -134,6 +135,10 @@ class Service:
     """The daemon's parts, built from config, and how hints reach the queue."""
 
     def __init__(self, config: ServiceConfig, core: CoreFns) -> None:
+        # [shards]: every part below sees only this replica's tables; the plan remembers
+        # the others' owners, so a request for one of them is told where it lives
+        self.shards = config.shard_plan()
+        config = own_tables(config, self.shards)
         self.config = config
         self.core = core
         names = tuple(t.name for t in config.table)
@@ -230,6 +235,14 @@ class Service:
         if report.error is not None:
             self.metrics.errors.labels(report.table, error_kind(report.error)).inc()
             self.metrics.table_healthy.labels(report.table).set(0)
+
+
+def own_tables(config: ServiceConfig, plan: ShardPlan) -> ServiceConfig:
+    """``config`` with only the tables ``plan`` gives this replica."""
+    if plan.count == 1:
+        return config
+    own = set(plan.own)
+    return config.model_copy(update={"table": tuple(t for t in config.table if t.name in own)})
 
 
 def state_dir_writable(state_dir: str) -> tuple[bool, str | None]:

@@ -147,6 +147,7 @@ class DaemonProcess:
             env=env,
             cwd=str(config.parent),
         )
+        self.host = "127.0.0.1"
         self.port = 0
 
     def events(self, name: str | None = None) -> list[dict[str, Any]]:
@@ -183,7 +184,8 @@ class DaemonProcess:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
 
     def start(self, timeout_s: float = 60) -> DaemonProcess:
-        self.port = int(self.wait_event("http_listening", timeout_s)[0]["port"])
+        listening = self.wait_event("http_listening", timeout_s)[0]
+        self.host, self.port = str(listening["host"]), int(listening["port"])
         self.wait_event("ready", timeout_s)
         return self
 
@@ -197,7 +199,7 @@ class DaemonProcess:
         timeout_s: float = 30,
     ) -> Response:
         req = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}", data=body, method=method, headers=headers or {}
+            f"http://{self.host}:{self.port}{path}", data=body, method=method, headers=headers or {}
         )
         try:
             with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # noqa: S310 - http only

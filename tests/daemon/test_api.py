@@ -15,6 +15,7 @@ import pytest
 
 from lakestats.config import Config
 from lakestats.exceptions import MetadataError, SnapshotNotFoundError
+from lakestats.shards import ShardPlan
 from lakestatsd.api import create_app
 from lakestatsd.openapi import openapi_document
 
@@ -30,6 +31,8 @@ class FakeBackend:
         self.ready = True
         self.alive = True
         self.dead_status = "failing"  # what the daemon's liveness answers when not alive
+        self.shard_count = 1
+        self.other_shards: dict[str, int] = {}  # tables other replicas keep: name → shard
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         return self.ready, {"ready": self.ready}
@@ -61,6 +64,11 @@ class FakeBackend:
 
     def metrics_payload(self) -> bytes:
         return b"lakestats_ready 1.0\n"
+
+    def shards(self) -> ShardPlan:
+        # as the daemon's: its config holds its own tables only, the plan knows the others
+        own = tuple((t.name, 0) for t in self.config.table)
+        return ShardPlan(0, self.shard_count, own + tuple(self.other_shards.items()))
 
 
 def make_config(**http: Any) -> Config:
@@ -137,6 +145,30 @@ def test_unknown_table_is_404_for_every_route() -> None:
         status, _, body = call(backend, "POST", f"/v1/tables/{name}/commits")
         assert status == 404 and body["error"] == "unknown_table"
     assert backend.hints == []
+
+
+def test_a_table_another_replica_keeps_is_421_naming_it() -> None:
+    backend = FakeBackend(make_config(token=TOKEN))
+    backend.shard_count, backend.other_shards = 3, {"returns": 2}
+    auth = [("Authorization", f"Bearer {TOKEN}")]
+    for method, path in (
+        ("GET", "/v1/tables/returns/stats"),
+        ("GET", "/v1/tables/returns/advice"),
+        ("POST", "/v1/tables/returns/commits"),
+    ):
+        status, _, body = call(backend, method, path, headers=auth)
+        assert status == 421, (path, body)
+        assert body["error"] == "other_shard"
+        assert (body["shard"], body["shard_count"]) == (2, 3)
+        assert "shard 2 of 3" in body["message"] and "this daemon is shard 0" in body["message"]
+    assert call(backend, "GET", "/v1/tables/nope/stats")[0] == 404  # not configured at all
+    assert call(backend, "GET", "/v1/tables/sales/stats")[0] == 200
+    # the token is checked first: a misdirected POST without it is still a 401
+    assert call(backend, "POST", "/v1/tables/returns/commits")[0] == 401
+    assert backend.hints == []
+    status, _, body = call(backend, "GET", "/v1/tables")
+    assert body["shard"] == {"index": 0, "count": 3}
+    assert [t["name"] for t in body["tables"]] == ["sales"]
 
 
 @pytest.mark.parametrize(

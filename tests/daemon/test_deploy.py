@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from lakestats.notify import daemon_url
 from lakestatsd.config import load_service_config as load_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -176,3 +177,52 @@ def test_kubernetes_cluster_overlay(tmp_path: Path) -> None:
         service = yaml.safe_load(handle)
     assert service["spec"]["clusterIP"] == "None"
     assert {p["targetPort"] for p in service["spec"]["ports"]} == {"spark-driver", "spark-blockmgr"}
+
+
+def test_kubernetes_sharded_statefulset(tmp_path: Path) -> None:
+    """The sharded variant: every pod, given its name as LAKESTATS_SHARDS__INDEX, is a
+    distinct shard of the configured count, every table is kept by exactly one pod, and
+    http.url names that pod's DNS name under the headless Service."""
+    folder = DEPLOY / "kubernetes" / "sharded"
+    with (folder / "kustomization.yaml").open() as handle:
+        kustomization = yaml.safe_load(handle)
+    docs = {}
+    for resource in kustomization["resources"]:
+        with (folder / resource).open() as handle:
+            (doc,) = [d for d in yaml.safe_load_all(handle) if d]
+        docs[doc["kind"]] = doc
+    statefulset, service, configmap = docs["StatefulSet"], docs["Service"], docs["ConfigMap"]
+    spec = statefulset["spec"]
+    pod = spec["template"]["spec"]
+    assert spec["serviceName"] == service["metadata"]["name"]
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["selector"] == spec["selector"]["matchLabels"]
+    assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
+    (container,) = pod["containers"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    index_env = next(e for e in container["env"] if e["name"] == "LAKESTATS_SHARDS__INDEX")
+    assert index_env["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    assert mounts["/var/lib/lakestats"] in {
+        t["metadata"]["name"] for t in spec["volumeClaimTemplates"]
+    }
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes[mounts["/etc/lakestats"]]["configMap"]["name"] == configmap["metadata"]["name"]
+    assert pod["terminationGracePeriodSeconds"] > 30
+
+    toml_path = tmp_path / "lakestatsd.toml"
+    toml_path.write_text(configmap["data"]["lakestatsd.toml"])
+    kept: dict[str, int] = {}
+    for ordinal in range(spec["replicas"]):
+        pod_name = f"{statefulset['metadata']['name']}-{ordinal}"
+        config = load_config(toml_path, env={"LAKESTATS_SHARDS__INDEX": pod_name})
+        assert config.shards.count == spec["replicas"]
+        assert config.shards.index == ordinal
+        assert config.http.port == container["ports"][0]["containerPort"]
+        for name in config.shard_plan().own:
+            assert name not in kept
+            kept[name] = ordinal
+            # the URL a writer's notify uses for this table names this very pod
+            host = daemon_url(config, name).split("//", 1)[1].split(":", 1)[0]
+            assert host == f"{pod_name}.{service['metadata']['name']}"
+    assert sorted(kept) == sorted(t.name for t in config.table)
