@@ -32,8 +32,10 @@ from lakestats.formats.base import (
     SupportsSnapshotExpiry,
     TableFormat,
 )
+from lakestats.formats.delta.table import DeltaLakeTable
 from lakestats.formats.memory import MemoryTable
 from lakestats.formats.registry import open_table
+from lakestats.locations import resolve_location
 from lakestats.model import Commit, DataFile, FileContent
 from lakestats.testing import IcebergWarehouse
 from lakestats.values import parse_type
@@ -320,6 +322,14 @@ class DeltaDriver:
         return commit.name
 
 
+class ProbingDeltaDriver(DeltaDriver):
+    """The same table, refreshed by probing for new commits by name (``log.probe_log``)
+    from the first refresh on, as a log of more than 1,000 files is."""
+
+    def open(self) -> TableFormat:
+        return DeltaLakeTable(resolve_location(self.writer.path), probe_above_entries=0)
+
+
 class OnS3:
     """A Delta or Paimon driver's table on S3, opened by its ``s3://`` location.
 
@@ -388,6 +398,7 @@ class OnS3:
 
 DRIVERS: dict[str, Callable[[Path], TableDriver]] = {
     "delta": DeltaDriver,
+    "delta-probing": ProbingDeltaDriver,
     "paimon": PaimonDriver,
     "iceberg-location": lambda root: IcebergDriver(root, by_catalog=False),
     "iceberg-catalog": lambda root: IcebergDriver(root, by_catalog=True),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from hashlib import sha256
 from typing import Any
 from urllib.parse import unquote
@@ -34,6 +34,8 @@ _CLASSIC = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
 _MULTIPART = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
 _V2 = re.compile(r"^(\d{20})\.checkpoint\.([0-9a-fA-F-]{36})\.(json|parquet)$")
 _CHECKPOINT_COLUMNS = ("add", "metaData", "protocol", "sidecar")
+_PROBE_BATCH = 4  # commits asked for per request batch beyond the known ones
+_PROBE_LIMIT = 16  # more new commits than this: list instead
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class LogListing:
     commits: Mapping[int, LogFile] = field(default_factory=dict)
     checkpoints: Mapping[int, Checkpoint] = field(default_factory=dict)  # best per version
     last_checkpoint: int | None = None  # the version ``_last_checkpoint`` names
+    entries: int = 0  # what the listing returned, every kind of file: its cost
 
     @property
     def versions(self) -> frozenset[int]:
@@ -129,7 +132,54 @@ def list_log(location: TableLocation) -> LogListing:
         for version, entry in single.items():
             checkpoints[version] = Checkpoint(version, (entry.name,), True, mtime_ms=entry.mtime_ms)
     hint = any(info.base_name == "_last_checkpoint" for info in infos)
-    return LogListing(commits, checkpoints, _last_checkpoint(location) if hint else None)
+    last = _last_checkpoint(location) if hint else None
+    return LogListing(commits, checkpoints, last, entries=len(infos))
+
+
+def probe_log(location: TableLocation, listing: LogListing) -> LogListing | None:
+    """``listing`` brought up to date without listing ``_delta_log/``, or None when only
+    a listing can tell.
+
+    A listing costs a request per 1,000 entries on object stores, and a log keeps 30 days
+    of commits by default (``delta.logRetentionDuration``), with a checksum beside each:
+    tens of requests per poll for a busy table. A probe asks for the newest known commit
+    and the next by name (a HEAD each), then while they exist for the ones after in
+    batches of ``_PROBE_BATCH``. Commits are created whole and never rewritten in place, so:
+
+    * the newest known commit absent or changed (size, mtime): the log was cut back or
+      replaced (a rollback by hand, a table written again at this path) — None;
+    * ``_PROBE_LIMIT`` new commits or more: a burst, which one listing reads cheaper — None;
+    * else the listing plus the new commits. What a probe does not see — checkpoints
+      written since, old files the writer's log cleanup deleted — neither changes which
+      commits follow the known ones; the caller lists again from time to time for them.
+    """
+    current = listing.current_version
+    known = listing.commits.get(current) if current is not None else None
+    if current is None or known is None:
+        return None
+    found: dict[int, LogFile] = {}
+    versions = range(current, current + 2)  # the usual poll: is there one more?
+    while len(found) < _PROBE_LIMIT:
+        paths = [location.fs_path(LOG_DIR, commit_name(v)) for v in versions]
+        try:
+            infos = location.filesystem.get_file_info(paths)
+        except OSError:
+            return None  # the listing reports it, with its own words
+        for version, info in zip(versions, infos, strict=True):
+            if info.type != pafs.FileType.File:
+                if version == current:
+                    return None
+                return replace(listing, commits={**listing.commits, **found}) if found else listing
+            mtime = int(info.mtime_ns // 1_000_000) if info.mtime_ns is not None else 0
+            entry = LogFile(info.base_name, mtime, int(info.size or 0))
+            if version == current:
+                if (entry.mtime_ms, entry.size) != (known.mtime_ms, known.size):
+                    return None
+            else:
+                found[version] = entry
+        after = current + 1 + len(found)
+        versions = range(after, after + _PROBE_BATCH)
+    return None
 
 
 def _last_checkpoint(location: TableLocation) -> int | None:

@@ -15,6 +15,7 @@ without a checkpoint, from version 0.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from lakestats.formats.delta.log import (
     LogListing,
     commit_name,
     list_log,
+    probe_log,
     read_checkpoint,
     read_commit_fingerprinted,
 )
@@ -63,14 +65,22 @@ from lakestats.model import (
 from lakestats.model import UNPARTITIONED as _UNPARTITIONED
 
 FORMAT_NAME = "delta"
+# a probed listing misses checkpoints written since and old files the log cleanup deleted
+# (neither changes which commits follow): list again at least this often
+RELIST_EVERY_S = 600.0
 _CACHE_SIZE = 512
 
 
 class DeltaLakeTable:
-    """A Delta table opened by location. ``refresh()`` lists ``_delta_log/`` again."""
+    """A Delta table opened by location. ``refresh()`` lists ``_delta_log/`` again — or,
+    once a listing returned more than ``probe_above_entries`` files (one object-store list
+    request holds 1,000), asks for the commits after the newest by name
+    (``log.probe_log``) and lists again only when that cannot tell, or every
+    ``RELIST_EVERY_S``."""
 
-    def __init__(self, location: TableLocation) -> None:
+    def __init__(self, location: TableLocation, *, probe_above_entries: int = 1000) -> None:
         self._location = location
+        self._probe_above_entries = probe_above_entries
         self._uri = _base_uri(location)
         self._lock = threading.Lock()
         # keyed by (version, mtime, size): a log cut back and written again is a new file
@@ -80,6 +90,7 @@ class DeltaLakeTable:
         self._views: dict[int, tuple[LogListing, _LogView]] = {}
         self._file_versions: dict[tuple[int, int, int], bool] = {}  # commit → adds files
         self._listing = list_log(location)
+        self._listed_at = time.monotonic()
         _check_last_checkpoint(self._listing)
         if self._listing.current_version is None:
             raise TableNotFoundError(f"{location.uri} is not a Delta table: {LOG_DIR}/ is empty")
@@ -103,10 +114,20 @@ class DeltaLakeTable:
         return f"DeltaLakeTable({self._location.uri!r})"
 
     def refresh(self) -> None:
-        listing = list_log(self._location)
-        _check_last_checkpoint(listing)
         with self._lock:
-            self._listing = listing
+            previous, listed_at = self._listing, self._listed_at
+        listing = None
+        if (
+            previous.entries > self._probe_above_entries
+            and time.monotonic() - listed_at < RELIST_EVERY_S
+        ):
+            listing = probe_log(self._location, previous)
+        if listing is None:
+            listing = list_log(self._location)
+            _check_last_checkpoint(listing)
+            listed_at = time.monotonic()
+        with self._lock:
+            self._listing, self._listed_at = listing, listed_at
 
     # --- versions ---------------------------------------------------------------------------
 

@@ -1,0 +1,124 @@
+"""Refreshing a big Delta log: a full listing of ``_delta_log/`` against probing for the
+commits after the newest by name (``lakestats.formats.delta.log.probe_log``).
+
+A Delta table of ``--commits`` delta-rs appends (delta-rs' default checkpoint every 100
+commits), locally and on an S3 server on 127.0.0.1 (moto, as the tests use: a real HTTP
+server speaking the S3 API, with none of AWS's latency — on S3 itself every request costs
+tens of milliseconds, so the request counts printed beside matter more than these
+times). For each: ``refresh()`` when nothing changed and after one new commit, median of
+``--repeat``, with listing forced (``probe_above_entries`` above the log's size: what every
+refresh did before) and with probing (the default past 1,000 files).
+
+    .venv/bin/python tests/bench/delta_log.py            # ~3 min for 3,000 commits
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the S3 test server
+
+from deltalake import write_deltalake
+
+from lakestats.formats.delta.table import DeltaLakeTable
+from lakestats.locations import resolve_location
+from object_store import S3Server, export_environment
+
+
+def build(path: Path, commits: int) -> None:
+    if (path / "_delta_log").is_dir() and len(
+        list((path / "_delta_log").glob("*.json"))
+    ) == commits:
+        return
+    shutil.rmtree(path, ignore_errors=True)
+    started = time.monotonic()
+    for i in range(commits):
+        data = pa.table({"id": pa.array([i], pa.int64()), "name": pa.array([f"n{i}"])})
+        write_deltalake(str(path), data, mode="append")
+        if (i + 1) % 500 == 0:
+            print(f"  {i + 1}/{commits} commits ({time.monotonic() - started:.0f} s)", flush=True)
+
+
+def timed_refreshes(table: DeltaLakeTable, repeat: int, before: object = None) -> float:
+    times = []
+    for _ in range(repeat):
+        if callable(before):
+            before()
+        started = time.perf_counter()
+        table.refresh()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--commits", type=int, default=3000)
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--work-dir", default=".bench/delta-log")
+    args = parser.parse_args()
+    work = Path(args.work_dir).resolve()
+    local = work / f"t{args.commits}"
+    print(f"building a Delta table of {args.commits} delta-rs commits in {local}", flush=True)
+    build(local, args.commits)
+    export_environment()
+    server = S3Server()
+    uri = f"{server.new_bucket()}/t"
+    server.sync(local, uri)
+    extra = [0]
+
+    def commit_local() -> None:
+        extra[0] += 1
+        data = pa.table({"id": pa.array([10**9 + extra[0]], pa.int64()), "name": ["x"]})
+        write_deltalake(str(local), data, mode="append")
+
+    uploaded = {path for path in local.rglob("*") if path.is_file()}
+
+    def upload_new() -> None:
+        # the new files only (a whole sync compares every file: minutes at this size)
+        for path in sorted(set(local.rglob("*")) - uploaded):
+            if path.is_file():
+                key = f"{uri.removeprefix('s3://')}/{path.relative_to(local).as_posix()}"
+                with server.filesystem.open_output_stream(key) as out:
+                    out.write(path.read_bytes())
+                uploaded.add(path)
+
+    def commit_s3() -> None:
+        commit_local()
+        upload_new()
+
+    print("\n| where | log files | refresh | listing | probing | listing / probing |")
+    print("|---|---|---|---|---|---|")
+    for where, location, commit in (("local", str(local), commit_local), ("S3", uri, commit_s3)):
+        upload_new()  # the local round's commits too, before the S3 tables open
+        listing = DeltaLakeTable(resolve_location(location), probe_above_entries=10**9)
+        probing = DeltaLakeTable(resolve_location(location))
+        entries = probing._snapshot().entries
+        for case, before in (("nothing new", None), ("one new commit", commit)):
+            # a commit before each timed refresh goes to both tables in turn
+            t_list = timed_refreshes(listing, args.repeat, before)
+            t_probe = timed_refreshes(probing, args.repeat, before)
+            print(
+                f"| {where} | {entries:,} | {case} | {t_list * 1000:.1f} ms | "
+                f"{t_probe * 1000:.1f} ms | {t_list / t_probe:.1f}× |",
+                flush=True,
+            )
+    pages = math.ceil(entries / 1000)
+    print(
+        f"\nRequests per refresh on S3: a listing {pages} LIST (1,000 keys each); a probe "
+        "2 HEAD when nothing is new (the newest commit and the next), 2 + 4 per further "
+        "up to 4 new commits, a listing past 16."
+    )
+    server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
