@@ -98,15 +98,19 @@ def daemon_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def fast_config_text(state_dir: Path | str, tables: str, *, maintenance: str = "") -> str:
+def fast_config_text(
+    state_dir: Path | str, tables: str, *, maintenance: str = "", http: str = ""
+) -> str:
     """A daemon config for tests: a port the kernel picks, no sketches (no JVM: a restart
     takes a second), fast polling and backoff, scheduled maintenance off unless
     ``maintenance`` (more ``[maintenance]`` lines) says otherwise, a 1 s grace period and
-    a quick shutdown. ``tables``: the ``[catalog.*]`` and ``[[table]]`` sections."""
+    a quick shutdown. ``tables``: the ``[catalog.*]`` and ``[[table]]`` sections (and any
+    other section); ``http``: more ``[http]`` lines."""
     return f"""
 state_dir = "{state_dir}"
 [http]
 listen = "127.0.0.1:0"
+{http}
 [sketch]
 enabled = false
 [watch]

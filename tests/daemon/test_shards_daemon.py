@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from lakestatsd_harness import DaemonProcess, daemon_env
+from lakestatsd_harness import DaemonProcess, daemon_env, fast_config_text
 
 from lakestats.analyze import analyze_table, read_stats
 from lakestats.cli import main as lakestats_main
@@ -92,28 +92,8 @@ def config_text(state_dir: Path, tables: dict[str, str], port: int) -> str:
     sections = "".join(
         f'\n[[table]]\nname = "{name}"\nlocation = "{loc}"\n' for name, loc in tables.items()
     )
-    return f"""
-state_dir = "{state_dir}"
-[shards]
-count = 2
-[http]
-listen = "127.0.0.1:0"
-url = "http://127.0.0.1{{shard}}:{port}"
-token = "{TOKEN}"
-wait_timeout_s = 30
-[sketch]
-enabled = false
-[watch]
-poll_interval_s = 0.5
-debounce_s = 0.05
-backoff_initial_s = 0.1
-backoff_max_s = 0.5
-[maintenance]
-enabled = false
-[daemon]
-shutdown_timeout_s = 5
-{sections}
-"""
+    http = f'url = "http://127.0.0.1{{shard}}:{port}"\ntoken = "{TOKEN}"\nwait_timeout_s = 30'
+    return fast_config_text(state_dir, "[shards]\ncount = 2\n" + sections, http=http)
 
 
 def test_two_replicas_keep_each_table_once_and_route_notifications(
