@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from lakestats.exceptions import DataFileError
-from lakestats.locations import local_path
+from lakestats.locations import filesystem_from_uri, local_path
 
 # Spark's read-schema metadata key that matches a column by Parquet field id
 SPARK_FIELD_ID_KEY = "parquet.field.id"
@@ -34,14 +34,13 @@ def split_by_field_ids(paths: Iterable[str]) -> tuple[list[str], list[str]]:
 def has_field_ids(path: str) -> bool:
     """Whether the Parquet file at ``path`` (a local path or a URI) has field ids."""
     import pyarrow.parquet as pq  # noqa: PLC0415 - only mixed or id-less tables read footers
-    from pyarrow import fs as pafs  # noqa: PLC0415
 
     local = local_path(path, percent_encoded=False)
     try:
         if local is not None:
             schema = pq.read_schema(str(local))
         else:
-            filesystem, inner = pafs.FileSystem.from_uri(path)
+            filesystem, inner = filesystem_from_uri(path)
             schema = pq.read_schema(inner, filesystem=filesystem)
     except (OSError, ValueError) as exc:
         raise DataFileError(f"cannot read data file {path}: {exc}") from exc

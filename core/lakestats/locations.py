@@ -9,6 +9,7 @@ here once:
 * ``local_path`` — the local ``Path`` it names, or ``None`` for a remote URI;
 * ``resolve_location`` — a ``TableLocation``: the pyarrow file system to list it with, the
   path inside that file system, and the URI to hand to format libraries;
+* ``filesystem_from_uri`` — pyarrow's file system for a remote URI, with bounded retries;
 * ``LocationMap`` — prefixes written in a table's metadata → where its files really are.
 """
 
@@ -22,6 +23,22 @@ from urllib.parse import unquote, urlsplit
 from pyarrow import fs as pafs
 
 from lakestats.exceptions import TableNotFoundError, first_line
+
+# pyarrow's GCS client retries a failing request for 15 minutes by default — also when no
+# credentials can be found at all, so one table on gs:// without them held a daemon worker
+# for a quarter of an hour per attempt. A minute still rides out transient errors.
+GCS_RETRY_LIMIT_S = 60.0
+
+
+def filesystem_from_uri(uri: str) -> tuple[pafs.FileSystem, str]:
+    """``pyarrow.fs.FileSystem.from_uri``, with GCS retries bounded by ``GCS_RETRY_LIMIT_S``
+    (unless the URI sets ``retry_limit_seconds`` itself)."""
+    scheme = urlsplit(uri).scheme.lower()
+    if scheme in ("gs", "gcs") and "retry_limit_seconds=" not in uri:
+        joiner = "&" if "?" in uri else "?"
+        uri = f"{uri}{joiner}retry_limit_seconds={GCS_RETRY_LIMIT_S:g}"
+    filesystem, path = pafs.FileSystem.from_uri(uri)
+    return filesystem, str(path)
 
 
 def _is_local_scheme(scheme: str) -> bool:
@@ -100,7 +117,7 @@ def resolve_location(path: str) -> TableLocation:
         root = str(local.expanduser().resolve())
         return TableLocation(pafs.LocalFileSystem(), root, root)
     try:
-        filesystem, root = pafs.FileSystem.from_uri(path)
+        filesystem, root = filesystem_from_uri(path)
     except (ValueError, OSError) as exc:
         raise TableNotFoundError(f"{path}: cannot open this location ({first_line(exc)})") from exc
     return TableLocation(filesystem, root.rstrip("/"), path.rstrip("/"))

@@ -42,7 +42,7 @@ from lakestats.arrow_sketch.file_sketch import (
 from lakestats.arrow_sketch.key_sketch import ArrowKey, key_type_supported
 from lakestats.arrow_sketch.key_winners import WinnerGroup, winners_partition
 from lakestats.exceptions import DataFileError, SparkUnavailableError
-from lakestats.locations import local_path
+from lakestats.locations import filesystem_from_uri, local_path
 from lakestats.model import ColumnSketch, KeySketch, SketchSettings
 from lakestats.sketches.spec import TypeSpec, type_spec
 
@@ -73,8 +73,6 @@ def arrow_type_supported(spec: TypeSpec) -> bool:
 def pyarrow_can_open(paths: Sequence[str]) -> bool:
     """Local paths and ``file:`` URIs always; other schemes when pyarrow has a file system
     for them here (checked once per scheme, without touching the files)."""
-    from pyarrow import fs as pafs  # noqa: PLC0415 - driver-side, rare
-
     tried: dict[str, bool] = {}
     for path in paths:
         if local_path(path, percent_encoded=False) is not None:
@@ -82,7 +80,7 @@ def pyarrow_can_open(paths: Sequence[str]) -> bool:
         scheme = path.split(":", 1)[0].lower()
         if scheme not in tried:
             try:
-                pafs.FileSystem.from_uri(path)
+                filesystem_from_uri(path)
                 tried[scheme] = True
             except Exception:  # any failure here means "not pyarrow's": the SQL job reads it
                 tried[scheme] = False

@@ -38,7 +38,7 @@ from lakestats.arrow_sketch.spec_hashes import (
     smallest,
     theta_sketch,
 )
-from lakestats.locations import local_path
+from lakestats.locations import filesystem_from_uri, local_path
 from lakestats.model import ColumnSketch
 from lakestats.sketches import sample_codec
 from lakestats.sketches.frequent import frequent_items_of_counts
@@ -104,9 +104,7 @@ def open_parquet(path: str) -> pq.ParquetFile:
     local = local_path(path, percent_encoded=False)
     if local is not None:
         return pq.ParquetFile(str(local))
-    from pyarrow import fs as pafs  # noqa: PLC0415 - remote file systems only
-
-    filesystem, inner = pafs.FileSystem.from_uri(path)
+    filesystem, inner = filesystem_from_uri(path)
     return pq.ParquetFile(filesystem.open_input_file(inner))
 
 

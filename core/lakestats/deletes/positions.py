@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from lakestats.deletes.plan import LiveReadPlan, plan_live_read
 from lakestats.exceptions import DataFileError
-from lakestats.locations import LocationMap, local_path
+from lakestats.locations import LocationMap, filesystem_from_uri, local_path
 from lakestats.model import DataFile, DeletionVector, KeyMerge, PositionDeletes
 from lakestats.pipeline import canonical_path
 
@@ -70,7 +70,7 @@ def read_position_file(deletes: PositionDeletes) -> pa.Table:
         local = local_path(deletes.path, percent_encoded=False)
         if local is not None:
             return reader(str(local), columns)
-        filesystem, inner = pa.fs.FileSystem.from_uri(deletes.path)
+        filesystem, inner = filesystem_from_uri(deletes.path)
         with filesystem.open_input_file(inner) as source:
             return reader(source, columns)
     except (OSError, ValueError, KeyError, pa.ArrowException) as exc:

@@ -53,7 +53,7 @@ from lakestats.formats.delta.replay import (
 )
 from lakestats.formats.delta.schema import DeltaSchema, parse_schema
 from lakestats.formats.delta.vacuumed import files_to_read, readable_from
-from lakestats.locations import TableLocation
+from lakestats.locations import TableLocation, filesystem_from_uri
 from lakestats.model import (
     BASELINE_OPERATION,
     Commit,
@@ -503,8 +503,7 @@ class DeltaLakeTable:
     def _open(self, uri: str) -> tuple[pafs.FileSystem, str]:
         if uri.startswith(self._uri + "/"):
             return self._location.filesystem, self._location.fs_path(uri[len(self._uri) + 1 :])
-        filesystem, where = pafs.FileSystem.from_uri(uri)
-        return filesystem, str(where)
+        return filesystem_from_uri(uri)
 
     def _footer_rows(self, uri: str) -> int:
         try:
