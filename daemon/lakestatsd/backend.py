@@ -89,18 +89,24 @@ class ApiBackend:
     def liveness(self) -> tuple[bool, dict[str, Any]]:
         """Should the supervisor restart us? Only for what a restart can fix: a thread the
         daemon cannot work without died of a bug (the dispatcher, a table worker, the
-        poller), or Spark stayed unusable past ``daemon.spark_unavailable_timeout_s``."""
+        poller), Spark stayed unusable past ``daemon.spark_unavailable_timeout_s``, or a
+        table's run has been stalled past ``watch.stall_timeout_s`` (a hung read holds a
+        worker for good: Python cannot cancel it)."""
         service = self._service
         dead = [p for p in (service.queue.crashed, service.poller.crashed) if p]
         watch = service.spark_watch
         spark_alive, spark_error = watch.alive() if watch is not None else (True, None)
+        stalled = service.queue.stalled(service.config.stall_timeout_s)
         if dead:
             detail: dict[str, Any] = {"status": "dead", "errors": dead}
         else:
-            detail = {"status": "ok" if spark_alive else "failing"}
+            detail = {"status": "ok" if spark_alive and not stalled else "failing"}
         if not spark_alive:
             detail["spark"] = spark_error
-        return not dead and spark_alive, detail
+        if stalled:
+            # seconds each stalled run has been silent (no commit boundary reached)
+            detail["stalled"] = {name: round(s, 1) for name, s in sorted(stalled.items())}
+        return not dead and spark_alive and not stalled, detail
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         status = self._service.status

@@ -55,6 +55,9 @@ class WatchConfig(ConfigSection):
     max_concurrent_tables: Annotated[int, Field(ge=1, le=256)] = 2
     backoff_initial_s: Annotated[Seconds, Field(gt=0, le=3600)] = 1.0
     backoff_max_s: Annotated[Seconds, Field(gt=0, le=86400)] = 300.0
+    # a run silent (no commit boundary) this long is stalled: /healthz fails. None: the
+    # Spark job timeout plus 15 minutes, so that a slow job is cancelled by Spark first
+    stall_timeout_s: Annotated[Seconds | None, Field(gt=0, le=30 * 86400)] = None
 
 
 class DaemonSection(ConfigSection):
@@ -128,6 +131,12 @@ class ServiceConfig(Config):
 
     def find_table(self, name: str) -> ServiceTableConfig | None:
         return next((t for t in self.table if t.name == name), None)
+
+    @property
+    def stall_timeout_s(self) -> float:
+        """``watch.stall_timeout_s``, by default ``spark.job_timeout_s`` + 15 minutes."""
+        configured = self.watch.stall_timeout_s
+        return configured if configured is not None else self.spark.job_timeout_s + 900.0
 
 
 def load_service_config(

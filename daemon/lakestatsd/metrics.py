@@ -165,6 +165,11 @@ class Metrics:
         self.tables_running = Gauge(
             "lakestats_tables_running", "Tables being processed right now", registry=r
         )
+        self.tables_stalled = Gauge(
+            "lakestats_tables_stalled",
+            "Runs silent (no commit boundary) past watch.stall_timeout_s; /healthz fails",
+            registry=r,
+        )
         self.table_healthy = Gauge(
             "lakestats_table_healthy",
             "1 unless the last run of the table failed",

@@ -73,6 +73,10 @@ class _Table:
     last_run_s: float | None = None
     runs: int = 0
     hint_sources: set[str] = field(default_factory=set)
+    # while running: when the run last showed a sign of life (started, or reached a commit
+    # boundary, where core asks ``should_stop``); a stall is reported once per run
+    beat_at: float = 0.0
+    stall_reported: bool = False
 
 
 @dataclass(frozen=True)
@@ -343,6 +347,39 @@ class TableQueue:
             retry_in_s=retry,
         )
 
+    def stalled(self, timeout_s: float) -> dict[str, float]:
+        """Running tables with no sign of life for more than ``timeout_s``: name → seconds.
+
+        A run shows one when it starts and at every commit boundary. Python cannot cancel a
+        thread blocked in a read (a hung NFS mount, a store that never answers), and such a
+        run holds one of the ``max_concurrent`` workers for good: liveness fails on it, so
+        the supervisor restarts the process (the store's create-only log makes that safe).
+        """
+        now = self._clock()
+        with self._cond:
+            return {
+                t.name: now - t.beat_at
+                for t in self._tables.values()
+                if t.running and now - t.beat_at > timeout_s
+            }
+
+    def report_stalled(self, timeout_s: float) -> dict[str, float]:
+        """``stalled``, logging ``table_run_stalled`` once per stalled run."""
+        found = self.stalled(timeout_s)
+        with self._cond:
+            new = [n for n in found if not self._tables[n].stall_reported]
+            for name in new:
+                self._tables[name].stall_reported = True
+        for name in new:
+            log.warning(
+                "table_run_stalled",
+                table=name,
+                silent_s=round(found[name], 1),
+                stall_timeout_s=timeout_s,
+                note="no commit boundary reached: a read may hang; /healthz fails",
+            )
+        return found
+
     def depth(self) -> int:
         """Tables waiting for a run (hinted, not yet started): the queue depth metric."""
         with self._cond:
@@ -384,6 +421,8 @@ class TableQueue:
         # called with the lock held
         table.pending = False
         table.running = True
+        table.beat_at = self._clock()
+        table.stall_reported = False
         started_seq = table.hint_seq
         sources = frozenset(table.hint_sources)
         table.hint_sources.clear()
@@ -407,8 +446,13 @@ class TableQueue:
         started = self._clock()
         error: BaseException | None = None
         completed = False
+
+        def should_stop() -> bool:
+            table.beat_at = self._clock()  # core asks at every commit boundary: alive
+            return self._stopping.is_set()
+
         try:
-            completed = self._process(table.name, self.should_stop)
+            completed = self._process(table.name, should_stop)
         except Exception as exc:  # one broken table must never stop the others
             error = exc
         duration = self._clock() - started

@@ -171,6 +171,9 @@ class Service:
         )
         self.metrics.queue_depth.set_function(self.queue.depth)
         self.metrics.tables_running.set_function(self.queue.running)
+        self.metrics.tables_stalled.set_function(
+            lambda: float(len(self.queue.stalled(self.config.stall_timeout_s)))
+        )
         self.watcher = (
             MetadataWatcher(names, self.hint, self.runtime.watch_target) if w.enabled else None
         )
@@ -215,6 +218,7 @@ class Service:
         return self.queue.hint(name, source)
 
     def poll_tick(self) -> None:
+        self.queue.report_stalled(self.config.stall_timeout_s)
         if state_dir_writable(self.config.state_dir)[0]:
             # space freed, permissions fixed: retry now rather than after a long backoff
             self.queue.retry_now(STORAGE)

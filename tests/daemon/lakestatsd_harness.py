@@ -99,13 +99,13 @@ def daemon_env(**extra: str) -> dict[str, str]:
 
 
 def fast_config_text(
-    state_dir: Path | str, tables: str, *, maintenance: str = "", http: str = ""
+    state_dir: Path | str, tables: str, *, maintenance: str = "", http: str = "", watch: str = ""
 ) -> str:
     """A daemon config for tests: a port the kernel picks, no sketches (no JVM: a restart
     takes a second), fast polling and backoff, scheduled maintenance off unless
     ``maintenance`` (more ``[maintenance]`` lines) says otherwise, a 1 s grace period and
     a quick shutdown. ``tables``: the ``[catalog.*]`` and ``[[table]]`` sections (and any
-    other section); ``http``: more ``[http]`` lines."""
+    other section); ``http``, ``watch``: more ``[http]``, ``[watch]`` lines."""
     return f"""
 state_dir = "{state_dir}"
 [http]
@@ -118,6 +118,7 @@ poll_interval_s = 0.5
 debounce_s = 0.05
 backoff_initial_s = 0.1
 backoff_max_s = 0.5
+{watch}
 [maintenance]
 {maintenance or "enabled = false"}
 grace_period = "1s"

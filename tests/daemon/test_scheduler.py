@@ -283,3 +283,52 @@ def test_another_process_committing_first_is_contention_not_failure(
         assert queue.is_done("a", ticket)  # the retry completed the hint
     finally:
         assert queue.stop(5)
+
+
+def test_a_run_silent_past_the_stall_timeout_is_reported_once() -> None:
+    """A run that reaches no commit boundary (a read that hangs) is stalled; one that keeps
+    reaching them is not, however long it takes. Real threads, a clock the test moves."""
+    now = [1000.0]
+    hung, busy_done = threading.Event(), threading.Event()
+    boundaries = threading.Semaphore(0)
+
+    def process(table: str, should_stop: StopCheck) -> bool:
+        if table == "hung":
+            hung.wait(10)  # never asks should_stop: blocked in a read
+            return True
+        while not busy_done.is_set():  # a long run, between commits
+            boundaries.acquire(timeout=10)
+            should_stop()
+        return True
+
+    queue = TableQueue(
+        ("hung", "busy", "idle"),
+        process,
+        debounce_s=0,
+        max_concurrent=3,
+        backoff_initial_s=1,
+        backoff_max_s=1,
+        clock=lambda: now[0],
+    )
+    queue.start()
+    try:
+        queue.hint("hung")
+        queue.hint("busy")
+        wait_for(lambda: queue.running() == 2)
+        assert queue.stalled(60) == {}
+        for _ in range(3):  # ten minutes pass; the busy run reaches a commit now and then
+            now[0] += 200
+            boundaries.release()
+            wait_for(lambda: queue.stalled(100).keys() == {"hung"})
+        assert queue.stalled(300) == {"hung": 600.0}
+        assert queue.stalled(700) == {}
+        first = queue.report_stalled(300)
+        assert first == {"hung": 600.0} and queue.report_stalled(300) == first
+        assert queue.status()["hung"].state is RunState.RUNNING
+    finally:
+        hung.set()
+        busy_done.set()
+        boundaries.release()
+        wait_for(lambda: queue.running() == 0)
+        assert queue.stalled(0) == {}
+        assert queue.stop(5.0)
