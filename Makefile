@@ -38,7 +38,7 @@ bench: install
 	$(BIN)/python tests/bench/run.py $(BENCH_ARGS)
 	$(BIN)/python tests/bench/deletes.py $(DELETES_BENCH_ARGS)
 	$(BIN)/python tests/bench/delta.py $(DELTA_BENCH_ARGS)
-	$(BIN)/python tests/bench/delta_log.py
+	$(BIN)/python tests/bench/log_refresh.py
 	$(BIN)/python tests/bench/qerror.py
 	$(BIN)/python tests/bench/latency.py
 	$(BIN)/python tests/bench/advise.py

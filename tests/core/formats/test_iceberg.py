@@ -30,9 +30,15 @@ from lakestats.exceptions import (
     TableNotFoundError,
 )
 from lakestats.formats.base import TableFormat
-from lakestats.formats.iceberg import IcebergTable, is_iceberg_location, open_iceberg_location
+from lakestats.formats.iceberg import (
+    IcebergTable,
+    is_iceberg_location,
+    metadata_files,
+    open_iceberg_location,
+)
 from lakestats.formats.iceberg.opening import environment_io_properties
 from lakestats.formats.registry import detect_format, open_table
+from lakestats.locations import resolve_location
 from lakestats.model import Commit, DataFile, FileContent, PartitionKey
 from lakestats.testing import IcebergWarehouse, exact_stats
 
@@ -641,6 +647,50 @@ class TestOpening:
         assert open_iceberg_location(str(hadoop)).current_snapshot_id() == first
         hint.unlink()  # without a hint the highest version wins
         assert open_iceberg_location(str(hadoop)).current_snapshot_id() == second
+
+    def test_a_version_hint_is_followed_by_name_without_listing(
+        self,
+        warehouse: IcebergWarehouse,
+        table: str,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """``metadata/`` also holds every manifest list and manifest: with a hint, the
+        current file is found by asking for names (the listing, spied on, is not used)."""
+        snapshots = [warehouse.append(table, rows([i])) for i in range(3)]
+        source = sorted(metadata_dir(warehouse, table).glob("*.metadata.json"))
+        hadoop = tmp_path / "hadoop" / "metadata"
+        hadoop.mkdir(parents=True)
+        hint = hadoop / "version-hint.text"
+        listings: list[str] = []
+        real = metadata_files.list_metadata_files
+
+        def spy(location: Any) -> list[str]:
+            listings.append(location.uri)
+            return real(location)
+
+        def current(copies: int) -> int | None:
+            for version, path in enumerate(source[:copies], start=1):
+                shutil.copy(path, hadoop / f"v{version}.metadata.json")
+            located = resolve_location(str(hadoop.parent))
+            name = Path(metadata_files.current_metadata_file(located)).name
+            return int(name.removeprefix("v").split(".")[0])
+
+        monkeypatch.setattr(metadata_files, "list_metadata_files", spy)
+        hint.write_text("1")
+        assert current(1) == 1 and not listings  # the hint is current
+        assert current(2) == 2 and not listings  # one commit past the hint
+        assert current(len(source)) == len(source) and not listings  # v1 … v4
+        for extra in range(len(source) + 1, 11):  # up to v10: two rounds of 4 past the hint
+            shutil.copy(source[-1], hadoop / f"v{extra}.metadata.json")
+        assert current(len(source)) == 10 and not listings
+        loaded = open_iceberg_location(str(hadoop.parent))
+        assert loaded.current_snapshot_id() == snapshots[-1]
+        # a hint naming a gone version, or no file name at all: the listing decides
+        for stale in ("11", "../../etc/passwd", ".hidden", ""):
+            listings.clear()
+            hint.write_text(stale)
+            assert current(1) == 10 and listings, stale
 
 
 def _catalog(warehouse: IcebergWarehouse, name: str) -> dict[str, Any]:

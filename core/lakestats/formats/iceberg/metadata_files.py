@@ -18,6 +18,7 @@ from lakestats.locations import TableLocation
 METADATA_DIR = "metadata"
 VERSION_HINT = "version-hint.text"
 _METADATA_SUFFIX = ".metadata.json"
+_FOLLOW_BATCH = 4  # later vN files asked for per round while they exist
 # The optional ".gz" is the compression codec Java writers put before the suffix.
 _VERSIONED_NAME = re.compile(r"^(?:v(\d+)|(\d+)-[0-9A-Za-z-]+)(?:\.gz)?\.metadata\.json$")
 
@@ -51,15 +52,21 @@ def current_metadata_file(location: TableLocation) -> str:
     only a starting point and later ``vN`` files are followed, since the rename of the next
     ``vN`` file is the commit and the hint is updated after it. Without a hint the highest
     version present wins.
+
+    With a hint, the files it leads to are asked for by name (a HEAD each on object
+    storage) and ``metadata/`` is not listed: it also holds every manifest list and
+    manifest, and Iceberg keeps old metadata files unless told to delete them
+    (``write.metadata.delete-after-commit.enabled``), so a listing grows with every commit
+    and was paid on every poll. A hint naming a file that is gone falls back to the listing.
     """
+    hinted = _hinted_file(location)
+    if hinted is not None:
+        return location.join(METADATA_DIR, hinted)
     names = list_metadata_files(location)
     if not names:
         raise TableNotFoundError(
             f"{location.uri} is not an Iceberg table: no metadata/*{_METADATA_SUFFIX} found"
         )
-    hinted = _hinted_file(location, set(names))
-    if hinted is not None:
-        return location.join(METADATA_DIR, hinted)
     versioned = [(v, n) for n in names if (v := metadata_version(n)) is not None]
     if not versioned:
         raise MetadataError(
@@ -69,7 +76,10 @@ def current_metadata_file(location: TableLocation) -> str:
     return location.join(METADATA_DIR, max(versioned)[1])
 
 
-def _hinted_file(location: TableLocation, names: set[str]) -> str | None:
+def _hinted_file(location: TableLocation) -> str | None:
+    """The metadata file the hint leads to, if it exists; None without a hint or when
+    what it names is gone (a stale hint: old metadata files get cleaned up after commits,
+    and the listing is then the better witness)."""
     hint_path = location.fs_path(METADATA_DIR, VERSION_HINT)
     try:
         with location.filesystem.open_input_stream(hint_path) as stream:
@@ -82,13 +92,37 @@ def _hinted_file(location: TableLocation, names: set[str]) -> str | None:
             f"({first_line(exc)})"
         ) from exc
     hint = raw.decode("utf-8", errors="replace").strip()
-    if hint.isdigit():
-        version = int(hint)
-        while f"v{version + 1}{_METADATA_SUFFIX}" in names:
-            version += 1
-        name = f"v{version}{_METADATA_SUFFIX}"
-    else:
+    if not hint or any(c in hint for c in "/\\") or hint.startswith("."):
+        return None  # not a file name in metadata/: the listing decides
+    if not hint.isdigit():
         name = hint if hint.endswith(_METADATA_SUFFIX) else f"{hint}{_METADATA_SUFFIX}"
-    # A hint naming a file that is gone is stale (old metadata files get cleaned up after
-    # commits): the listing is then the better witness.
-    return name if name in names else None
+        return name if _existing(location, [name]) == [True] else None
+    version = int(hint)
+    present = _existing(location, [_hadoop_name(version), _hadoop_name(version + 1)])
+    if not present[1]:  # the usual poll: the hint is current
+        return _hadoop_name(version) if present[0] else None
+    current = version + 1  # commits the hint does not name yet: follow them
+    while True:
+        batch = [current + 1 + i for i in range(_FOLLOW_BATCH)]
+        for candidate, exists in zip(
+            batch, _existing(location, [_hadoop_name(v) for v in batch]), strict=True
+        ):
+            if not exists:
+                return _hadoop_name(current)
+            current = candidate
+
+
+def _hadoop_name(version: int) -> str:
+    return f"v{version}{_METADATA_SUFFIX}"
+
+
+def _existing(location: TableLocation, names: list[str]) -> list[bool]:
+    """Whether each file under ``metadata/`` exists (one file-info request each)."""
+    paths = [location.fs_path(METADATA_DIR, name) for name in names]
+    try:
+        infos = location.filesystem.get_file_info(paths)
+    except OSError as exc:
+        raise MetadataError(
+            f"{location.join(METADATA_DIR)} is unreadable ({first_line(exc)})"
+        ) from exc
+    return [info.type == pafs.FileType.File for info in infos]

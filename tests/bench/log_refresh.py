@@ -1,15 +1,22 @@
-"""Refreshing a big Delta log: a full listing of ``_delta_log/`` against probing for the
-commits after the newest by name (``lakestats.formats.delta.log.probe_log``).
+"""Finding a table's newest commit on every poll, with a big log: listing against asking
+for names.
 
-A Delta table of ``--commits`` delta-rs appends (delta-rs' default checkpoint every 100
-commits), locally and on an S3 server on 127.0.0.1 (moto, as the tests use: a real HTTP
-server speaking the S3 API, with none of AWS's latency — on S3 itself every request costs
-tens of milliseconds, so the request counts printed beside matter more than these
-times). For each: ``refresh()`` when nothing changed and after one new commit, median of
-``--repeat``, with listing forced (``probe_above_entries`` above the log's size: what every
-refresh did before) and with probing (the default past 1,000 files).
+1. Delta: a full listing of ``_delta_log/`` against probing for the commits after the
+   newest by name (``lakestats.formats.delta.log.probe_log``). A Delta table of
+   ``--commits`` delta-rs appends (delta-rs' default checkpoint every 100 commits):
+   ``refresh()`` when nothing changed and after one new commit, median of ``--repeat``,
+   with listing forced (``probe_above_entries`` above the log's size: what every refresh
+   did before) and with probing (the default past 1,000 files).
+2. Iceberg by location (a Hadoop table: ``vN.metadata.json`` and ``version-hint.text``):
+   ``current_metadata_file`` listing ``metadata/`` (which also holds every manifest list
+   and manifest) against following the hint by name. ``--commits`` metadata files and two
+   manifest files per commit; the files are stand-ins (only their names are looked at).
 
-    .venv/bin/python tests/bench/delta_log.py            # ~3 min for 3,000 commits
+Both locally and on an S3 server on 127.0.0.1 (moto, as the tests use: a real HTTP server
+speaking the S3 API, with none of AWS's latency — on S3 itself every request costs tens
+of milliseconds, so the request counts printed beside matter more than these times).
+
+    .venv/bin/python tests/bench/log_refresh.py          # ~5 min the first time
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import shutil
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -29,6 +37,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the S3 t
 from deltalake import write_deltalake
 
 from lakestats.formats.delta.table import DeltaLakeTable
+from lakestats.formats.iceberg.metadata_files import (
+    current_metadata_file,
+    list_metadata_files,
+    metadata_version,
+)
 from lakestats.locations import resolve_location
 from object_store import S3Server, export_environment
 
@@ -116,8 +129,53 @@ def main() -> int:
         "2 HEAD when nothing is new (the newest commit and the next), 2 + 4 per further "
         "up to 4 new commits, a listing past 16."
     )
+    iceberg_hint(work / f"iceberg{args.commits}", args.commits, args.repeat, server)
     server.stop()
     return 0
+
+
+def iceberg_hint(root: Path, commits: int, repeat: int, server: S3Server) -> None:
+    metadata = root / "metadata"
+    if not (metadata / f"v{commits}.metadata.json").exists():
+        shutil.rmtree(root, ignore_errors=True)
+        metadata.mkdir(parents=True)
+        for v in range(1, commits + 1):
+            (metadata / f"v{v}.metadata.json").write_text("{}")
+            for kind in ("snap", "m0"):
+                (metadata / f"{kind}-{v}-{v:08d}.avro").write_bytes(b"")
+    (metadata / "version-hint.text").write_text(str(commits))
+    uri = f"{server.new_bucket()}/iceberg"
+    server.sync(root, uri)
+    files = len(list(metadata.iterdir()))
+    print("\n| where | metadata/ files | listing | following the hint | listing / hint |")
+    print("|---|---|---|---|---|")
+    for where, location in (("local", str(root)), ("S3", uri)):
+        located = resolve_location(location)
+        hinted = _median(lambda loc=located: current_metadata_file(loc), repeat)
+        listed = _median(
+            lambda loc=located: max(
+                (metadata_version(n) or 0, n) for n in list_metadata_files(loc)
+            ),
+            repeat,
+        )
+        print(
+            f"| {where} | {files:,} | {listed * 1000:.1f} ms | {hinted * 1000:.1f} ms | "
+            f"{listed / hinted:.1f}× |",
+            flush=True,
+        )
+    print(
+        f"\nRequests on S3: a listing {math.ceil(files / 1000)} LIST; following the hint "
+        "1 GET (the hint) + 2 HEAD (its version and the next)."
+    )
+
+
+def _median(call: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
 
 
 if __name__ == "__main__":
