@@ -55,8 +55,10 @@ class WatchConfig(ConfigSection):
     max_concurrent_tables: Annotated[int, Field(ge=1, le=256)] = 2
     backoff_initial_s: Annotated[Seconds, Field(gt=0, le=3600)] = 1.0
     backoff_max_s: Annotated[Seconds, Field(gt=0, le=86400)] = 300.0
-    # a run silent (no commit boundary) this long is stalled: /healthz fails. None: the
-    # Spark job timeout plus 15 minutes, so that a slow job is cancelled by Spark first
+    # a run silent (no commit boundary) this long is stalled: /healthz fails. None: twice
+    # the Spark job timeout plus 15 minutes — a batch may run two jobs between commit
+    # boundaries (rows a merge or a delete kills, then the sketches), and a slow job must
+    # be cancelled by Spark first
     stall_timeout_s: Annotated[Seconds | None, Field(gt=0, le=30 * 86400)] = None
 
 
@@ -134,9 +136,9 @@ class ServiceConfig(Config):
 
     @property
     def stall_timeout_s(self) -> float:
-        """``watch.stall_timeout_s``, by default ``spark.job_timeout_s`` + 15 minutes."""
+        """``watch.stall_timeout_s``, by default 2 × ``spark.job_timeout_s`` + 15 minutes."""
         configured = self.watch.stall_timeout_s
-        return configured if configured is not None else self.spark.job_timeout_s + 900.0
+        return configured if configured is not None else 2 * self.spark.job_timeout_s + 900.0
 
 
 def load_service_config(

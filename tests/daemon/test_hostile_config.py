@@ -40,6 +40,9 @@ KEYS = [
     ("sketch", "kll_k"),
     ("maintenance", "min_log_versions"),
     ("watch", "max_concurrent_tables"),
+    ("watch", "stall_timeout_s"),
+    ("shards", "count"),
+    ("shards", "index"),
 ]
 HOSTILE = ["inf", "-inf", "nan", "1e10", "-1", "1e308", '"99999999999w"']
 

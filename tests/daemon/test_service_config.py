@@ -148,3 +148,13 @@ def test_the_demo_finds_the_repository_config_from_anywhere(
     assert location is not None
     assert Path(location).resolve() == repo / "demo-warehouse/warehouse/shop/orders"
     assert importlib.util.find_spec("lakestats.demo") is None  # not part of the library
+
+
+def test_the_stall_timeout_outlasts_two_spark_jobs_unless_set(tmp_path: Path) -> None:
+    path = tmp_path / "lakestatsd.toml"
+    path.write_text("")
+    assert load_service_config(path).stall_timeout_s == 2 * 3600 + 900
+    path.write_text('[spark]\njob_timeout_s = "10m"\n')
+    assert load_service_config(path).stall_timeout_s == 2 * 600 + 900
+    path.write_text('[spark]\njob_timeout_s = "10m"\n[watch]\nstall_timeout_s = "5m"\n')
+    assert load_service_config(path).stall_timeout_s == 300
