@@ -22,6 +22,12 @@ class MetadataError(LakestatsError):
     """
 
 
+class PartialMetadataError(MetadataError):
+    """The newest metadata file cannot be parsed and was written moments ago: a writer
+    that writes it in place (not to a temporary name) may still be at it. Retry soon; the
+    daemon counts it as contention, not as a failure."""
+
+
 class DataFileError(LakestatsError):
     """A data file listed by the table is missing or unreadable."""
 

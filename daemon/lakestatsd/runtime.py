@@ -22,7 +22,6 @@ import structlog
 from lakestats.analyze import AnalyzeResult, CommitReport, PendingCallback
 from lakestats.config import Config, TableConfig
 from lakestats.exceptions import (
-    ConcurrentUpdateError,
     LakestatsError,
     SnapshotNotFoundError,
     TableNotFoundError,
@@ -33,7 +32,7 @@ from lakestats.read import read_last_stats
 from lakestats.tables import OpenedTable
 from lakestatsd.maintenance import MaintenanceRunner
 from lakestatsd.metrics import FreshnessTracker, Metrics
-from lakestatsd.scheduler import StopCheck
+from lakestatsd.scheduler import StopCheck, is_contention
 from lakestatsd.watch import WatchTarget
 
 log = structlog.get_logger("lakestatsd.runtime")
@@ -114,12 +113,13 @@ class TableRuntime:
     def process(self, name: str, should_stop: StopCheck) -> bool:
         try:
             return self._process(name, should_stop)
-        except ConcurrentUpdateError:
-            raise  # another process committed first: contention, the table is healthy
-        except BaseException:
-            with self._handles_lock:
-                self._workers.pop(name, None)
-            self._metrics.table_healthy.labels(name).set(0)
+        except BaseException as exc:
+            # contention (another process committed first, a writer mid-file): the table
+            # is healthy and its handle good
+            if not is_contention(exc):
+                with self._handles_lock:
+                    self._workers.pop(name, None)
+                self._metrics.table_healthy.labels(name).set(0)
             raise
 
     def _process(self, name: str, should_stop: StopCheck) -> bool:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from lakestats.exceptions import ConcurrentUpdateError, LakestatsError
+from lakestats.exceptions import ConcurrentUpdateError, LakestatsError, PartialMetadataError
 
 log = structlog.get_logger("lakestatsd.scheduler")
 
@@ -131,8 +131,9 @@ _MAX_WAIT_S = 3600.0  # the dispatcher re-checks at least hourly
 
 
 def is_contention(exc: BaseException) -> bool:
-    """Another writer of the same stats store won the race: retry, do not alarm."""
-    return isinstance(exc, ConcurrentUpdateError)
+    """Another writer of the same stats store won the race, or a table's writer is still
+    writing the metadata file the run found: retry, do not alarm."""
+    return isinstance(exc, ConcurrentUpdateError | PartialMetadataError)
 
 
 # errnos of a storage problem the operator fixes (space, permissions, a read-only mount)

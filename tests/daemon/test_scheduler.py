@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from lakestats.exceptions import MetadataError
+from lakestats.exceptions import ConcurrentUpdateError, MetadataError, PartialMetadataError
 from lakestatsd.scheduler import RunState, StopCheck, TableQueue, WaitOutcome
 
 
@@ -247,13 +247,24 @@ def test_unknown_table_is_a_key_error(make_queue: Callable[..., TableQueue]) -> 
         queue.hint("../../etc")
 
 
+@pytest.mark.parametrize(
+    "contention",
+    [
+        ConcurrentUpdateError("log/00000000000000000007.json: another writer first"),
+        PartialMetadataError(
+            "metadata file v8.metadata.json is not valid JSON (truncated?); written 0.2 s "
+            "ago: a writer may still be writing it"
+        ),
+    ],
+    ids=["another process committed first", "a writer mid-file"],
+)
 def test_another_process_committing_first_is_contention_not_failure(
-    make_queue: Callable[..., TableQueue],
+    contention: Exception,
 ) -> None:
     """Two daemons (or a daemon and `lakestats analyze`) on one store race for the next
-    state version; the loser's run is expected contention: no failure, no backoff, no
-    error report, and the table runs again soon."""
-    from lakestats.exceptions import ConcurrentUpdateError
+    state version, or a table's writer is still writing the metadata file the run found;
+    the run is expected contention: no failure, no backoff, no error report, and the table
+    runs again soon."""
     from lakestatsd.scheduler import RunReport
 
     reports: list[RunReport] = []
@@ -261,7 +272,7 @@ def test_another_process_committing_first_is_contention_not_failure(
 
     def loses_once(table: str, should_stop: StopCheck) -> bool:
         if next(calls) == 0:
-            raise ConcurrentUpdateError("log/00000000000000000007.json: another writer first")
+            raise contention
         return True
 
     queue = TableQueue(

@@ -207,10 +207,8 @@ def test_replicas_disagreeing_on_the_count_keep_one_table_correctly(
     both = [{e["snapshot_id"] for e in d.events("commit_processed")} for d in (old, new)]
     assert both[0] | both[1] >= {newest}  # every commit processed once, by one or the other
     assert not (both[0] & both[1]), "a commit's state version was created twice"
-    # pyiceberg writes a metadata file in place: a reader by location may meet one half
-    # written (and retries); nothing else may fail
-    failures = old.events("table_run_failed") + new.events("table_run_failed")
-    assert all("not valid JSON (truncated?)" in f["error"] for f in failures), failures
+    # a metadata file pyiceberg is still writing, met by a reader, is contention
+    assert not old.events("table_run_failed") and not new.events("table_run_failed")
 
 
 VOLATILE = {"computed_at_ms"}

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterable
 from decimal import Decimal
@@ -26,6 +28,7 @@ from lakestats.exceptions import (
     ConfigError,
     LineageError,
     MetadataError,
+    PartialMetadataError,
     SnapshotNotFoundError,
     TableNotFoundError,
 )
@@ -36,7 +39,7 @@ from lakestats.formats.iceberg import (
     metadata_files,
     open_iceberg_location,
 )
-from lakestats.formats.iceberg.opening import environment_io_properties
+from lakestats.formats.iceberg.opening import WRITE_GRACE_S, environment_io_properties
 from lakestats.formats.registry import detect_format, open_table
 from lakestats.locations import resolve_location
 from lakestats.model import Commit, DataFile, FileContent, PartitionKey
@@ -713,6 +716,23 @@ class TestBadInput:
         message = str(error.value)
         assert str(path) in message and "not valid JSON (truncated?)" in message
         assert "\n" not in message
+
+    def test_a_truncated_newest_file_is_in_progress_only_while_young(
+        self, warehouse: IcebergWarehouse, table: str
+    ) -> None:
+        """Found by listing, the newest file may be one a writer is still writing in
+        place; past ``WRITE_GRACE_S`` a truncated file is damage, reported as such."""
+        warehouse.append(table, rows([1]))
+        location = warehouse.location(table)
+        path = local(warehouse.table(table).metadata_location)
+        path.write_bytes(path.read_bytes()[:200])
+        with pytest.raises(PartialMetadataError, match=r"written \d+\.\d s ago"):
+            open_iceberg_location(location)
+        old = time.time() - WRITE_GRACE_S - 5
+        os.utime(path, (old, old))
+        with pytest.raises(MetadataError, match="truncated") as error:
+            open_iceberg_location(location)
+        assert not isinstance(error.value, PartialMetadataError)
 
     def test_metadata_that_is_json_but_not_iceberg(
         self, warehouse: IcebergWarehouse, table: str

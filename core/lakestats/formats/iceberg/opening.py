@@ -7,6 +7,7 @@ the newest ``metadata/*.metadata.json`` of the location, or the catalog's curren
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 
 from pydantic import ValidationError
@@ -15,11 +16,21 @@ from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.table import StaticTable, Table
 
-from lakestats.exceptions import ConfigError, MetadataError, TableNotFoundError, first_line
+from lakestats.exceptions import (
+    ConfigError,
+    MetadataError,
+    PartialMetadataError,
+    TableNotFoundError,
+    first_line,
+)
 from lakestats.formats.iceberg.mapped_io import io_properties
 from lakestats.formats.iceberg.metadata_files import current_metadata_file, list_metadata_files
 from lakestats.formats.iceberg.table import IcebergTable
 from lakestats.locations import LocationMap, resolve_location
+
+# a newest metadata file that does not parse and is younger than this may be mid-write
+WRITE_GRACE_S = 60.0
+_TRUNCATED = "is not valid JSON (truncated?)"
 
 # pyiceberg's S3 FileIO takes its endpoint and region from properties only; everything else
 # lakestats reads (pyarrow, Spark's Python workers) follows the standard AWS environment.
@@ -81,7 +92,13 @@ def open_iceberg_location(
             return previous
         # new, or rewritten in place (metadata files are immutable: that is corruption,
         # and it must surface as an error now, not at the next commit)
-        table = _load_static(metadata_file, properties)
+        try:
+            table = _load_static(metadata_file, properties)
+        except MetadataError as exc:
+            in_progress = _still_written(exc, seen[1])
+            if in_progress is None:
+                raise
+            raise in_progress from exc
         loaded.clear()
         loaded[metadata_file] = seen
         return table
@@ -142,6 +159,22 @@ def _metadata_parts(metadata_file: str) -> tuple[str, str]:
     return "metadata", metadata_file.rstrip("/").rsplit("/", 1)[-1]
 
 
+def _still_written(exc: MetadataError, mtime_ns: int | None) -> MetadataError | None:
+    """``exc`` as a ``PartialMetadataError`` when the file is not valid JSON yet and was
+    written less than ``WRITE_GRACE_S`` ago: the newest file is found by listing, and
+    writers that write it in place (pyiceberg's catalogs do) leave it half written while
+    at it; None otherwise. An object store shows a file only whole; a writer that died
+    mid-file leaves it truncated for good, reported once it is older than the grace."""
+    if _TRUNCATED not in str(exc) or mtime_ns is None:
+        return None
+    age_s = time.time() - mtime_ns / 1e9
+    if age_s >= WRITE_GRACE_S:
+        return None
+    return PartialMetadataError(
+        f"{exc}; written {max(age_s, 0.0):.1f} s ago: a writer may still be writing it"
+    )
+
+
 def _load_static(metadata_file: str, properties: dict[str, str]) -> Table:
     what = f"metadata file {metadata_file}"
     try:
@@ -163,7 +196,7 @@ def _describe_invalid(exc: ValidationError | IcebergValidationError) -> str:
         return f"is not valid Iceberg table metadata ({first_line(exc)})"
     errors = cause.errors()
     if any(e["type"] == "json_invalid" for e in errors):
-        return "is not valid JSON (truncated?)"
+        return _TRUNCATED
     first = errors[0]
     where = ".".join(str(part) for part in first["loc"])
     return f"is not valid Iceberg table metadata ({where}: {first['msg']})"
