@@ -30,7 +30,6 @@ from lakestats.locations import LocationMap, resolve_location
 
 # a newest metadata file that does not parse and is younger than this may be mid-write
 WRITE_GRACE_S = 60.0
-_TRUNCATED = "is not valid JSON (truncated?)"
 
 # pyiceberg's S3 FileIO takes its endpoint and region from properties only; everything else
 # lakestats reads (pyarrow, Spark's Python workers) follows the standard AWS environment.
@@ -92,13 +91,7 @@ def open_iceberg_location(
             return previous
         # new, or rewritten in place (metadata files are immutable: that is corruption,
         # and it must surface as an error now, not at the next commit)
-        try:
-            table = _load_static(metadata_file, properties)
-        except MetadataError as exc:
-            in_progress = _still_written(exc, seen[1])
-            if in_progress is None:
-                raise
-            raise in_progress from exc
+        table = _load_static(metadata_file, properties, written_ns=seen[1])
         loaded.clear()
         loaded[metadata_file] = seen
         return table
@@ -159,44 +152,49 @@ def _metadata_parts(metadata_file: str) -> tuple[str, str]:
     return "metadata", metadata_file.rstrip("/").rsplit("/", 1)[-1]
 
 
-def _still_written(exc: MetadataError, mtime_ns: int | None) -> MetadataError | None:
-    """``exc`` as a ``PartialMetadataError`` when the file is not valid JSON yet and was
-    written less than ``WRITE_GRACE_S`` ago: the newest file is found by listing, and
-    writers that write it in place (pyiceberg's catalogs do) leave it half written while
-    at it; None otherwise. An object store shows a file only whole; a writer that died
-    mid-file leaves it truncated for good, reported once it is older than the grace."""
-    if _TRUNCATED not in str(exc) or mtime_ns is None:
-        return None
-    age_s = time.time() - mtime_ns / 1e9
-    if age_s >= WRITE_GRACE_S:
-        return None
-    return PartialMetadataError(
-        f"{exc}; written {max(age_s, 0.0):.1f} s ago: a writer may still be writing it"
-    )
-
-
-def _load_static(metadata_file: str, properties: dict[str, str]) -> Table:
+def _load_static(
+    metadata_file: str, properties: dict[str, str], *, written_ns: int | None = None
+) -> Table:
+    """The table of one metadata file. ``written_ns`` (its modification time): a file that
+    is not valid JSON and was written less than ``WRITE_GRACE_S`` ago is a
+    ``PartialMetadataError`` — the newest file is found by listing, and writers that write
+    it in place (pyiceberg's catalogs do) leave it half written while at it. An object store
+    shows a file only whole; a writer that died mid-file leaves it truncated for good, which
+    is reported as damage once older than the grace."""
     what = f"metadata file {metadata_file}"
     try:
         return StaticTable.from_metadata(metadata_file, properties)
     except FileNotFoundError as exc:
         raise MetadataError(f"{what} does not exist (removed while reading?)") from exc
     except (ValidationError, IcebergValidationError) as exc:
-        raise MetadataError(f"{what} {_describe_invalid(exc)}") from exc
+        message = f"{what} {_describe_invalid(exc)}"
+        age_s = None if written_ns is None else time.time() - written_ns / 1e9
+        if _json_invalid(exc) and age_s is not None and age_s < WRITE_GRACE_S:
+            raise PartialMetadataError(
+                f"{message}; written {max(age_s, 0.0):.1f} s ago: a writer may still be writing it"
+            ) from exc
+        raise MetadataError(message) from exc
     except UnicodeDecodeError as exc:
         raise MetadataError(f"{what} is not UTF-8 text (corrupt?)") from exc
     except (OSError, ValueError, EOFError) as exc:
         raise MetadataError(f"{what} is unreadable ({first_line(exc)})") from exc
 
 
-def _describe_invalid(exc: ValidationError | IcebergValidationError) -> str:
+def _json_invalid(exc: ValidationError | IcebergValidationError) -> bool:
     # pyiceberg wraps pydantic's error in its own, keeping the original as the cause
+    cause = exc if isinstance(exc, ValidationError) else exc.__cause__
+    return isinstance(cause, ValidationError) and any(
+        e["type"] == "json_invalid" for e in cause.errors()
+    )
+
+
+def _describe_invalid(exc: ValidationError | IcebergValidationError) -> str:
     cause = exc if isinstance(exc, ValidationError) else exc.__cause__
     if not isinstance(cause, ValidationError) or not cause.errors():
         return f"is not valid Iceberg table metadata ({first_line(exc)})"
     errors = cause.errors()
-    if any(e["type"] == "json_invalid" for e in errors):
-        return _TRUNCATED
+    if _json_invalid(exc):
+        return "is not valid JSON (truncated?)"
     first = errors[0]
     where = ".".join(str(part) for part in first["loc"])
     return f"is not valid Iceberg table metadata ({where}: {first['msg']})"
