@@ -198,7 +198,9 @@ class TableQueue:
             self._dispatcher.start()
 
     def should_stop(self) -> bool:
-        """Handed to core: checked between commits so a run ends at a commit boundary."""
+        """Whether the queue is stopping. Each run hands core a check that asks this and
+        records the run's sign of life (``_run_once``): core checks it between commits, so
+        a run ends at a commit boundary."""
         return self._stopping.is_set()
 
     def stop(self, timeout_s: float) -> bool:
@@ -450,7 +452,7 @@ class TableQueue:
 
         def should_stop() -> bool:
             table.beat_at = self._clock()  # core asks at every commit boundary: alive
-            return self._stopping.is_set()
+            return self.should_stop()
 
         try:
             completed = self._process(table.name, should_stop)
