@@ -52,6 +52,7 @@ from lakestats.sketches.spec import (
     kll_k_for_error,
     validate_sketch_settings,
 )
+from lakestats.store import atomic
 
 ENV_PREFIX = "LAKESTATS_"
 SHARD_PLACEHOLDER = "{shard}"
@@ -411,6 +412,7 @@ class Config(ConfigSection):
         # key rather than a traceback at the first write
         local = local_path(value)
         if local is None:
+            atomic.check_state_dir(value)
             return value
         for path in (local, *local.parents):
             try:

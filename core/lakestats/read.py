@@ -6,15 +6,13 @@ when the snapshot was processed (``publish/native.py``). Nothing here writes.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from lakestats.config import Config, TableConfig
 from lakestats.exceptions import LakestatsError, SnapshotNotFoundError
-from lakestats.locations import local_path
 from lakestats.maintenance import expired_meanwhile, missing_snapshot_message
 from lakestats.publish.registry import publisher_for
-from lakestats.store import StatsStore
+from lakestats.store import StatsStore, atomic
 from lakestats.tables import ConfigLike, TableLike, open_table
 
 
@@ -63,8 +61,7 @@ def read_last_stats(
     so it is ``table_id`` when the caller knows it, else the folder under ``state_dir``
     whose newest document names this table. ``SnapshotNotFoundError`` when there is none.
     """
-    root = local_path(config.state_dir)
-    candidates = [table_id] if table_id else _table_dirs(root)
+    candidates = [table_id] if table_id else _table_dirs(config.state_dir)
     best: tuple[int, dict[str, Any], str] | None = None
     for candidate in candidates:
         try:
@@ -82,7 +79,5 @@ def read_last_stats(
     return best[1], best[2]
 
 
-def _table_dirs(root: Path | None) -> list[str]:
-    if root is None or not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+def _table_dirs(state_dir: str) -> list[str]:
+    return [name for name in atomic.list_subdirs(state_dir) if not name.startswith(".")]

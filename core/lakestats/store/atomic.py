@@ -1,8 +1,8 @@
 """The store's only filesystem primitives: durable writes, exclusive creates, plain reads.
 
-Everything else in ``lakestats.store`` goes through these functions, so a pyarrow.fs
-backend (object stores) replaces this module alone. Today they work on local paths and
-``file://`` URIs.
+Everything else in ``lakestats.store`` goes through these functions. A path is a local
+``Path`` (a plain path or a ``file://`` URI) or an ``s3://`` URI string, whose primitives are
+``objectstore``'s; ``root`` and ``join`` build either kind.
 
 Durability: a write is complete only once the file's data *and* the directory entry that
 names it have been fsynced; otherwise a power loss can leave a version file whose name
@@ -19,22 +19,43 @@ from pathlib import Path
 import pyarrow as pa
 
 from lakestats import locations
+from lakestats.store import objectstore
 
 PathLike = str | Path
+# what ``root`` and ``join`` return: a local Path, or an object store URI
+StorePath = Path | str
 
 TEMP_MARKER = ".tmp-"
 
 
-def local_path(path: PathLike) -> Path:
-    """A local ``Path`` for a path or a ``file://`` URI; other schemes are not supported yet."""
-    local = locations.local_path(path)
-    if local is None:
-        scheme = str(path).split("://", 1)[0]
+def check_state_dir(state_dir: str) -> None:
+    """``ValueError`` saying why ``state_dir`` cannot hold the stats store."""
+    if locations.local_path(state_dir) is None:
+        objectstore.check_state_dir(state_dir)
+
+
+def root(state_dir: PathLike) -> StorePath:
+    """The store's root: a ``Path`` for a local state dir, the URI for an object store."""
+    local = locations.local_path(state_dir)
+    if local is not None:
+        return local
+    text = str(state_dir)
+    if not objectstore.is_object_store(text):
+        scheme = text.split("://", 1)[0]
         raise ValueError(
-            f"unsupported state_dir scheme {scheme!r} in {path!r}: the stats store must be "
-            "on the local file system (a path or a file:// URI)"
+            f"unsupported state_dir scheme {scheme!r} in {text!r}: the stats store lives on a "
+            "file system (a path or a file:// URI) or on s3://"
         )
-    return local
+    return text.rstrip("/")
+
+
+def join(base: StorePath, *parts: str) -> StorePath:
+    return base.joinpath(*parts) if isinstance(base, Path) else objectstore.join(base, *parts)
+
+
+def local_path(path: PathLike) -> Path | None:
+    """The local ``Path`` of a store path; ``None`` for an object store URI."""
+    return locations.local_path(root(path))
 
 
 def temp_name(final_name: str) -> str:
@@ -46,17 +67,32 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(".") and TEMP_MARKER in name
 
 
+def _local_dir(directory: PathLike) -> Path:
+    local = local_path(directory)
+    if local is None:
+        raise ValueError(f"{directory}: not a local directory")
+    return local
+
+
 def fsync_dir(directory: PathLike) -> None:
-    fd = os.open(local_path(directory), os.O_RDONLY | os.O_DIRECTORY)
+    fd = os.open(_local_dir(directory), os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
+def sync_dir(directory: PathLike) -> None:
+    """Make deletions in ``directory`` durable: fsync a local one (if it exists); an object
+    store's deletes are durable when they return."""
+    local = local_path(directory)
+    if local is not None and local.is_dir():
+        fsync_dir(local)
+
+
 def ensure_dir(directory: PathLike) -> Path:
     """Create ``directory`` and missing parents, each made durable in its own parent."""
-    target = local_path(directory)
+    target = _local_dir(directory)
     missing: list[Path] = []
     probe = target
     while not probe.exists():
@@ -96,6 +132,9 @@ def atomic_write(path: PathLike, data: bytes) -> None:
     Creates the parent directory if needed. Returns only once the content is durable.
     """
     target = local_path(path)
+    if target is None:
+        objectstore.write(str(path), data)  # a PUT is atomic and durable
+        return
     directory = ensure_dir(target.parent)
     tmp = _write_temp(directory, target.name, data)
     try:
@@ -112,9 +151,12 @@ def create_exclusive(path: PathLike, data: bytes) -> bool:
 
     The content is complete and durable under a temporary name before ``link`` publishes
     it: ``link`` is atomic and, unlike ``rename``, fails when the target exists, so exactly
-    one of several racing writers wins and nobody ever sees a partial file.
+    one of several racing writers wins and nobody ever sees a partial file. On S3 a
+    conditional PUT does the same (``objectstore.create_exclusive``).
     """
     target = local_path(path)
+    if target is None:
+        return objectstore.create_exclusive(str(path), data)
     directory = ensure_dir(target.parent)
     tmp = _write_temp(directory, target.name, data)
     try:
@@ -130,21 +172,34 @@ def create_exclusive(path: PathLike, data: bytes) -> bool:
 
 def read_bytes(path: PathLike) -> bytes:
     """The whole file; ``OSError`` (e.g. ``FileNotFoundError``) when it cannot be read."""
-    return local_path(path).read_bytes()
+    local = local_path(path)
+    return objectstore.read_bytes(str(path)) if local is None else local.read_bytes()
 
 
 def open_input(path: PathLike) -> pa.NativeFile:
     """A random-access pyarrow file, so Parquet readers fetch only the columns they need."""
-    return pa.OSFile(str(local_path(path)), "r")
+    local = local_path(path)
+    return objectstore.open_input(str(path)) if local is None else pa.OSFile(str(local), "r")
 
 
 def exists(path: PathLike) -> bool:
-    return local_path(path).is_file()
+    local = local_path(path)
+    return objectstore.exists(str(path)) if local is None else local.is_file()
+
+
+def mtime_ms(path: PathLike) -> int:
+    """When the file was last written, in ms; ``FileNotFoundError`` if it is not there."""
+    local = local_path(path)
+    if local is None:
+        return objectstore.mtime_ms(str(path))
+    return local.stat().st_mtime_ns // 1_000_000
 
 
 def list_dir(directory: PathLike) -> list[str]:
     """Names of the regular files in ``directory`` (sorted); ``[]`` if it does not exist."""
     target = local_path(directory)
+    if target is None:
+        return objectstore.list_dir(str(directory))
     try:
         entries = list(os.scandir(target))
     except FileNotFoundError:
@@ -152,9 +207,21 @@ def list_dir(directory: PathLike) -> list[str]:
     return sorted(e.name for e in entries if e.is_file(follow_symlinks=False))
 
 
+def list_subdirs(directory: PathLike) -> list[str]:
+    """Names of the folders in ``directory`` (sorted); ``[]`` if it does not exist."""
+    target = local_path(directory)
+    if target is None:
+        return objectstore.list_subdirs(str(directory))
+    if not target.is_dir():
+        return []
+    return sorted(p.name for p in target.iterdir() if p.is_dir())
+
+
 def list_tree(directory: PathLike) -> list[str]:
     """Every regular file below ``directory``, as sorted POSIX paths relative to it."""
     root = local_path(directory)
+    if root is None:
+        return [rel for rel, _, _ in objectstore.stat_tree(str(directory))]
     if not root.is_dir():
         return []
     found: list[str] = []
@@ -170,6 +237,8 @@ def stat_tree(directory: PathLike) -> list[tuple[str, int, int]]:
     A file that vanishes while the tree is walked (a concurrent cleanup) is left out.
     """
     root = local_path(directory)
+    if root is None:
+        return objectstore.stat_tree(str(directory))
     found: list[tuple[str, int, int]] = []
     for rel in list_tree(root):
         try:
@@ -182,8 +251,11 @@ def stat_tree(directory: PathLike) -> list[tuple[str, int, int]]:
 
 def remove(path: PathLike) -> bool:
     """Delete a file; ``False`` if it was already gone (deleting is idempotent)."""
+    local = local_path(path)
+    if local is None:
+        return objectstore.remove(str(path))
     try:
-        local_path(path).unlink()
+        local.unlink()
     except FileNotFoundError:
         return False
     return True

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from lakestats.exceptions import StoreError
@@ -35,8 +34,8 @@ def is_version_path(rel: str) -> bool:
     return folder == LOG_DIR and _VERSION_NAME.match(name) is not None
 
 
-def version_path(table_dir: atomic.PathLike, version: int) -> Path:
-    return atomic.local_path(table_dir) / LOG_DIR / version_file_name(version)
+def version_path(table_dir: atomic.PathLike, version: int) -> atomic.StorePath:
+    return atomic.join(atomic.root(table_dir), LOG_DIR, version_file_name(version))
 
 
 def version_to_json(state: StateVersion) -> bytes:
@@ -191,7 +190,7 @@ def version_from_json(data: bytes, source: str) -> StateVersion:
 
 def list_versions(table_dir: atomic.PathLike) -> list[int]:
     """Version numbers present in the log, ascending."""
-    names = atomic.list_dir(atomic.local_path(table_dir) / LOG_DIR)
+    names = atomic.list_dir(atomic.join(atomic.root(table_dir), LOG_DIR))
     return sorted(int(m.group(1)) for name in names if (m := _VERSION_NAME.match(name)))
 
 

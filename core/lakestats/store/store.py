@@ -191,7 +191,7 @@ class StatsStore:
     ) -> None:
         _check_table_id(table_id)
         self._table_id = table_id
-        self._table_dir = atomic.local_path(state_dir) / table_id
+        self._table_dir = atomic.join(atomic.root(state_dir), table_id)
         self._aggregates: _LRU[str, tuple[PartitionAggregate, ...]] = _LRU(
             cache_size, weight=aggregate_bytes, max_weight=cache_bytes
         )
@@ -199,19 +199,20 @@ class StatsStore:
         self._merged: _LRU[str, MergedView] = _LRU(4)
 
     @property
-    def table_dir(self) -> Path:
+    def table_dir(self) -> atomic.StorePath:
+        """The table's folder: a ``Path``, or a URI for a store on S3."""
         return self._table_dir
 
     @property
     def table_id(self) -> str:
         return self._table_id
 
-    def path(self, rel: str) -> Path:
+    def path(self, rel: str) -> atomic.StorePath:
         """The absolute path of a store file named relative to the table dir."""
         parts = PurePosixPath(rel).parts
         if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
             raise StoreError(f"{self._table_dir}: store path {rel!r} escapes the table folder")
-        return self._table_dir.joinpath(*parts)
+        return atomic.join(self._table_dir, *parts)
 
     # -- state log ------------------------------------------------------------------------
 
@@ -531,9 +532,8 @@ class StatsStore:
         not a read, so retention costs the same however long the log is)."""
         infos: list[VersionInfo] = []
         for version in self.versions():
-            path = statelog.version_path(self._table_dir, version)
             try:
-                mtime_ms = path.stat().st_mtime_ns // 1_000_000
+                mtime_ms = atomic.mtime_ms(statelog.version_path(self._table_dir, version))
             except FileNotFoundError:  # deleted by a concurrent cleanup meanwhile
                 continue
             infos.append(VersionInfo(version, mtime_ms))
@@ -556,6 +556,4 @@ class StatsStore:
     def sync(self) -> None:
         """Make deletions durable (fsync the store's folders)."""
         for folder in (statelog.LOG_DIR, SEGMENTS_DIR, AGGREGATES_DIR, STATS_DIR):
-            directory = self._table_dir / folder
-            if directory.is_dir():
-                atomic.fsync_dir(directory)
+            atomic.sync_dir(atomic.join(self._table_dir, folder))

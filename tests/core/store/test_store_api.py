@@ -310,8 +310,8 @@ def test_create_exclusive_never_overwrites(tmp_path: Path) -> None:
 
 
 def test_unsupported_uri_scheme(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="scheme 's3'"):
-        StatsStore("s3://bucket/state", TABLE)
+    with pytest.raises(ValueError, match="scheme 'gs'"):
+        StatsStore("gs://bucket/state", TABLE)
 
 
 def _with_sketch(snapshot_id: int, size: int) -> list[PartitionAggregate]:

@@ -26,6 +26,7 @@ import posixpath
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -381,4 +382,6 @@ def open_publisher(opened: OpenedTable) -> Publisher | Unpublishable:
             "the table was opened by location, which has no safe commit path; configure "
             "it with catalog + identifier to publish Iceberg statistics"
         )
-    return IcebergPublisher(table, owner=reg.owner_tag(str(opened.store.table_dir.resolve())))
+    store_dir = opened.store.table_dir
+    identity = str(store_dir.resolve()) if isinstance(store_dir, Path) else store_dir
+    return IcebergPublisher(table, owner=reg.owner_tag(identity))

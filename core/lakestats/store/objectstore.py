@@ -1,0 +1,227 @@
+"""The store's primitives on S3: what ``atomic`` does with files, done with objects.
+
+An object appears whole or not at all once its PUT returns, so a write needs no temporary
+name and no fsync, and a reader never sees a partial file. What a plain PUT lacks is the
+exclusive create that decides between two writers of one table's next state version
+(``statelog``). S3 has it as a conditional write (``If-None-Match: *``: AWS since 2024-08,
+MinIO, Ceph RGW), which pyarrow cannot send, so that one request goes through boto3 (the
+``s3`` extra); everything else uses pyarrow's S3 client, configured like every other S3
+reader here (the standard AWS environment: ``AWS_ENDPOINT_URL``, ``AWS_REGION``,
+credentials). Other object stores (gs://, abfs://) have no conditional create pyarrow or a
+dependency of ours can send, so a state dir there is refused at config load
+(``check_state_dir``) rather than left without its arbiter.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import importlib.util
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+from urllib.parse import urlsplit
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from lakestats.locations import filesystem_from_uri
+
+SCHEMES = ("s3",)
+EXTRA = "s3"
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _storage_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """pyarrow reports every S3 failure (no such bucket, access denied, no route) as a bare
+    ``OSError``; give it ``EIO`` so the daemon files it as storage trouble, not a bug, and
+    keep ``FileNotFoundError`` (a missing file is the store's own business)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return func(*args, **kwargs)
+        except (FileNotFoundError, PermissionError):
+            raise
+        except OSError as exc:
+            if exc.errno is not None:
+                raise
+            raise OSError(errno.EIO, str(exc)) from exc
+
+    return wrapper
+
+
+def is_object_store(uri: str) -> bool:
+    return urlsplit(uri).scheme.lower() in SCHEMES
+
+
+def check_state_dir(uri: str) -> None:
+    """``ValueError`` saying why ``uri`` (a remote URI) cannot hold the stats store."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if scheme not in SCHEMES:
+        raise ValueError(
+            f"the stats store cannot live on {scheme}:// ({uri}): it needs an exclusive create, "
+            "which lakestats has on a file system (a path, file://, NFS) and on s3:// "
+            "(conditional writes)"
+        )
+    if not parts.netloc:
+        raise ValueError(f"{uri} names no bucket")
+    if parts.query or parts.fragment:
+        raise ValueError(
+            f"{uri}: a state_dir URI takes no options; configure the S3 client through the "
+            "AWS environment (AWS_ENDPOINT_URL, AWS_REGION, credentials)"
+        )
+    if not _has_boto3():
+        raise ValueError(
+            f"a state_dir on s3:// needs boto3: install the `lakestats[{EXTRA}]` extra"
+        )
+
+
+def _has_boto3() -> bool:
+    try:
+        return importlib.util.find_spec("boto3") is not None
+    except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
+        return False
+
+
+def join(base: str, *parts: str) -> str:
+    return "/".join([base.rstrip("/"), *parts])
+
+
+def _split(uri: str) -> tuple[str, str]:
+    """(bucket, key) of an ``s3://bucket/key`` URI."""
+    parts = urlsplit(uri)
+    return parts.netloc, parts.path.lstrip("/")
+
+
+@functools.lru_cache(maxsize=16)
+def _filesystem(bucket: str) -> pafs.FileSystem:
+    # from_uri resolves the bucket's region (a request): once per bucket, not per file
+    filesystem, _ = filesystem_from_uri(f"s3://{bucket}")
+    return filesystem
+
+
+def _fs_path(uri: str) -> tuple[pafs.FileSystem, str]:
+    bucket, key = _split(uri)
+    return _filesystem(bucket), f"{bucket}/{key}".rstrip("/")
+
+
+@functools.lru_cache(maxsize=16)
+def _client(region: str | None) -> Any:
+    import boto3  # noqa: PLC0415 - the s3 extra; check_state_dir said so at config load
+    from botocore.config import Config  # noqa: PLC0415
+
+    return boto3.client(
+        "s3", region_name=region or None, config=Config(retries={"mode": "standard"})
+    )
+
+
+@_storage_errors
+def write(uri: str, data: bytes) -> None:
+    filesystem, path = _fs_path(uri)
+    with filesystem.open_output_stream(path) as sink:
+        sink.write(data)
+
+
+@_storage_errors
+def create_exclusive(uri: str, data: bytes) -> bool:
+    """PUT ``data`` unless the object exists; ``False`` when it did (or when another
+    conditional write of the same key was in flight: S3 lets one of those win, and the
+    caller re-reads and retries either way)."""
+    from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415
+
+    bucket, key = _split(uri)
+    region = getattr(_filesystem(bucket), "region", None)
+    try:
+        _client(region).put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in ("PreconditionFailed", "ConditionalRequestConflict"):
+            return False
+        message = f"{code}: " + str(exc.response.get("Error", {}).get("Message", "") or exc)
+        error: type[OSError] = PermissionError if code == "AccessDenied" else OSError
+        raise error(
+            errno.EACCES if code == "AccessDenied" else errno.EIO, f"{uri}: {message}"
+        ) from exc
+    except BotoCoreError as exc:  # no route, no credentials, a timeout
+        raise OSError(errno.EIO, f"{uri}: {exc}") from exc
+    return True
+
+
+@_storage_errors
+def read_bytes(uri: str) -> bytes:
+    filesystem, path = _fs_path(uri)
+    with filesystem.open_input_stream(path) as source:
+        return bytes(source.read())
+
+
+@_storage_errors
+def open_input(uri: str) -> pa.NativeFile:
+    filesystem, path = _fs_path(uri)
+    return filesystem.open_input_file(path)
+
+
+def _info(uri: str) -> pafs.FileInfo:
+    filesystem, path = _fs_path(uri)
+    return filesystem.get_file_info(path)
+
+
+@_storage_errors
+def exists(uri: str) -> bool:
+    return bool(_info(uri).type == pafs.FileType.File)
+
+
+@_storage_errors
+def mtime_ms(uri: str) -> int:
+    info = _info(uri)
+    if info.type != pafs.FileType.File or info.mtime_ns is None:
+        raise FileNotFoundError(uri)
+    return int(info.mtime_ns // 1_000_000)
+
+
+def _below(uri: str, *, recursive: bool) -> list[pafs.FileInfo]:
+    filesystem, path = _fs_path(uri)
+    selector = pafs.FileSelector(path, recursive=recursive, allow_not_found=True)
+    return list(filesystem.get_file_info(selector))
+
+
+@_storage_errors
+def list_dir(uri: str) -> list[str]:
+    return sorted(
+        info.base_name for info in _below(uri, recursive=False) if info.type == pafs.FileType.File
+    )
+
+
+@_storage_errors
+def list_subdirs(uri: str) -> list[str]:
+    return sorted(
+        info.base_name
+        for info in _below(uri, recursive=False)
+        if info.type == pafs.FileType.Directory
+    )
+
+
+@_storage_errors
+def stat_tree(uri: str) -> list[tuple[str, int, int]]:
+    """``(relative path, mtime in ms, size)`` of every object below ``uri``."""
+    _, root = _fs_path(uri)
+    found = [
+        (info.path[len(root) + 1 :], int((info.mtime_ns or 0) // 1_000_000), int(info.size or 0))
+        for info in _below(uri, recursive=True)
+        if info.type == pafs.FileType.File
+    ]
+    return sorted(found)
+
+
+@_storage_errors
+def remove(uri: str) -> bool:
+    filesystem, path = _fs_path(uri)
+    if filesystem.get_file_info(path).type != pafs.FileType.File:
+        return False
+    try:
+        filesystem.delete_file(path)
+    except FileNotFoundError:
+        return False
+    return True
