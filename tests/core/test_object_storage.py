@@ -58,7 +58,7 @@ def cli(*args: str, code: int = 0) -> str:
     return out.getvalue()
 
 
-def stats(location: str, state: Path, *extra: str) -> dict[str, Any]:
+def stats(location: str, state: Path | str, *extra: str) -> dict[str, Any]:
     cli("analyze", location, "--state-dir", str(state), "-q", *extra)
     doc = json.loads(cli("show", location, "--state-dir", str(state), "--json", *extra))
     # A Delta commit without a timestamp of its own is as old as its log file (the
@@ -203,6 +203,40 @@ def test_delta_rs_writing_to_s3_analyzed_commit_by_commit_equals_a_rebuild_and_t
     assert_describes_live_rows(incremental, rows, ndv=True)
     _assert_quantiles(incremental, rows, "id")
     assert incremental["merged_record_count"] == 2_200
+
+
+@pytest.mark.slow
+def test_a_stats_store_on_s3_holds_what_a_local_store_holds(
+    s3_server: S3Server, spark: Any, tmp_path: Path
+) -> None:
+    """``state_dir = "s3://…"``: a table and its stats store both on S3, analyzed commit by
+    commit (appends, a delete that rewrites a file, so a re-merge from stored per-file
+    sketches), serve what the same runs with a local store serve."""
+    bucket = s3_server.new_bucket()
+    uri, state_uri = f"{bucket}/sales", f"{bucket}/lakestats"
+    options = {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+    write_deltalake(uri, _rows(0, 1_000), storage_options=options)
+    on_s3, here = stats(uri, state_uri), stats(uri, tmp_path / "state")
+    assert on_s3 == here
+    write_deltalake(uri, _rows(1_000, 400), mode="append", storage_options=options)
+    DeltaTable(uri, storage_options=options).delete("id < 150")
+    on_s3, here = stats(uri, state_uri), stats(uri, tmp_path / "state")
+
+    assert on_s3 == here
+    assert on_s3["merged_record_count"] == 1_250
+    rows = DeltaTable(uri, storage_options=options).to_pyarrow_table()
+    assert_describes_live_rows(on_s3, rows, ndv=True)
+    keys = [k.removeprefix(f"{state_uri}/") for k in s3_server.keys(state_uri)]
+    (table_id,) = {k.split("/", 1)[0] for k in keys}
+    assert {k.split("/")[1] for k in keys} == {"log", "segments", "aggregates", "stats"}
+    local = sorted(
+        p.relative_to(tmp_path / "state").as_posix()
+        for p in (tmp_path / "state").rglob("*")
+        if p.is_file() and p.name != "lakestats-spark.log"
+    )
+    assert [k.split("/", 1)[1] for k in keys if k.startswith(f"{table_id}/log/")] == [
+        k.split("/", 1)[1] for k in local if k.split("/")[1] == "log"
+    ]
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tomllib
@@ -136,6 +137,13 @@ def test_containerfile() -> None:
     assert "openjdk-17-jre-headless" in text
     assert "\nUSER 10001" in text
     assert 'ENTRYPOINT ["/usr/bin/tini", "--", "lakestatsd"]' in text
+    # the image reads every format and keeps a store on S3: every extra but the developers'
+    # (and iceberg's, a core dependency today)
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    (install,) = re.findall(r'pip install "\.\[([a-z0-9,]+)\]"', text)
+    assert set(install.split(",")) == set(extras) - {"test", "bench", "iceberg"}
 
 
 @pytest.mark.parametrize("name", ["local.toml", "production.toml"])

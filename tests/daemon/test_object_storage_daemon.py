@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from deltalake import DeltaTable, write_deltalake
 from lakestatsd_harness import DaemonProcess, fast_config_text
 
@@ -42,12 +43,16 @@ def rows(start: int, n: int) -> pa.Table:
     )
 
 
+@pytest.mark.parametrize("store", ["local", "s3"])
 def test_the_daemon_polls_a_delta_table_on_s3_and_sketches_its_new_files(
-    tmp_path: Path, s3_server: S3Server, run_daemon: Callable[..., DaemonProcess]
+    store: str, tmp_path: Path, s3_server: S3Server, run_daemon: Callable[..., DaemonProcess]
 ) -> None:
-    uri = f"{s3_server.new_bucket()}/events"
+    """``store``: where the stats store lives; on S3, the daemon writes no file of its own."""
+    bucket = s3_server.new_bucket()
+    uri = f"{bucket}/events"
     write_deltalake(uri, rows(0, 300), storage_options=OPTIONS)
-    text = fast_config_text(tmp_path / "state", f'[[table]]\nname = "t"\nlocation = "{uri}"\n')
+    state_dir = f"{bucket}/lakestats" if store == "s3" else tmp_path / "state"
+    text = fast_config_text(state_dir, f'[[table]]\nname = "t"\nlocation = "{uri}"\n')
     daemon = run_daemon(text.replace("[sketch]\nenabled = false\n", WITH_SKETCHES))
 
     write_deltalake(uri, rows(300, 200), mode="append", storage_options=OPTIONS)
@@ -73,4 +78,9 @@ def test_the_daemon_polls_a_delta_table_on_s3_and_sketches_its_new_files(
         return str(version) in json.loads(s3_server.read(index))["versions"]
 
     daemon.wait_until(published, timeout_s=30)
+    if store == "s3":
+        versions = [k for k in s3_server.keys(f"{bucket}/lakestats") if "/log/" in k]
+        assert versions and not (tmp_path / "state").exists()
+        ready = daemon.request("GET", "/readyz").json()
+        assert ready["checks"]["state_dir"] == {"ok": True, "path": state_dir, "error": None}
     assert daemon.terminate() == 0

@@ -19,6 +19,10 @@ Crash safety rests on two rules:
    the name exists, so the version file either does not exist or is complete, and of two
    writers racing for N+1 exactly one wins (the other gets ``ConcurrentUpdateError``).
 
+On S3 (``state_dir = "s3://…"``, ``objectstore``) the same rules hold with objects: a PUT
+shows a whole object or none, and a conditional PUT (``If-None-Match: *``) is the create
+that exactly one writer wins.
+
 A version is committed only after everything it references is durable (rule 1 runs before
 rule 2), so a crash at any instant leaves the newest version file valid with all its files
 present; at worst it leaves unreferenced files (orphans, hidden temporaries) that

@@ -118,36 +118,43 @@ def _client(region: str | None) -> Any:
     )
 
 
-@_storage_errors
-def write(uri: str, data: bytes) -> None:
-    filesystem, path = _fs_path(uri)
-    with filesystem.open_output_stream(path) as sink:
-        sink.write(data)
-
-
-@_storage_errors
-def create_exclusive(uri: str, data: bytes) -> bool:
-    """PUT ``data`` unless the object exists; ``False`` when it did (or when another
-    conditional write of the same key was in flight: S3 lets one of those win, and the
-    caller re-reads and retries either way)."""
+def _put(uri: str, data: bytes, **conditions: str) -> bool:
+    """One PutObject (pyarrow's output streams take three requests, a multipart upload,
+    for even a small file); ``False`` when a condition failed."""
     from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415
 
     bucket, key = _split(uri)
     region = getattr(_filesystem(bucket), "region", None)
     try:
-        _client(region).put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+        _client(region).put_object(Bucket=bucket, Key=key, Body=data, **conditions)
     except ClientError as exc:
         code = str(exc.response.get("Error", {}).get("Code", ""))
-        if code in ("PreconditionFailed", "ConditionalRequestConflict"):
+        if conditions and code in ("PreconditionFailed", "ConditionalRequestConflict"):
             return False
         message = f"{code}: " + str(exc.response.get("Error", {}).get("Message", "") or exc)
-        error: type[OSError] = PermissionError if code == "AccessDenied" else OSError
-        raise error(
-            errno.EACCES if code == "AccessDenied" else errno.EIO, f"{uri}: {message}"
-        ) from exc
+        if code == "AccessDenied":
+            raise PermissionError(errno.EACCES, f"{uri}: {message}") from exc
+        raise OSError(errno.EIO, f"{uri}: {message}") from exc
     except BotoCoreError as exc:  # no route, no credentials, a timeout
         raise OSError(errno.EIO, f"{uri}: {exc}") from exc
     return True
+
+
+@_storage_errors
+def write(uri: str, data: bytes) -> None:
+    _put(uri, data)
+
+
+@_storage_errors
+def create_exclusive(uri: str, data: bytes) -> bool:
+    """PUT ``data`` unless the object exists; ``False`` when it did.
+
+    Also ``False`` when another conditional write of the key was in flight (S3's 409: one
+    of them wins) and when a retry of our own PUT, whose first attempt landed but whose
+    answer was lost, finds our object: either way the caller re-reads the log and redoes
+    its work on top of what it finds, which processing makes idempotent.
+    """
+    return _put(uri, data, IfNoneMatch="*")
 
 
 @_storage_errors
