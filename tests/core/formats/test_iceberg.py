@@ -9,6 +9,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterable
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,10 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
+from fsspec.implementations.local import LocalFileSystem
 from pyiceberg.manifest import DataFile as IcebergDataFile
 from pyiceberg.manifest import DataFileContent, FileFormat
 from pyiceberg.transforms import BucketTransform, DayTransform, IdentityTransform
@@ -38,6 +41,7 @@ from lakestats.formats.iceberg import (
     is_iceberg_location,
     metadata_files,
     open_iceberg_location,
+    opening,
 )
 from lakestats.formats.iceberg.opening import WRITE_GRACE_S, environment_io_properties
 from lakestats.formats.registry import detect_format, open_table
@@ -666,9 +670,9 @@ class TestOpening:
         hadoop.mkdir(parents=True)
         hint = hadoop / "version-hint.text"
         listings: list[str] = []
-        real = metadata_files.list_metadata_files
+        real = metadata_files._metadata_infos
 
-        def spy(location: Any) -> list[str]:
+        def spy(location: Any) -> list[Any]:
             listings.append(location.uri)
             return real(location)
 
@@ -679,7 +683,7 @@ class TestOpening:
             name = Path(metadata_files.current_metadata_file(located)).name
             return int(name.removeprefix("v").split(".")[0])
 
-        monkeypatch.setattr(metadata_files, "list_metadata_files", spy)
+        monkeypatch.setattr(metadata_files, "_metadata_infos", spy)
         hint.write_text("1")
         assert current(1) == 1 and not listings  # the hint is current
         assert current(2) == 2 and not listings  # one commit past the hint
@@ -694,6 +698,65 @@ class TestOpening:
             listings.clear()
             hint.write_text(stale)
             assert current(1) == 10 and listings, stale
+
+    def test_a_poll_of_a_hinted_table_asks_for_each_file_once(
+        self,
+        warehouse: IcebergWarehouse,
+        table: str,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """An unchanged Hadoop table's refresh reads the hint and asks for the file it names
+        and the next: the size and mtime that tell a rewrite come from that answer, not
+        from a third request. Counted on the real files through fsspec's local file
+        system, which pyarrow calls once per file-info, listing or open."""
+        warehouse.append(table, rows([1]))
+        hadoop = tmp_path / "hadoop" / "metadata"
+        hadoop.mkdir(parents=True)
+        newest = sorted(metadata_dir(warehouse, table).glob("*.metadata.json"))[-1]
+        shutil.copy(newest, hadoop / "v1.metadata.json")
+        (hadoop / "version-hint.text").write_text("1")
+        calls: list[str] = []
+
+        class Counting(LocalFileSystem):  # type: ignore[misc]
+            def info(self, path: str, **kwargs: Any) -> Any:
+                calls.append(f"info {Path(path).name}")
+                return super().info(path, **kwargs)
+
+            def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Any:
+                calls.append(f"ls {Path(path).name}")
+                return super().ls(path, detail=detail, **kwargs)
+
+            def _open(self, path: str, *args: Any, **kwargs: Any) -> Any:
+                calls.append(f"open {Path(path).name}")
+                return super()._open(path, *args, **kwargs)
+
+        counted = pafs.PyFileSystem(pafs.FSSpecHandler(Counting()))
+
+        def counting_location(path: str) -> Any:
+            located = resolve_location(path)
+            return replace(located, filesystem=counted)
+
+        monkeypatch.setattr(opening, "resolve_location", counting_location)
+        opened = opening.open_iceberg_location(str(hadoop.parent))
+        assert opened.current_snapshot_id() is not None
+        for _ in range(2):
+            calls.clear()
+            opened.refresh()
+            assert calls == [
+                "open version-hint.text",
+                "info v1.metadata.json",
+                "info v2.metadata.json",
+            ]
+        shutil.copy(newest, hadoop / "v2.metadata.json")  # a commit past the hint
+        calls.clear()
+        opened.refresh()
+        assert calls[:3] == [
+            "open version-hint.text",
+            "info v1.metadata.json",
+            "info v2.metadata.json",
+        ]
+        assert "info v3.metadata.json" in calls and not [c for c in calls if c.startswith("ls")]
 
 
 def _catalog(warehouse: IcebergWarehouse, name: str) -> dict[str, Any]:

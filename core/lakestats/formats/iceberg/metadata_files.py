@@ -9,6 +9,7 @@ state in the file names under ``metadata/``: ``vN.metadata.json`` or
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from pyarrow import fs as pafs
 
@@ -31,22 +32,45 @@ def metadata_version(file_name: str) -> int | None:
     return int(match.group(1) or match.group(2))
 
 
-def list_metadata_files(location: TableLocation) -> list[str]:
-    """Names of the ``*.metadata.json`` files under ``metadata/`` (empty if none or no dir)."""
+@dataclass(frozen=True)
+class MetadataFile:
+    """The current metadata file: its location (as pyiceberg wants it) and, from the
+    request that found it, its size and mtime (what tells a rewrite in place)."""
+
+    location: str
+    size: int | None
+    mtime_ns: int | None
+
+
+def _metadata_infos(location: TableLocation) -> list[pafs.FileInfo]:
     selector = pafs.FileSelector(location.fs_path(METADATA_DIR), allow_not_found=True)
     try:
         infos = location.filesystem.get_file_info(selector)
     except OSError:
         return []
     return [
-        info.base_name
+        info
         for info in infos
         if info.type == pafs.FileType.File and info.base_name.endswith(_METADATA_SUFFIX)
     ]
 
 
+def list_metadata_files(location: TableLocation) -> list[str]:
+    """Names of the ``*.metadata.json`` files under ``metadata/`` (empty if none or no dir)."""
+    return [info.base_name for info in _metadata_infos(location)]
+
+
 def current_metadata_file(location: TableLocation) -> str:
-    """The location (as pyiceberg wants it) of the table's current metadata file.
+    """The location (as pyiceberg wants it) of the table's current metadata file."""
+    return find_current_metadata(location).location
+
+
+def _found(location: TableLocation, info: pafs.FileInfo) -> MetadataFile:
+    return MetadataFile(location.join(METADATA_DIR, info.base_name), info.size, info.mtime_ns)
+
+
+def find_current_metadata(location: TableLocation) -> MetadataFile:
+    """The table's current metadata file.
 
     ``version-hint.text`` wins when present; like Java's Hadoop tables, a numeric hint is
     only a starting point and later ``vN`` files are followed, since the rename of the next
@@ -61,22 +85,26 @@ def current_metadata_file(location: TableLocation) -> str:
     """
     hinted = _hinted_file(location)
     if hinted is not None:
-        return location.join(METADATA_DIR, hinted)
-    names = list_metadata_files(location)
-    if not names:
+        return _found(location, hinted)
+    infos = _metadata_infos(location)
+    if not infos:
         raise TableNotFoundError(
             f"{location.uri} is not an Iceberg table: no metadata/*{_METADATA_SUFFIX} found"
         )
-    versioned = [(v, n) for n in names if (v := metadata_version(n)) is not None]
+    versioned = [
+        (v, info.base_name, info)
+        for info in infos
+        if (v := metadata_version(info.base_name)) is not None
+    ]
     if not versioned:
         raise MetadataError(
             f"{location.join(METADATA_DIR)}: no metadata file has a version in its name "
             "(expected vN.metadata.json or NNNNN-<uuid>.metadata.json)"
         )
-    return location.join(METADATA_DIR, max(versioned)[1])
+    return _found(location, max(versioned, key=lambda entry: entry[:2])[2])
 
 
-def _hinted_file(location: TableLocation) -> str | None:
+def _hinted_file(location: TableLocation) -> pafs.FileInfo | None:
     """The metadata file the hint leads to, if it exists; None without a hint or when
     what it names is gone (a stale hint: old metadata files get cleaned up after commits,
     and the listing is then the better witness)."""
@@ -96,28 +124,30 @@ def _hinted_file(location: TableLocation) -> str | None:
         return None  # not a file name in metadata/: the listing decides
     if not hint.isdigit():
         name = hint if hint.endswith(_METADATA_SUFFIX) else f"{hint}{_METADATA_SUFFIX}"
-        return name if _existing(location, [name]) == [True] else None
+        return _existing(location, [name])[0]
     version = int(hint)
-    present = _existing(location, [_hadoop_name(version), _hadoop_name(version + 1)])
-    if not present[1]:  # the usual poll: the hint is current
-        return _hadoop_name(version) if present[0] else None
-    current = version + 1  # commits the hint does not name yet: follow them
+    hinted, following = _existing(location, [_hadoop_name(version), _hadoop_name(version + 1)])
+    if following is None:  # the usual poll: the hint is current
+        return hinted
+    current = following  # commits the hint does not name yet: follow them
+    version += 1
     while True:
-        batch = [current + 1 + i for i in range(_FOLLOW_BATCH)]
-        for candidate, exists in zip(
+        batch = [version + 1 + i for i in range(_FOLLOW_BATCH)]
+        for candidate, info in zip(
             batch, _existing(location, [_hadoop_name(v) for v in batch]), strict=True
         ):
-            if not exists:
-                return _hadoop_name(current)
-            current = candidate
+            if info is None:
+                return current
+            current, version = info, candidate
 
 
 def _hadoop_name(version: int) -> str:
     return f"v{version}{_METADATA_SUFFIX}"
 
 
-def _existing(location: TableLocation, names: list[str]) -> list[bool]:
-    """Whether each file under ``metadata/`` exists (one file-info request each)."""
+def _existing(location: TableLocation, names: list[str]) -> list[pafs.FileInfo | None]:
+    """Each file under ``metadata/`` that exists, None for one that does not (one
+    file-info request each)."""
     paths = [location.fs_path(METADATA_DIR, name) for name in names]
     try:
         infos = location.filesystem.get_file_info(paths)
@@ -125,4 +155,4 @@ def _existing(location: TableLocation, names: list[str]) -> list[bool]:
         raise MetadataError(
             f"{location.join(METADATA_DIR)} is unreadable ({first_line(exc)})"
         ) from exc
-    return [info.type == pafs.FileType.File for info in infos]
+    return [info if info.type == pafs.FileType.File else None for info in infos]

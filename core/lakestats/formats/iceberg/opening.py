@@ -24,7 +24,7 @@ from lakestats.exceptions import (
     first_line,
 )
 from lakestats.formats.iceberg.mapped_io import io_properties
-from lakestats.formats.iceberg.metadata_files import current_metadata_file, list_metadata_files
+from lakestats.formats.iceberg.metadata_files import find_current_metadata, list_metadata_files
 from lakestats.formats.iceberg.table import IcebergTable
 from lakestats.locations import LocationMap, resolve_location
 
@@ -72,17 +72,10 @@ def open_iceberg_location(
     properties = io_properties(location_map or LocationMap(), environment_io_properties({}))
     loaded: dict[str, tuple[int | None, int | None]] = {}  # metadata file → (size, mtime)
 
-    def signature(metadata_file: str) -> tuple[int | None, int | None]:
-        try:
-            where = location.fs_path(*_metadata_parts(metadata_file))
-            info = location.filesystem.get_file_info(where)
-        except OSError:
-            return (None, None)
-        return (info.size, info.mtime_ns)
-
     def load(previous: Table | None) -> Table:
-        metadata_file = current_metadata_file(location)
-        seen = signature(metadata_file)
+        # its size and mtime come with the request that found it: no second look
+        current = find_current_metadata(location)
+        metadata_file, seen = current.location, (current.size, current.mtime_ns)
         if (
             previous is not None
             and previous.metadata_location == metadata_file
@@ -145,11 +138,6 @@ def open_iceberg_catalog(
         return table
 
     return IcebergTable(load, description, cache_size)
-
-
-def _metadata_parts(metadata_file: str) -> tuple[str, str]:
-    """``metadata/<name>`` of a metadata file, relative to the table location."""
-    return "metadata", metadata_file.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _load_static(
