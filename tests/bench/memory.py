@@ -1,0 +1,343 @@
+"""Daemon memory against the table's row count (DESIGN §11: "daemon memory independent of
+table row count").
+
+For each table size, a fresh pyiceberg table (SQLite catalog) grows the way tables grow —
+by files of a fixed size (``--file-rows`` rows each, one append per file) — to
+``--sizes`` million rows. A real ``lakestatsd`` (the latency benchmark's: sketches on,
+``local[2]``, a subprocess) then builds the table's stats from scratch and processes
+``--commits`` small appends (``--commit-rows`` rows each, through the on-commit hook,
+``POST …/commits?wait=true``), while a sampler reads ``/proc`` every 100 ms: the memory
+(PSS, which counts a page shared by forked processes once in all) of the daemon's Python
+process, of its Spark driver JVM, of the Python workers the JVM forks (the Arrow engine's
+tasks), and of all of them together. Reported per phase: each one's peak (the sampled
+maximum) and, for the daemon's Python process, its RSS once the phase is over.
+
+What should not grow with rows: everything in the small-commit phase, and the daemon's
+Python process throughout (it holds sketches and one row per data file of a job). What may:
+the full build's JVM, up to its heap cap (``spark.driver.memory``, 1 GiB by default), and
+nothing else. A Python worker holds one data file's columns at a time, so it grows with a
+file's size, not the table's: the files here are all the same size.
+
+    .venv/bin/python tests/bench/memory.py [--sizes 1,4,16] [--file-rows 250000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from latency import (  # the latency benchmark's daemon and config
+    CATALOG,
+    COMMIT_TIMEOUT_S,
+    SCHEMA,
+    TABLE,
+    Daemon,
+    config_text,
+    machine,
+)
+
+try:
+    from lakestats.testing import IcebergWarehouse
+except ImportError as exc:  # pragma: no cover - a set-up problem, said plainly
+    raise SystemExit(f"cannot import lakestats ({exc}): run `make install` first") from exc
+
+SAMPLE_S = 0.1
+PAGE = os.sysconf("SC_PAGE_SIZE")
+MIB = 1024 * 1024
+
+
+def rows_batch(start: int, n: int) -> pa.Table:
+    """``n`` rows of the latency benchmark's schema, ids from ``start`` (numpy: millions of
+    rows in a second)."""
+    ids = np.arange(start, start + n, dtype=np.int64)
+    names = pa.array([f"customer-{k}" for k in range(997)], pa.string())
+    days = (np.datetime64("2024-01-01") + (ids % 366)).astype("datetime64[D]")
+    return pa.table(
+        {
+            "id": ids,
+            "name": names.take(pa.array(ids % 997)),
+            "price": np.round((ids * 7919 % 100_000) / 100, 2),
+            "day": pa.array(days, pa.date32()),
+            "qty": (ids % 50).astype(np.int32),
+        },
+        schema=SCHEMA,
+    )
+
+
+# -- /proc sampling -------------------------------------------------------------------------
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _rss_mib(pid: int) -> float:
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE / MIB
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _pss_mib(pid: int) -> float:
+    """Proportional set size: a page shared by n processes counts 1/n in each, so the sum
+    over Spark's forked Python workers (which share their parent's pages) is what they
+    really take; their RSS would count the shared pages once per worker."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0.0
+
+
+def _kind(pid: int) -> str:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return "gone"
+    return "jvm" if "java" in cmdline.split(" ", 1)[0] else "workers"
+
+
+@dataclass
+class Peaks:
+    daemon: float = 0.0
+    jvm: float = 0.0
+    workers: float = 0.0
+    total: float = 0.0
+    worker_processes: int = 0
+    samples: int = 0
+
+    def observe(self, daemon: float, jvm: float, workers: float, worker_processes: int) -> None:
+        self.worker_processes = max(self.worker_processes, worker_processes)
+        self.daemon = max(self.daemon, daemon)
+        self.jvm = max(self.jvm, jvm)
+        self.workers = max(self.workers, workers)
+        self.total = max(self.total, daemon + jvm + workers)
+        self.samples += 1
+
+
+class Sampler:
+    """RSS of a process tree every ``SAMPLE_S``: the root (the daemon's Python), the JVM it
+    starts, everything below the JVM (Spark's Python worker daemon and its forked workers)."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.peaks = Peaks()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def phase(self) -> Peaks:
+        """The peaks since the last call; starts a new phase."""
+        with self._lock:
+            done, self.peaks = self.peaks, Peaks()
+        return done
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            tree = _children()
+            jvm = workers = 0.0
+            count = 0
+            stack = list(tree.get(self.root, []))
+            while stack:
+                pid = stack.pop()
+                stack.extend(tree.get(pid, []))
+                if _kind(pid) == "jvm":
+                    jvm += _pss_mib(pid)
+                else:
+                    workers += _pss_mib(pid)
+                    count += 1
+            with self._lock:
+                self.peaks.observe(_pss_mib(self.root), jvm, workers, count)
+            time.sleep(SAMPLE_S)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+# -- one size -------------------------------------------------------------------------------
+
+
+@dataclass
+class SizeResult:
+    rows: int
+    files: int
+    build_s: float
+    commit_p50_s: float
+    build: Peaks
+    commits: Peaks
+    daemon_after_build: float
+    daemon_after_commits: float
+    notes: list[str] = field(default_factory=list)
+
+
+def measure(size_rows: int, args: argparse.Namespace, work: Path) -> SizeResult:
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    wh = IcebergWarehouse(work / "wh", catalog_name=CATALOG)
+    wh.create_table(TABLE, SCHEMA)
+    files = max(1, size_rows // args.file_rows)
+    written = time.perf_counter()
+    last = 0
+    for i in range(files):
+        last = wh.append(TABLE, rows_batch(i * args.file_rows, args.file_rows))
+    print(
+        f"  {files * args.file_rows:,} rows in {files} files written in "
+        f"{time.perf_counter() - written:.1f} s",
+        flush=True,
+    )
+    config = work / "lakestatsd.toml"
+    config.write_text(config_text(wh, work / "state", sketches=True, watch=False, debounce_s=None))
+    started = time.perf_counter()  # the daemon starts on the table at once: start + build
+    daemon = Daemon(config, work / "lakestatsd.log")
+    sampler = Sampler(daemon.proc.pid)
+    try:
+        daemon.start()
+        daemon.request("POST", f"/v1/tables/{TABLE}/commits", timeout_s=10)
+        daemon.wait_for(
+            "the full build", lambda: daemon.stats_snapshot() == last, args.build_timeout_s
+        )
+        build_s = time.perf_counter() - started
+        build = sampler.phase()
+        after_build = _rss_mib(daemon.proc.pid)
+        latencies = []
+        base = files * args.file_rows
+        for c in range(args.commits):
+            snapshot = wh.append(TABLE, rows_batch(base + c * args.commit_rows, args.commit_rows))
+            t0 = time.perf_counter()
+            status, _ = daemon.request(
+                "POST", f"/v1/tables/{TABLE}/commits?wait=true", timeout_s=COMMIT_TIMEOUT_S + 5
+            )
+            if status != 200 or daemon.stats_snapshot() != snapshot:
+                raise RuntimeError(f"commit {c}: POST answered {status}; see {daemon.log}")
+            latencies.append(time.perf_counter() - t0)
+        commits = sampler.phase()
+        after_commits = _rss_mib(daemon.proc.pid)
+    finally:
+        sampler.stop()
+        code = daemon.stop()
+    result = SizeResult(
+        rows=files * args.file_rows,
+        files=files,
+        build_s=build_s,
+        commit_p50_s=sorted(latencies)[len(latencies) // 2],
+        build=build,
+        commits=commits,
+        daemon_after_build=after_build,
+        daemon_after_commits=after_commits,
+    )
+    if code != 0:
+        result.notes.append(f"daemon exit {code}")
+    return result
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def report(results: Sequence[SizeResult]) -> None:
+    print("\nPeak PSS (MiB) from the daemon's start until the table's stats are built:")
+    print(
+        "| rows | files | start + build | daemon (Python) | Spark driver JVM "
+        "| Python workers (processes) | all |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        b = r.build
+        print(
+            f"| {r.rows:,} | {r.files} | {r.build_s:.1f} s | {b.daemon:.0f} | {b.jvm:.0f} | "
+            f"{b.workers:.0f} ({b.worker_processes}) | {b.total:.0f} |"
+        )
+    print("\nPeak PSS (MiB) over the small commits after it:")
+    print(
+        "| rows | commit p50 | daemon (Python) | Spark driver JVM "
+        "| Python workers (processes) | all |"
+    )
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        c = r.commits
+        print(
+            f"| {r.rows:,} | {r.commit_p50_s:.2f} s | {c.daemon:.0f} | {c.jvm:.0f} | "
+            f"{c.workers:.0f} ({c.worker_processes}) | {c.total:.0f} |"
+        )
+    print("\nDaemon (Python) RSS after each phase (MiB):")
+    for r in results:
+        print(
+            f"  {r.rows:>12,} rows: after the build {r.daemon_after_build:.0f}, "
+            f"after the commits {r.daemon_after_commits:.0f}"
+            + (f"  ({'; '.join(r.notes)})" if r.notes else "")
+        )
+    small, big = results[0], results[-1]
+    if big is not small:
+        growth = big.rows / small.rows
+        print(f"\n{big.rows / small.rows:.0f}× the rows ({small.rows:,} → {big.rows:,}):")
+        for name, a, b in (
+            ("small commits, all processes", small.commits.total, big.commits.total),
+            ("small commits, daemon (Python)", small.commits.daemon, big.commits.daemon),
+            ("full build, daemon (Python)", small.build.daemon, big.build.daemon),
+            ("full build, Python workers", small.build.workers, big.build.workers),
+            ("full build, Spark driver JVM", small.build.jvm, big.build.jvm),
+        ):
+            print(f"  {name:<32} {a:7.0f} → {b:7.0f} MiB  ({b / a:.2f}×; rows {growth:.0f}×)")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--sizes",
+        default="1,4,16",
+        type=lambda s: [float(x) for x in s.split(",") if x.strip()],
+        help="table sizes in millions of rows (default 1,4,16)",
+    )
+    parser.add_argument("--file-rows", type=int, default=250_000, help="rows per data file")
+    parser.add_argument("--commits", type=int, default=10, help="small commits after the build")
+    parser.add_argument("--commit-rows", type=int, default=1_000)
+    parser.add_argument("--build-timeout-s", type=float, default=1800.0)
+    parser.add_argument("--work-dir", type=Path, default=Path(".bench/memory"))
+    args = parser.parse_args(argv)
+    if not args.sizes or any(s <= 0 for s in args.sizes):
+        parser.error("--sizes: positive numbers of millions of rows, e.g. 1,4,16")
+    if args.file_rows < 1 or args.commits < 1 or args.commit_rows < 1:
+        parser.error("--file-rows, --commits and --commit-rows must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    print(f"memory.py {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {machine()}", flush=True)
+    results = []
+    for size in args.sizes:
+        rows = int(size * 1_000_000)
+        print(f"table of {rows:,} rows:", flush=True)
+        results.append(measure(rows, args, args.work_dir.resolve() / f"{rows}"))
+    report(results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
