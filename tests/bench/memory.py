@@ -18,7 +18,7 @@ the full build's JVM, up to its heap cap (``spark.driver.memory``, 1 GiB by defa
 nothing else. A Python worker holds one data file's columns at a time, so it grows with a
 file's size, not the table's: the files here are all the same size.
 
-    .venv/bin/python tests/bench/memory.py [--sizes 1,4,16] [--file-rows 250000]
+    .venv/bin/python tests/bench/memory.py [--sizes 1,4,16] [--file-rows 250000 | --files 4]
 """
 
 from __future__ import annotations
@@ -202,13 +202,16 @@ def measure(size_rows: int, args: argparse.Namespace, work: Path) -> SizeResult:
     work.mkdir(parents=True)
     wh = IcebergWarehouse(work / "wh", catalog_name=CATALOG)
     wh.create_table(TABLE, SCHEMA)
-    files = max(1, size_rows // args.file_rows)
+    if args.files:
+        files, file_rows = args.files, max(1, size_rows // args.files)
+    else:
+        files, file_rows = max(1, size_rows // args.file_rows), args.file_rows
     written = time.perf_counter()
     last = 0
     for i in range(files):
-        last = wh.append(TABLE, rows_batch(i * args.file_rows, args.file_rows))
+        last = wh.append(TABLE, rows_batch(i * file_rows, file_rows))
     print(
-        f"  {files * args.file_rows:,} rows in {files} files written in "
+        f"  {files * file_rows:,} rows in {files} files written in "
         f"{time.perf_counter() - written:.1f} s",
         flush=True,
     )
@@ -227,7 +230,7 @@ def measure(size_rows: int, args: argparse.Namespace, work: Path) -> SizeResult:
         build = sampler.phase()
         after_build = _rss_mib(daemon.proc.pid)
         latencies = []
-        base = files * args.file_rows
+        base = files * file_rows
         for c in range(args.commits):
             snapshot = wh.append(TABLE, rows_batch(base + c * args.commit_rows, args.commit_rows))
             t0 = time.perf_counter()
@@ -243,7 +246,7 @@ def measure(size_rows: int, args: argparse.Namespace, work: Path) -> SizeResult:
         sampler.stop()
         code = daemon.stop()
     result = SizeResult(
-        rows=files * args.file_rows,
+        rows=files * file_rows,
         files=files,
         build_s=build_s,
         commit_p50_s=sorted(latencies)[len(latencies) // 2],
@@ -315,6 +318,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="table sizes in millions of rows (default 1,4,16)",
     )
     parser.add_argument("--file-rows", type=int, default=250_000, help="rows per data file")
+    parser.add_argument(
+        "--files",
+        type=int,
+        default=0,
+        help="a fixed number of files instead, each of size / files rows (the table grows by "
+        "bigger files: what a Python worker holds grows with them)",
+    )
     parser.add_argument("--commits", type=int, default=10, help="small commits after the build")
     parser.add_argument("--commit-rows", type=int, default=1_000)
     parser.add_argument("--build-timeout-s", type=float, default=1800.0)
@@ -322,7 +332,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not args.sizes or any(s <= 0 for s in args.sizes):
         parser.error("--sizes: positive numbers of millions of rows, e.g. 1,4,16")
-    if args.file_rows < 1 or args.commits < 1 or args.commit_rows < 1:
+    if args.file_rows < 1 or args.files < 0 or args.commits < 1 or args.commit_rows < 1:
         parser.error("--file-rows, --commits and --commit-rows must be at least 1")
     return args
 

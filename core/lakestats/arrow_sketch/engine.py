@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-import pyarrow as pa
 
 from lakestats.arrow_sketch.equality import EqualityTask, equality_partition
 from lakestats.arrow_sketch.file_sketch import (
@@ -34,10 +33,8 @@ from lakestats.arrow_sketch.file_sketch import (
     ArrowColumn,
     ArrowJob,
     Declined,
-    open_parquet,
-    read_columns,
-    reading_file,
-    sketch_columns,
+    UnreadableFileError,
+    sketch_file,
 )
 from lakestats.arrow_sketch.key_sketch import ArrowKey, key_type_supported
 from lakestats.arrow_sketch.key_winners import WinnerGroup, winners_partition
@@ -160,36 +157,16 @@ def sketch_partition(
     file. ``None`` sketches: no live rows (the caller gives the empty ones)."""
     for path, dead in files:
         try:
-            with reading_file(path):
-                loaded = read_columns(open_parquet(path), job)
+            sketches, rows = sketch_file(path, job, dead)
+        except UnreadableFileError:
+            raise  # the driver names the file (``marked_error``)
         except Declined as why:
             yield path, "declined", str(why), 0
             continue
-        try:
-            live, rows = _live(loaded, dead)
-            yield path, "ok", None if live is None else sketch_columns(live, job), rows
         except Exception as exc:  # never fail where the SQL job works: it takes the file
             yield path, "declined", f"{type(exc).__name__}: {exc}", 0
-
-
-def _live(
-    columns: dict[int, pa.Array] | None, dead: np.ndarray | None
-) -> tuple[dict[int, pa.Array] | None, int]:
-    """The file's columns without its dead rows (0-based positions in the file, as
-    Spark's ``_metadata.row_index``; positions past the end delete nothing), and how many
-    rows live; ``None`` columns when none do."""
-    if columns is None:
-        return None, 0
-    rows = len(next(iter(columns.values()))) if columns else 0
-    if dead is None or not len(dead):
-        return columns, rows
-    keep = np.ones(rows, dtype=bool)
-    keep[dead[(dead >= 0) & (dead < rows)]] = False
-    live = int(keep.sum())
-    if not live:
-        return None, 0
-    mask = pa.array(keep)
-    return {fid: values.filter(mask) for fid, values in columns.items()}, live
+            continue
+        yield path, "ok", sketches, rows
 
 
 def worker_ready(_: Iterator[int]) -> Iterator[int]:

@@ -19,34 +19,24 @@ ordered before 0.0, lengths in characters (strings) or bytes (binary), true/fals
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakestats.arrow_sketch.key_sketch import ArrowKey, key_sketches
-from lakestats.arrow_sketch.spec_hashes import (
-    distinct,
-    distinct_counted,
-    keyed_hashes,
-    smallest,
-    theta_sketch,
-)
+from lakestats.arrow_sketch.column_stream import ColumnAccumulator, batch_rows_for
+from lakestats.arrow_sketch.key_sketch import ArrowKey, KeyAccumulator
 from lakestats.locations import filesystem_from_uri, local_path
 from lakestats.model import ColumnSketch
-from lakestats.sketches import sample_codec
-from lakestats.sketches.frequent import frequent_items_of_counts
 from lakestats.sketches.spec import TypeSpec, decimal_precision_scale
-from lakestats.values import from_physical, is_decimal
+from lakestats.values import is_decimal
 
 FIELD_ID = b"PARQUET:field_id"
-_TIME_TYPES = ("date", "timestamp", "timestamptz")
 
 
 @dataclass(frozen=True)
@@ -70,10 +60,15 @@ class ArrowJob:
     frequent_items: int = 0  # items tracked; 0: none
     key: ArrowKey | None = None  # a primary key's sketches (``key_sketch``)
     extra: tuple[ArrowColumn, ...] = ()  # read for the key, not sketched (the row kind)
+    batch_rows: int = 0  # rows read and sketched at a time; 0: ``batch_rows_for`` the file
 
 
 class Declined(Exception):  # noqa: N818 - a verdict, not a failure: the SQL job takes the file
     """This file is not one the engine reads exactly as Spark would."""
+
+
+class UnreadableFileError(RuntimeError):
+    """A data file that cannot be read: fails the task with a marked message (``MARK``)."""
 
 
 # "<mark>:<what>:<length of the path>:<path>:<first line of pyarrow's message>"
@@ -89,9 +84,9 @@ def reading_file(path: str) -> Iterator[None]:
     except Declined:
         raise
     except FileNotFoundError as exc:
-        raise RuntimeError(_marked("not found", path, exc)) from exc
+        raise UnreadableFileError(_marked("not found", path, exc)) from exc
     except Exception as exc:  # pyarrow's errors of a corrupt or unreadable file
-        raise RuntimeError(_marked("unreadable", path, exc)) from exc
+        raise UnreadableFileError(_marked("unreadable", path, exc)) from exc
 
 
 def _marked(what: str, path: str, exc: BaseException) -> str:
@@ -108,31 +103,80 @@ def open_parquet(path: str) -> pq.ParquetFile:
     return pq.ParquetFile(filesystem.open_input_file(inner))
 
 
-def read_columns(parquet: pq.ParquetFile, job: ArrowJob) -> dict[int, pa.Array] | None:
-    """Each planned column of the file in its ``arrow_type`` (all NULL where the file lacks
-    it); ``None`` for a file with no rows (the caller gives it empty sketches, as the SQL
-    job's ``groupBy`` does). Raises ``Declined``, and pyarrow's errors of a bad file."""
-    rows = parquet.metadata.num_rows
-    if not rows:
-        return None
+@dataclass(frozen=True)
+class _FilePlan:
+    """Where each column a job reads is in one file (``None``: not in it) and the file's
+    top-level columns that hold them."""
+
+    schema: pa.Schema
+    read: tuple[ArrowColumn, ...]
+    located: Mapping[int, tuple[int, ...] | None]
+    tops: tuple[int, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [self.schema.field(i).name for i in self.tops]
+
+
+def _plan(parquet: pq.ParquetFile, job: ArrowJob) -> _FilePlan:
     schema = parquet.schema_arrow
     by_id = job.match_by == "field_id" and any(_field_id(f) is not None for f in schema)
     read = (*job.columns, *job.extra)
     located = {c.field_id: _locate(schema, c, by_id) for c in read}
-    tops = sorted({loc[0] for loc in located.values() if loc is not None})
-    table = parquet.read(columns=[schema.field(i).name for i in tops], use_threads=False)
-    if table.num_rows != rows:
-        raise Declined("the footer's row count is not the data's")
+    tops = tuple(sorted({loc[0] for loc in located.values() if loc is not None}))
+    return _FilePlan(schema, read, located, tops)
+
+
+def _convert(table: pa.Table | None, plan: _FilePlan, rows: int) -> dict[int, pa.Array]:
+    """Each column the plan reads from ``table`` (``rows`` of the file), in its
+    ``arrow_type``; all NULL where the file lacks it."""
     out: dict[int, pa.Array] = {}
-    for column in read:
-        loc = located[column.field_id]
+    for column in plan.read:
+        loc = plan.located[column.field_id]
         target = arrow_type(column.spec)
-        if loc is None:
+        if loc is None or table is None:
             out[column.field_id] = pa.nulls(rows, target)
         else:
-            values = _extract(table, schema, loc)
+            values = _extract(table, plan.schema, loc)
             out[column.field_id] = _as_type(values, target, column.spec.type)
     return out
+
+
+def read_columns(parquet: pq.ParquetFile, job: ArrowJob) -> dict[int, pa.Array] | None:
+    """Each planned column of the whole file in its ``arrow_type`` (all NULL where the file
+    lacks it); ``None`` for a file with no rows (the caller gives it empty sketches, as the
+    SQL job's ``groupBy`` does). Raises ``Declined``, and pyarrow's errors of a bad file."""
+    rows = parquet.metadata.num_rows
+    if not rows:
+        return None
+    plan = _plan(parquet, job)
+    table = parquet.read(columns=plan.names, use_threads=False)
+    if table.num_rows != rows:
+        raise Declined("the footer's row count is not the data's")
+    return _convert(table, plan, rows)
+
+
+def read_batches(parquet: pq.ParquetFile, job: ArrowJob) -> Iterator[dict[int, pa.Array]]:
+    """``read_columns`` a batch of rows at a time (``column_stream.batch_rows_for``), in
+    file order; nothing for a file with no rows. ``Declined`` after the last batch when
+    the batches hold other than the footer's row count."""
+    rows = parquet.metadata.num_rows
+    if not rows:
+        return
+    plan = _plan(parquet, job)
+    size = job.batch_rows or batch_rows_for(parquet, list(plan.tops))
+    seen = 0
+    if not plan.tops:  # none of the columns is in the file: NULL rows, nothing to read
+        while seen < rows:
+            n = min(size, rows - seen)
+            seen += n
+            yield _convert(None, plan, n)
+        return
+    for batch in parquet.iter_batches(batch_size=size, columns=plan.names, use_threads=False):
+        seen += batch.num_rows
+        yield _convert(pa.Table.from_batches([batch]), plan, batch.num_rows)
+    if seen != rows:
+        raise Declined("the footer's row count is not the data's")
 
 
 def read_file_columns(
@@ -145,13 +189,61 @@ def read_file_columns(
         return read_columns(open_parquet(path), job)
 
 
-def sketch_columns(columns: Mapping[int, pa.Array], job: ArrowJob) -> dict[int, ColumnSketch]:
-    """``{field_id: ColumnSketch}`` of one file's columns (``read_columns``), and its key's
-    sketches under their ids (``model.KEY_SKETCH_ID`` …) when the job has a key."""
-    out = {c.field_id: column_sketch(columns[c.field_id], c, job) for c in job.columns}
-    if job.key is not None:
-        out |= key_sketches(columns, job.key, job.theta_lg_k)
-    return out
+def sketch_file(
+    path: str, job: ArrowJob, dead: np.ndarray | None
+) -> tuple[dict[int, ColumnSketch] | None, int]:
+    """``({field_id: ColumnSketch}, live rows)`` of the file at ``path`` without the rows at
+    ``dead`` (0-based positions in the file, as Spark's ``_metadata.row_index``; positions
+    past the end delete nothing), and its key's sketches under their ids
+    (``model.KEY_SKETCH_ID`` …) when the job has a key; ``(None, 0)`` when no row lives.
+    Read and sketched a batch at a time (``column_stream``). Reading fails as
+    ``reading_file`` says; ``Declined`` and anything else is the SQL job's to try."""
+    with reading_file(path):
+        batches = read_batches(open_parquet(path), job)
+    columns = {c.field_id: ColumnAccumulator(c, job) for c in job.columns}
+    key = None if job.key is None else KeyAccumulator(job.key, job.theta_lg_k)
+    gone = None if dead is None or not len(dead) else np.unique(dead)
+    start = live = 0
+    while True:
+        with reading_file(path):
+            batch = next(batches, None)
+        if batch is None:
+            break
+        n = len(next(iter(batch.values()))) if batch else 0
+        batch, kept = _live(batch, gone, start, n)
+        start += n
+        if not kept:
+            continue
+        live += kept
+        for field_id, accumulator in columns.items():
+            accumulator.add(batch[field_id])
+        if key is not None:
+            key.add(batch)
+    if not live:
+        return None, 0
+    out = {field_id: accumulator.result() for field_id, accumulator in columns.items()}
+    if key is not None:
+        out |= key.result()
+    return out, live
+
+
+def _live(
+    batch: dict[int, pa.Array], gone: np.ndarray | None, start: int, n: int
+) -> tuple[dict[int, pa.Array], int]:
+    """The batch (rows ``start`` … ``start + n`` of the file) without the rows at the sorted
+    positions ``gone``, and how many rows live."""
+    if gone is None:
+        return batch, n
+    lo, hi = np.searchsorted(gone, [start, start + n])
+    if lo == hi:
+        return batch, n
+    keep = np.ones(n, dtype=bool)
+    keep[gone[lo:hi] - start] = False
+    live = int(keep.sum())
+    if not live:
+        return batch, 0
+    mask = pa.array(keep)
+    return {fid: values.filter(mask) for fid, values in batch.items()}, live
 
 
 def arrow_type(spec: TypeSpec) -> pa.DataType:
@@ -272,133 +364,3 @@ def _decimal_widens(have: pa.DataType, target: pa.DataType) -> bool:
         and have.scale <= target.scale
         and have.precision - have.scale <= target.precision - target.scale
     )
-
-
-# -- statistics --------------------------------------------------------------------------------
-
-
-def column_sketch(values: pa.Array, column: ArrowColumn, job: ArrowJob) -> ColumnSketch:
-    """The statistics of one column of one file (``values`` in ``arrow_type``)."""
-    spec, t = column.spec, column.spec.type
-    out: dict[str, Any] = {"null_count": values.null_count}
-    present = values.drop_null()
-    frequent = bool(spec.kll and job.frequent_items)
-    sampled = bool(spec.kll and spec.theta and job.value_samples)
-    # the distinct values (with their rows when frequent items need them) and their theta
-    # hashes: one pass serves the theta sketch, the value sample and the frequent items
-    keys, counts = distinct_counted(present, t) if frequent else (distinct(present, t), None)
-    hashes = keyed_hashes(keys, t) if spec.theta else None
-    bottom = None if hashes is None else smallest(hashes, job.theta_lg_k)
-    if hashes is not None and bottom is not None:
-        out["theta"] = theta_sketch(hashes[bottom], job.theta_lg_k)
-    numeric = present
-    if spec.nan:
-        is_nan = pc.is_nan(present)
-        out["nan_count"] = int(pc.sum(is_nan).as_py() or 0)
-        numeric = present.filter(pc.invert(is_nan))
-    if spec.kll:
-        from datasketches import kll_doubles_sketch  # noqa: PLC0415 - heavy; worker-side
-
-        kll = kll_doubles_sketch(job.kll_k)
-        if len(numeric):
-            kll.update(_as_doubles(numeric, t))
-        out["kll"] = bytes(kll.serialize())
-    if frequent or sampled:
-        # each distinct value as its KLL double; NaN (a float key) is no value
-        typed = keys.view(pa.float32() if t == "float" else pa.float64()) if spec.nan else keys
-        key_doubles = _as_doubles(typed, t) if len(typed) else np.zeros(0)
-        real = ~np.isnan(key_doubles)
-        if frequent and counts is not None:
-            out["frequent_items"] = frequent_items_of_counts(
-                key_doubles[real], counts[real], job.frequent_items
-            )
-        if sampled and hashes is not None and bottom is not None:
-            # the theta sketch's smallest hashes unless a NaN key is among the column's
-            chosen = bottom if real.all() else smallest(np.where(real, hashes, 0), job.theta_lg_k)
-            out["value_sample"] = sample_codec.from_entries(
-                hashes[chosen], key_doubles[chosen], job.theta_lg_k
-            )
-    if column.scan_bounds:
-        out["min"], out["max"] = _bounds(numeric, t)
-    if spec.lengths:
-        lengths = pc.utf8_length(present) if t == "string" else pc.binary_length(present)
-        out["len_sum"] = int(pc.sum(lengths).as_py() or 0)
-        longest = pc.max(lengths).as_py()
-        out["len_max"] = None if longest is None else int(longest)
-    if spec.booleans:
-        trues = int(pc.sum(present.cast(pa.int64())).as_py() or 0)
-        falses = len(present) - trues
-        out["true_count"], out["false_count"] = trues, falses
-        out["min"] = False if falses else (True if trues else None)
-        out["max"] = True if trues else (False if falses else None)
-    return ColumnSketch(**out)
-
-
-def _as_doubles(values: pa.Array, type_str: str) -> np.ndarray:
-    if pa.types.is_decimal(values.type):
-        return decimal_doubles(values)
-    if type_str == "date":
-        values = values.view(pa.int32())
-    elif type_str in ("timestamp", "timestamptz"):
-        values = values.view(pa.int64())
-    # a writable, contiguous copy: what the datasketches binding accepts
-    doubles = values.cast(pa.float64(), safe=False)  # rounds, as CAST(x AS DOUBLE)
-    return np.array(doubles.to_numpy(zero_copy_only=False), np.float64)
-
-
-_EXACT_DOUBLE = 1 << 53
-_EXACT_POWER_OF_TEN = 22  # 10**22 is the largest power of ten a double holds exactly
-
-
-def decimal_doubles(values: pa.Array) -> np.ndarray:
-    """Each decimal as the nearest double, as Spark's ``CAST(d AS DOUBLE)`` gives it (Java's
-    ``BigDecimal.doubleValue``, correctly rounded; Arrow's own cast is not). An unscaled
-    value below 2**53 and a scale up to 22 are both exact doubles, so one division rounds
-    correctly; any other value divides as Python ints, which rounds correctly too."""
-    t = values.type
-    if not pa.types.is_decimal128(t):
-        values = values.cast(pa.decimal128(t.precision, t.scale))
-    n = len(values)
-    words = np.frombuffer(values.buffers()[1], dtype="<i8")[
-        2 * values.offset : 2 * (values.offset + n)
-    ]
-    low, high = words[0::2], words[1::2]
-    fits = (high == (low >> 63)) & (np.abs(low) < _EXACT_DOUBLE)
-    out = np.empty(n, dtype=np.float64)
-    if t.scale <= _EXACT_POWER_OF_TEN:
-        out[fits] = low[fits].astype(np.float64) / (10.0**t.scale)
-    else:
-        fits[:] = False
-    slow = np.flatnonzero(~fits)
-    if len(slow):
-        raw = np.frombuffer(values.buffers()[1], dtype=np.uint8)[16 * values.offset :]
-        power = 10**t.scale
-        for i in slow:
-            unscaled = int.from_bytes(raw[16 * i : 16 * i + 16].tobytes(), "little", signed=True)
-            out[i] = unscaled / power
-    return out
-
-
-def _bounds(values: pa.Array, type_str: str) -> tuple[Any, Any]:
-    """(min, max) of the non-null, non-NaN values, as the SQL job gives them."""
-    if not len(values):
-        return None, None
-    if type_str in _TIME_TYPES:
-        physical = values.view(pa.int32() if type_str == "date" else pa.int64())
-        bounds = pc.min_max(physical)
-        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
-        return from_physical(type_str, lo), from_physical(type_str, hi)
-    # binaries compare as unsigned bytes in Arrow, as in Spark
-    bounds = pc.min_max(values)
-    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
-    if type_str in ("float", "double"):
-        # Iceberg orders -0.0 before 0.0; Arrow's min/max need not tell them apart
-        bits = values.view(pa.int32() if type_str == "float" else pa.int64())
-        negative_zero = -(1 << 31) if type_str == "float" else -(1 << 63)
-        if lo == 0.0:
-            lo = -0.0 if pc.any(pc.equal(bits, negative_zero)).as_py() else 0.0
-        if hi == 0.0:
-            hi = 0.0 if pc.any(pc.equal(bits, 0)).as_py() else -0.0
-    if type_str == "uuid":
-        return uuid.UUID(bytes=lo), uuid.UUID(bytes=hi)
-    return lo, hi

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from lakestats.arrow_sketch.column_stream import SmallestHashes
 from lakestats.arrow_sketch.spec_hashes import keyed_hashes, theta_sketch
 from lakestats.model import KEY_SKETCH_ID, RETRACTED_KEY_SKETCH_ID, ColumnSketch
 
@@ -49,29 +50,47 @@ class ArrowKey:
         return self.kind_field_id is not None and bool(self.retract_kinds)
 
 
-def key_sketches(
-    columns: Mapping[int, pa.Array], key: ArrowKey, lg_k: int
-) -> dict[int, ColumnSketch]:
-    """``KEY_SKETCH_ID`` (and ``RETRACTED_KEY_SKETCH_ID``) of one file's rows."""
-    values = key_values([(columns[f], t) for f, t in key.columns])
-    hashes = keyed_hashes(values, "binary")
-    kinds = None
-    if key.kind_field_id is not None:
-        raw = columns[key.kind_field_id]
-        # a row without a kind adds its key (Spark: NULL IN (…) is not true)
-        kinds = np.asarray(raw.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
-    adds = np.ones(len(hashes), dtype=bool)
-    if kinds is not None and key.non_add_kinds:
-        adds = ~np.isin(kinds, key.non_add_kinds)
-    out = {KEY_SKETCH_ID: _sketch(hashes[adds], lg_k)}
-    if key.retracts:
-        assert kinds is not None
-        out[RETRACTED_KEY_SKETCH_ID] = _sketch(hashes[np.isin(kinds, key.retract_kinds)], lg_k)
-    return out
+class KeyAccumulator:
+    """``KEY_SKETCH_ID`` (and ``RETRACTED_KEY_SKETCH_ID``) of a file's rows, added a batch
+    at a time (``column_stream``): each sketch's smallest hashes are kept, which is all
+    the file's sketch needs."""
+
+    def __init__(self, key: ArrowKey, lg_k: int) -> None:
+        self._key = key
+        self._lg_k = lg_k
+        self._adds = SmallestHashes(lg_k)
+        self._retracts = SmallestHashes(lg_k)
+
+    def add(self, columns: Mapping[int, pa.Array]) -> None:
+        key = self._key
+        values = key_values([(columns[f], t) for f, t in key.columns])
+        hashes = keyed_hashes(values, "binary")
+        kinds = None
+        if key.kind_field_id is not None:
+            raw = columns[key.kind_field_id]
+            # a row without a kind adds its key (Spark: NULL IN (…) is not true)
+            kinds = np.asarray(raw.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        adds = np.ones(len(hashes), dtype=bool)
+        if kinds is not None and key.non_add_kinds:
+            adds = ~np.isin(kinds, key.non_add_kinds)
+        self._adds.add(_bottom(hashes[adds], self._lg_k))
+        if key.retracts:
+            assert kinds is not None
+            self._retracts.add(_bottom(hashes[np.isin(kinds, key.retract_kinds)], self._lg_k))
+
+    def result(self) -> dict[int, ColumnSketch]:
+        out = {KEY_SKETCH_ID: self._sketch(self._adds)}
+        if self._key.retracts:
+            out[RETRACTED_KEY_SKETCH_ID] = self._sketch(self._retracts)
+        return out
+
+    def _sketch(self, kept: SmallestHashes) -> ColumnSketch:
+        return ColumnSketch(theta=theta_sketch(np.unique(kept.hashes()), self._lg_k), null_count=0)
 
 
-def _sketch(hashes: np.ndarray, lg_k: int) -> ColumnSketch:
-    return ColumnSketch(theta=theta_sketch(np.unique(hashes[hashes != 0]), lg_k), null_count=0)
+def _bottom(hashes: np.ndarray, lg_k: int) -> np.ndarray:
+    """The smallest distinct nonzero hashes a bottom-k sketch of ``hashes`` keeps."""
+    return np.unique(hashes[hashes != 0])[: (1 << lg_k) + 1]
 
 
 def key_values(columns: Sequence[tuple[pa.Array, str]]) -> pa.Array:

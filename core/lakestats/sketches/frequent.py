@@ -72,10 +72,24 @@ _HEADER = struct.Struct("<BBBBBBHIIQQ")  # a non-empty sketch's preamble (``_wri
 _LOAD_FACTOR = 0.75  # of the library's map: it purges past this many items per slot
 
 
-def frequent_items_of_counts(values: np.ndarray, counts: np.ndarray, items_tracked: int) -> bytes:
+def frequent_capacity(items_tracked: int) -> int:
+    """How many values the sketch's map holds without a purge."""
+    return int(_LOAD_FACTOR * (1 << lg_map_size(items_tracked)))
+
+
+def frequent_items_of_counts(
+    values: np.ndarray,
+    counts: np.ndarray,
+    items_tracked: int,
+    *,
+    total: int | None = None,
+    offset: int = 0,
+) -> bytes:
     """The sketch of one file's values (KLL doubles, no NaN) from their exact ``counts``, in
     the stored form: the most frequent values the map holds without a purge, each with its
     exact count, and as the offset (every count's maximum error) the largest count left out.
+    Counts already cut down (``column_stream.ValueCounts``) pass the rows they stand for as
+    ``total`` and the error their cuts left as ``offset``, which the one here adds to.
 
     What a Misra-Gries pass over the rows promises holds with the tighter error: a listed
     value's count is its lower bound and count + offset its upper; a value not listed has at
@@ -86,12 +100,11 @@ def frequent_items_of_counts(values: np.ndarray, counts: np.ndarray, items_track
     lg_slots = lg_map_size(items_tracked)
     if not len(values):
         return empty_frequent_items(items_tracked)
-    total = int(counts.sum())
-    capacity = int(_LOAD_FACTOR * (1 << lg_slots))
-    offset = 0
+    total = int(counts.sum()) if total is None else total
+    capacity = frequent_capacity(items_tracked)
     if len(counts) > capacity:
         cut = np.argpartition(-counts, capacity)
-        offset = int(counts[cut[capacity:]].max())
+        offset += int(counts[cut[capacity:]].max())
         values, counts = values[cut[:capacity]], counts[cut[:capacity]]
     keys, where = np.unique(values, return_inverse=True)
     if len(keys) < len(values):
