@@ -15,8 +15,11 @@ maximum) and, for the daemon's Python process, its RSS once the phase is over.
 What should not grow with rows: everything in the small-commit phase, and the daemon's
 Python process throughout (it holds sketches and one row per data file of a job). What may:
 the full build's JVM, up to its heap cap (``spark.driver.memory``, 1 GiB by default), and
-nothing else. A Python worker holds one data file's columns at a time, so it grows with a
-file's size, not the table's: the files here are all the same size.
+nothing else. A Python worker holds one batch of one data file at a time
+(``arrow_sketch/column_stream.py``), whatever the file's size: ``--files 4`` grows the table
+by bigger files instead of more. Last, one file of the largest table is sketched alone in a
+fresh process per batch size (what one task does), its peak memory above the process's
+base and its time printed: the measurement behind the batch size.
 
     .venv/bin/python tests/bench/memory.py [--sizes 1,4,16] [--file-rows 250000 | --files 4]
 """
@@ -27,6 +30,7 @@ import argparse
 import datetime as dt
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -50,6 +54,7 @@ from latency import (  # the latency benchmark's daemon and config
 )
 
 try:
+    from lakestats.arrow_sketch.column_stream import MAX_BATCH_ROWS, MIN_BATCH_ROWS
     from lakestats.testing import IcebergWarehouse
 except ImportError as exc:  # pragma: no cover - a set-up problem, said plainly
     raise SystemExit(f"cannot import lakestats ({exc}): run `make install` first") from exc
@@ -260,6 +265,51 @@ def measure(size_rows: int, args: argparse.Namespace, work: Path) -> SizeResult:
     return result
 
 
+# -- one file's sketching against the batch size ---------------------------------------------
+
+_PROBE = """
+import sys, time
+from dataclasses import replace
+from lakestats.arrow_sketch.engine import arrow_job
+from lakestats.arrow_sketch.file_sketch import sketch_file
+from lakestats.model import SketchSettings
+from lakestats.sketches.spec import type_spec
+path, batch = sys.argv[1], int(sys.argv[2])
+names = [("id", "long"), ("name", "string"), ("price", "double"), ("day", "date"), ("qty", "int")]
+columns = [(i + 1, n, type_spec(t), True) for i, (n, t) in enumerate(names)]
+settings = SketchSettings(kll_k=1481, frequent_items=256, value_samples=True)  # the defaults
+job = arrow_job(columns, settings, "name")
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+base = status("VmRSS")
+with open("/proc/self/clear_refs", "w") as clear:
+    clear.write("5")  # the peak (VmHWM) starts again from now: imports are not counted
+started = time.perf_counter()
+_, rows = sketch_file(path, replace(job, batch_rows=batch), None)
+seconds = time.perf_counter() - started
+print(rows, (status("VmHWM") - base) / 1024, seconds)
+"""
+
+
+def batch_probe(path: Path, sizes: Sequence[int]) -> list[tuple[int, int, float, float]]:
+    """``(batch rows, rows, MiB above the process's base, seconds)`` of ``sketch_file`` on
+    ``path`` (what one Arrow-engine task does for one file), each in a fresh process."""
+    out = []
+    for size in sizes:
+        done = subprocess.run(
+            [sys.executable, "-c", _PROBE, str(path), str(size)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        )
+        rows, mib, seconds = done.stdout.split()
+        out.append((size, int(rows), float(mib), float(seconds)))
+    return out
+
+
 # -- report ---------------------------------------------------------------------------------
 
 
@@ -346,6 +396,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"table of {rows:,} rows:", flush=True)
         results.append(measure(rows, args, args.work_dir.resolve() / f"{rows}"))
     report(results)
+    largest = max(
+        (args.work_dir.resolve() / f"{int(args.sizes[-1] * 1_000_000)}" / "wh").rglob(
+            "data/*.parquet"
+        ),
+        key=lambda p: p.stat().st_size,
+    )
+    sizes = [1 << 30, 1 << 20, 1 << 19, 1 << 18, MAX_BATCH_ROWS, MIN_BATCH_ROWS]
+    print(f"\nOne file's sketch (the defaults) against the batch size: {largest.name}")
+    print("| batch rows | rows | peak above the base | seconds |")
+    print("|---|---|---|---|")
+    for size, rows, mib, seconds in batch_probe(largest, sizes):
+        label = "the whole file" if size >= rows else f"{size:,}"
+        print(f"| {label} | {rows:,} | {mib:.0f} MiB | {seconds:.2f} |")
     return 0
 
 
