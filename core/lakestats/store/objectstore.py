@@ -4,10 +4,10 @@ An object appears whole or not at all once its PUT returns, so a write needs no 
 name and no fsync, and a reader never sees a partial file. What a plain PUT lacks is the
 exclusive create that decides between two writers of one table's next state version
 (``statelog``). S3 has it as a conditional write (``If-None-Match: *``: AWS since 2024-08,
-MinIO, Ceph RGW), which pyarrow cannot send, so that one request goes through boto3 (the
-``s3`` extra); everything else uses pyarrow's S3 client, configured like every other S3
-reader here (the standard AWS environment: ``AWS_ENDPOINT_URL``, ``AWS_REGION``,
-credentials). Other object stores (gs://, abfs://) have no conditional create pyarrow or a
+MinIO, Ceph RGW), which pyarrow cannot send, so PUTs go through boto3 (the ``s3`` extra;
+plain ones too: one request where pyarrow's output stream makes three); reads, listings
+and deletes use pyarrow's S3 client. Both are configured like every other S3 client here,
+by the standard AWS environment (``AWS_ENDPOINT_URL``, ``AWS_REGION``, credentials). Other object stores (gs://, abfs://) have no conditional create pyarrow or a
 dependency of ours can send, so a state dir there is refused at config load
 (``check_state_dir``) rather than left without its arbiter.
 """
