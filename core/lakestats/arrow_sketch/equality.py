@@ -25,7 +25,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.arrow_sketch.file_sketch import ArrowColumn, Declined, read_file_columns
+from lakestats.arrow_sketch.file_sketch import (
+    ArrowColumn,
+    ArrowJob,
+    Declined,
+    file_batches,
+    read_file_columns,
+)
 from lakestats.arrow_sketch.key_sketch import key_type_supported, key_values
 from lakestats.deletes.plan import LiveReadPlan
 from lakestats.model import TableSchema
@@ -86,22 +92,29 @@ def _dead(
     match_by: Literal["field_id", "name"],
     deleted: dict[tuple[str, tuple[ArrowColumn, ...]], pa.Array],
 ) -> np.ndarray:
-    # the data file read once, with every group's equality columns
-    wanted = {c.field_id: c for columns, _ in task.groups for c in columns}
-    data = read_file_columns(task.path, tuple(wanted.values()), match_by)
-    if data is None:
-        return np.zeros(0, dtype=np.int64)  # no rows
-    dead = np.zeros(len(next(iter(data.values()))), dtype=bool)
+    value_sets: dict[tuple[ArrowColumn, ...], pa.Array] = {}
     for columns, delete_paths in task.groups:
         for path in delete_paths:
             if (path, columns) not in deleted:
                 rows = read_file_columns(path, columns, match_by)
                 empty = pa.array([], pa.large_binary())
                 deleted[path, columns] = empty if rows is None else _keys(rows, columns)
-        value_set = pa.concat_arrays([deleted[path, columns] for path in delete_paths])
-        hits = pc.is_in(_keys(data, columns), value_set=value_set)
-        dead |= np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)
-    return np.flatnonzero(dead).astype(np.int64)
+        value_sets[columns] = pa.concat_arrays([deleted[path, columns] for path in delete_paths])
+    # the data file read once, with every group's equality columns, a batch at a time
+    # (``file_sketch.read_batches``): a worker holds one batch of it, not the file
+    wanted = {c.field_id: c for columns, _ in task.groups for c in columns}
+    job = ArrowJob(tuple(wanted.values()), kll_k=8, theta_lg_k=4, match_by=match_by)
+    dead: list[np.ndarray] = []
+    start = 0
+    for batch in file_batches(task.path, job):
+        n = len(next(iter(batch.values())))
+        hit = np.zeros(n, dtype=bool)
+        for columns, value_set in value_sets.items():
+            hits = pc.is_in(_keys(batch, columns), value_set=value_set)
+            hit |= np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)
+        dead.append(np.flatnonzero(hit).astype(np.int64) + start)
+        start += n
+    return np.concatenate(dead) if dead else np.zeros(0, dtype=np.int64)
 
 
 def _keys(rows: Mapping[int, pa.Array], columns: Sequence[ArrowColumn]) -> pa.Array:

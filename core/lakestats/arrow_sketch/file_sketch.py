@@ -179,6 +179,19 @@ def read_batches(parquet: pq.ParquetFile, job: ArrowJob) -> Iterator[dict[int, p
         raise Declined("the footer's row count is not the data's")
 
 
+def file_batches(path: str, job: ArrowJob) -> Iterator[dict[int, pa.Array]]:
+    """``read_batches`` of the file at ``path``, its read failures as ``reading_file``
+    makes them (what the caller does with a batch is not a read failure)."""
+    with reading_file(path):
+        batches = read_batches(open_parquet(path), job)
+    while True:
+        with reading_file(path):
+            batch = next(batches, None)
+        if batch is None:
+            return
+        yield batch
+
+
 def read_file_columns(
     path: str, columns: Sequence[ArrowColumn], match_by: Literal["field_id", "name"]
 ) -> dict[int, pa.Array] | None:
@@ -198,27 +211,21 @@ def sketch_file(
     (``model.KEY_SKETCH_ID`` …) when the job has a key; ``(None, 0)`` when no row lives.
     Read and sketched a batch at a time (``column_stream``). Reading fails as
     ``reading_file`` says; ``Declined`` and anything else is the SQL job's to try."""
-    with reading_file(path):
-        batches = read_batches(open_parquet(path), job)
     columns = {c.field_id: ColumnAccumulator(c, job) for c in job.columns}
     key = None if job.key is None else KeyAccumulator(job.key, job.theta_lg_k)
     gone = None if dead is None or not len(dead) else np.unique(dead)
     start = live = 0
-    while True:
-        with reading_file(path):
-            batch = next(batches, None)
-        if batch is None:
-            break
+    for batch in file_batches(path, job):
         n = len(next(iter(batch.values()))) if batch else 0
-        batch, kept = _live(batch, gone, start, n)
+        living, kept = _live(batch, gone, start, n)
         start += n
         if not kept:
             continue
         live += kept
         for field_id, accumulator in columns.items():
-            accumulator.add(batch[field_id])
+            accumulator.add(living[field_id])
         if key is not None:
-            key.add(batch)
+            key.add(living)
     if not live:
         return None, 0
     out = {field_id: accumulator.result() for field_id, accumulator in columns.items()}

@@ -7,9 +7,10 @@ exclusive create that decides between two writers of one table's next state vers
 MinIO, Ceph RGW), which pyarrow cannot send, so PUTs go through boto3 (the ``s3`` extra;
 plain ones too: one request where pyarrow's output stream makes three); reads, listings
 and deletes use pyarrow's S3 client. Both are configured like every other S3 client here,
-by the standard AWS environment (``AWS_ENDPOINT_URL``, ``AWS_REGION``, credentials). Other object stores (gs://, abfs://) have no conditional create pyarrow or a
-dependency of ours can send, so a state dir there is refused at config load
-(``check_state_dir``) rather than left without its arbiter.
+by the standard AWS environment (``AWS_ENDPOINT_URL``, ``AWS_REGION``, credentials).
+Other object stores (gs://, abfs://) have no conditional create pyarrow or a dependency of
+ours can send, so a state dir there is refused at config load (``check_state_dir``) rather
+than left without its arbiter.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ from lakestats.arrow_sketch.column_stream import (
     batch_rows_for,
 )
 from lakestats.arrow_sketch.engine import arrow_job
-from lakestats.arrow_sketch.file_sketch import ArrowJob, sketch_file
+from lakestats.arrow_sketch.equality import EqualityTask, equality_partition
+from lakestats.arrow_sketch.file_sketch import ArrowColumn, ArrowJob, sketch_file
 from lakestats.model import KEY_SKETCH_ID, RETRACTED_KEY_SKETCH_ID, KeySketch, SketchSettings
 from lakestats.sketches.spec import type_spec
 
@@ -246,3 +247,36 @@ def test_date_and_timestamp_bounds_survive_the_batches(written: tuple[str, pa.Ta
     assert batched[5].min == dt.date(2020, 1, 1)
     assert batched[5].max == pc.max(table.column("day")).as_py()
     assert batched[6].max == pc.max(table.column("at")).as_py()
+
+
+def test_equality_deletes_find_their_rows_a_batch_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The data file's equality columns are read in batches (here of 1,000 rows, across 7
+    row groups): the dead positions are the rows whose (qty, name) a delete file holds, as
+    pyarrow finds them in the whole file."""
+    monkeypatch.setattr(column_stream, "MAX_BATCH_ROWS", 1_000)
+    monkeypatch.setattr(column_stream, "MIN_BATCH_ROWS", 1_000)
+    table = _table(ROWS, seed=13)
+    data, deletes = tmp_path / "data.parquet", tmp_path / "deletes.parquet"
+    pq.write_table(table, data, row_group_size=6_000)
+    keys = table.select(["qty", "name"]).slice(100, 400)  # NULLs among them match NULLs
+    pq.write_table(keys, deletes)
+    by_name = {name: (fid, t) for fid, name, t in COLUMNS}
+    columns = tuple(
+        ArrowColumn(by_name[n][0], (n,), type_spec(by_name[n][1]), False)  # type: ignore[arg-type]
+        for n in ("qty", "name")
+    )
+    task = EqualityTask(str(data), ((columns, (str(deletes),)),))
+
+    ((path, status, dead),) = list(equality_partition("name", iter([task])))
+
+    wanted = {(r["qty"], r["name"]) for r in keys.to_pylist()}
+    expected = [
+        i
+        for i, r in enumerate(table.select(["qty", "name"]).to_pylist())
+        if (r["qty"], r["name"]) in wanted
+    ]
+    assert (path, status) == (str(data), "ok")
+    assert isinstance(dead, np.ndarray)
+    assert dead.tolist() == expected and len(expected) > 400
