@@ -15,7 +15,7 @@ here once:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -102,6 +102,13 @@ class TableLocation:
             return self.filesystem.get_file_info(self.fs_path(*parts)).type
         except OSError:
             return pafs.FileType.NotFound
+
+    def files(self, folder: str, names: Sequence[str]) -> list[pafs.FileInfo | None]:
+        """Each file ``folder/<name>`` that exists, ``None`` for one that does not: asked for
+        by name (a file-info request each, a HEAD on object storage), no listing. ``OSError``
+        when they cannot be asked for."""
+        infos = self.filesystem.get_file_info([self.fs_path(folder, name) for name in names])
+        return [info if info.type == pafs.FileType.File else None for info in infos]
 
     def is_dir(self, *parts: str) -> bool:
         return bool(self.file_type(*parts) == pafs.FileType.Directory)

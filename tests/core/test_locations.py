@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from pathlib import Path
 
 import pyarrow.fs as pafs
 import pytest
@@ -52,3 +53,15 @@ def test_a_table_on_gcs_without_credentials_fails_fast_in_one_line(
         open_table("gs://lakestats-no-such-bucket-for-tests/warehouse/t")
     assert time.monotonic() - started < 60
     assert "\n" not in str(caught.value).strip()
+
+
+def test_files_are_asked_for_by_name(tmp_path: Path) -> None:
+    """``TableLocation.files``: what Delta's log probe and Iceberg's hint reader ask."""
+    (tmp_path / "log").mkdir()
+    (tmp_path / "log" / "a.json").write_bytes(b"12345")
+    (tmp_path / "log" / "sub").mkdir()
+    location = locations.resolve_location(str(tmp_path))
+    found, missing, folder = location.files("log", ["a.json", "b.json", "sub"])
+    assert found is not None and found.size == 5 and found.base_name == "a.json"
+    assert missing is None and folder is None  # a folder is not a file
+    assert location.files("nowhere", ["a.json"]) == [None]

@@ -160,13 +160,12 @@ def probe_log(location: TableLocation, listing: LogListing) -> LogListing | None
     found: dict[int, LogFile] = {}
     versions = range(current, current + 2)  # the usual poll: is there one more?
     while len(found) < _PROBE_LIMIT:
-        paths = [location.fs_path(LOG_DIR, commit_name(v)) for v in versions]
         try:
-            infos = location.filesystem.get_file_info(paths)
+            infos = location.files(LOG_DIR, [commit_name(v) for v in versions])
         except OSError:
             return None  # the listing reports it, with its own words
         for version, info in zip(versions, infos, strict=True):
-            if info.type != pafs.FileType.File:
+            if info is None:
                 if version == current:
                     return None
                 return replace(listing, commits={**listing.commits, **found}) if found else listing

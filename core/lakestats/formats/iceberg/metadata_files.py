@@ -148,11 +148,9 @@ def _hadoop_name(version: int) -> str:
 def _existing(location: TableLocation, names: list[str]) -> list[pafs.FileInfo | None]:
     """Each file under ``metadata/`` that exists, None for one that does not (one
     file-info request each)."""
-    paths = [location.fs_path(METADATA_DIR, name) for name in names]
     try:
-        infos = location.filesystem.get_file_info(paths)
+        return location.files(METADATA_DIR, names)
     except OSError as exc:
         raise MetadataError(
             f"{location.join(METADATA_DIR)} is unreadable ({first_line(exc)})"
         ) from exc
-    return [info if info.type == pafs.FileType.File else None for info in infos]
