@@ -19,6 +19,7 @@ import structlog
 from lakestats.analyze import AnalyzeResult, BatchProgress, CommitReport, PendingCallback
 from lakestats.locations import local_path
 from lakestats.shards import ShardPlan
+from lakestats.store import objectstore
 from lakestats.tables import OpenedTable
 from lakestatsd.config import ServiceConfig
 from lakestatsd.maintenance import MaintenanceFns, MaintenanceRunner, MaintenanceScheduler
@@ -250,9 +251,15 @@ def own_tables(config: ServiceConfig, plan: ShardPlan) -> ServiceConfig:
 
 
 def state_dir_writable(state_dir: str) -> tuple[bool, str | None]:
+    """A local state dir: a file created and removed in it. On S3: its bucket there and
+    visible (no write: the first commit that cannot write fails as ``storage``)."""
     directory = local_path(state_dir)
     if directory is None:
-        return True, None  # remote stores are checked by the first commit that writes
+        try:
+            objectstore.check_reachable(state_dir)
+        except OSError as exc:
+            return False, f"{type(exc).__name__}: {exc.strerror or exc}"
+        return True, None
     probe = directory / f".lakestatsd-ready-{os.getpid()}"
     try:
         probe.write_bytes(b"")

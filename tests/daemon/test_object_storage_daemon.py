@@ -20,6 +20,7 @@ from deltalake import DeltaTable, write_deltalake
 from lakestatsd_harness import DaemonProcess, fast_config_text
 
 from delta_tables import assert_describes_live_rows
+from lakestatsd.wiring import state_dir_writable
 from object_store import S3Server
 
 OPTIONS = {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}  # one writer: delta-rs needs no lock table
@@ -84,3 +85,14 @@ def test_the_daemon_polls_a_delta_table_on_s3_and_sketches_its_new_files(
         ready = daemon.request("GET", "/readyz").json()
         assert ready["checks"]["state_dir"] == {"ok": True, "path": state_dir, "error": None}
     assert daemon.terminate() == 0
+
+
+def test_readiness_sees_a_state_dir_on_s3_without_writing(s3_server: S3Server) -> None:
+    """``/readyz``'s ``state_dir`` check for a store on S3: its bucket must be there (one
+    request, nothing written); a missing bucket is reported, naming it."""
+    bucket = s3_server.new_bucket()
+    assert state_dir_writable(f"{bucket}/lakestats") == (True, None)
+    assert s3_server.keys(bucket) == []  # nothing written
+    ok, error = state_dir_writable("s3://no-such-bucket-lakestats/lakestats")
+    assert not ok and error is not None
+    assert "no-such-bucket-lakestats" in error and "does not exist" in error

@@ -196,6 +196,15 @@ def _below(uri: str, *, recursive: bool) -> list[pafs.FileInfo]:
 
 
 @_storage_errors
+def check_reachable(uri: str) -> None:
+    """``OSError`` unless ``uri``'s bucket exists and these credentials may see it (one
+    request): what readiness can learn without writing."""
+    bucket, _ = _split(uri)
+    if _filesystem(bucket).get_file_info(bucket).type != pafs.FileType.Directory:
+        raise FileNotFoundError(errno.ENOENT, f"bucket {bucket!r} does not exist", uri)
+
+
+@_storage_errors
 def list_dir(uri: str) -> list[str]:
     return sorted(
         info.base_name for info in _below(uri, recursive=False) if info.type == pafs.FileType.File
