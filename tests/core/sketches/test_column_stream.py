@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from datasketches import PyDoublesSerDe, frequent_items_sketch, kll_doubles_sketch
+from structlog.testing import capture_logs
 
 from lakestats.arrow_sketch import column_stream
 from lakestats.arrow_sketch.column_stream import (
@@ -25,8 +27,11 @@ from lakestats.arrow_sketch.column_stream import (
 from lakestats.arrow_sketch.engine import arrow_job
 from lakestats.arrow_sketch.equality import EqualityTask, equality_partition
 from lakestats.arrow_sketch.file_sketch import ArrowColumn, ArrowJob, sketch_file
+from lakestats.formats.iceberg.opening import open_iceberg_location
 from lakestats.model import KEY_SKETCH_ID, RETRACTED_KEY_SKETCH_ID, KeySketch, SketchSettings
+from lakestats.pipeline import sketch_files
 from lakestats.sketches.spec import type_spec
+from lakestats.testing import IcebergWarehouse
 
 ROWS = 40_000
 COLUMNS = [
@@ -280,3 +285,42 @@ def test_equality_deletes_find_their_rows_a_batch_at_a_time(
     assert (path, status) == (str(data), "ok")
     assert isinstance(dead, np.ndarray)
     assert dead.tolist() == expected and len(expected) > 400
+
+
+@pytest.mark.spark
+def test_a_file_of_several_batches_gets_the_sql_jobs_statistics(spark: Any, tmp_path: Path) -> None:
+    """Through the real path — ``sketch_files``, Spark's Python workers, the default batch
+    size — a pyiceberg file of 300,000 rows (three batches) gets from the Arrow engine what
+    Spark's SQL job computes: the same theta and value-sample bytes, counts and bounds, KLL
+    quantiles within the rank bound of each other, frequent items bounding the exact counts."""
+    rows = 300_000
+    assert rows > 2 * column_stream.MAX_BATCH_ROWS
+    warehouse = IcebergWarehouse(tmp_path / "wh")
+    table = _table(rows, seed=21).select(["id", "qty", "name", "price", "day"])
+    warehouse.create_table("t", table.schema)
+    warehouse.append("t", table)
+    opened = open_iceberg_location(warehouse.location("t"))
+    schema = opened.schema()
+    paths = [f.path for c in opened.commits_since(None) for f in c.added_files]
+    settings = SketchSettings(value_samples=True, frequent_items=256)
+
+    sql = sketch_files(spark, paths, schema, settings, engine="sql")
+    with capture_logs() as logs:
+        arrow = sketch_files(spark, paths, schema, settings, engine="auto")
+
+    assert [e for e in logs if e["event"] == "arrow_engine_sketched"]
+    assert not [e for e in logs if e["event"] == "arrow_engine_declined"]
+    (path,) = paths
+    for column in schema.columns:
+        want, got = sql[path][column.field_id], arrow[path][column.field_id]
+        label = column.name
+        assert got.theta == want.theta, label
+        assert got.value_sample == want.value_sample, label
+        for field in ("null_count", "nan_count", "len_sum", "len_max"):
+            assert getattr(got, field) == getattr(want, field), (label, field)
+        assert repr((got.min, got.max)) == repr((want.min, want.max)), label
+        if want.kll is not None:
+            assert got.kll is not None
+            _assert_kll(got.kll, table.column(label), settings.kll_k, label)
+            _assert_kll(want.kll, table.column(label), settings.kll_k, label)
+            _assert_frequent(got.frequent_items, table.column(label), label)
