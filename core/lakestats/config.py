@@ -43,7 +43,7 @@ from pydantic import (
 )
 
 from lakestats.exceptions import ConfigError
-from lakestats.locations import local_path
+from lakestats.locations import check_state_dir, local_path
 from lakestats.model import SketchSettings
 from lakestats.shards import MAX_SHARDS, ShardPlan, plan_shards
 from lakestats.sketches.frequent import MAX_ITEMS_TRACKED
@@ -52,7 +52,6 @@ from lakestats.sketches.spec import (
     kll_k_for_error,
     validate_sketch_settings,
 )
-from lakestats.store import atomic
 
 ENV_PREFIX = "LAKESTATS_"
 SHARD_PLACEHOLDER = "{shard}"
@@ -412,7 +411,7 @@ class Config(ConfigSection):
         # key rather than a traceback at the first write
         local = local_path(value)
         if local is None:
-            atomic.check_state_dir(value)
+            check_state_dir(value)
             return value
         for path in (local, *local.parents):
             try:

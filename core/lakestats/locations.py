@@ -15,6 +15,7 @@ here once:
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,9 @@ from lakestats.exceptions import TableNotFoundError, first_line
 # credentials can be found at all, so one table on gs:// without them held a daemon worker
 # for a quarter of an hour per attempt. A minute still rides out transient errors.
 GCS_RETRY_LIMIT_S = 60.0
+# object stores the stats store can live on (``store/objectstore.py``), and the extra it needs
+STORE_SCHEMES = ("s3",)
+STORE_EXTRA = "s3"
 
 
 def filesystem_from_uri(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -174,3 +178,34 @@ def parse_location_mapping(text: str) -> tuple[str, str]:
     if not sep or not source.strip() or not target.strip():
         raise ValueError(f"location mapping {text!r} is not FROM=TO (two path prefixes)")
     return source.strip(), target.strip()
+
+
+def check_state_dir(uri: str) -> None:
+    """``ValueError`` saying why ``uri`` (a remote URI) cannot hold the stats store (here,
+    not in ``lakestats.store``: loading a config checks it and must stay light)."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if scheme not in STORE_SCHEMES:
+        raise ValueError(
+            f"the stats store cannot live on {scheme}:// ({uri}): it needs an exclusive create, "
+            "which lakestats has on a file system (a path, file://, NFS) and on s3:// "
+            "(conditional writes)"
+        )
+    if not parts.netloc:
+        raise ValueError(f"{uri} names no bucket")
+    if parts.query or parts.fragment:
+        raise ValueError(
+            f"{uri}: a state_dir URI takes no options; configure the S3 client through the "
+            "AWS environment (AWS_ENDPOINT_URL, AWS_REGION, credentials)"
+        )
+    if not _has_boto3():
+        raise ValueError(
+            f"a state_dir on s3:// needs boto3: install the `lakestats[{STORE_EXTRA}]` extra"
+        )
+
+
+def _has_boto3() -> bool:
+    try:
+        return importlib.util.find_spec("boto3") is not None
+    except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
+        return False

@@ -28,12 +28,6 @@ StorePath = Path | str
 TEMP_MARKER = ".tmp-"
 
 
-def check_state_dir(state_dir: str) -> None:
-    """``ValueError`` saying why ``state_dir`` cannot hold the stats store."""
-    if locations.local_path(state_dir) is None:
-        objectstore.check_state_dir(state_dir)
-
-
 def root(state_dir: PathLike) -> StorePath:
     """The store's root: a ``Path`` for a local state dir, the URI for an object store."""
     local = locations.local_path(state_dir)

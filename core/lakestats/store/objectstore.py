@@ -9,7 +9,7 @@ plain ones too: one request where pyarrow's output stream makes three); reads, l
 and deletes use pyarrow's S3 client. Both are configured like every other S3 client here,
 by the standard AWS environment (``AWS_ENDPOINT_URL``, ``AWS_REGION``, credentials).
 Other object stores (gs://, abfs://) have no conditional create pyarrow or a dependency of
-ours can send, so a state dir there is refused at config load (``check_state_dir``) rather
+ours can send, so a state dir there is refused at config load (``locations.check_state_dir``) rather
 than left without its arbiter.
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import importlib.util
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit
@@ -25,10 +24,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from lakestats.locations import filesystem_from_uri
-
-SCHEMES = ("s3",)
-EXTRA = "s3"
+from lakestats.locations import STORE_SCHEMES, filesystem_from_uri
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -54,37 +50,7 @@ def _storage_errors(func: Callable[_P, _R]) -> Callable[_P, _R]:
 
 
 def is_object_store(uri: str) -> bool:
-    return urlsplit(uri).scheme.lower() in SCHEMES
-
-
-def check_state_dir(uri: str) -> None:
-    """``ValueError`` saying why ``uri`` (a remote URI) cannot hold the stats store."""
-    parts = urlsplit(uri)
-    scheme = parts.scheme.lower()
-    if scheme not in SCHEMES:
-        raise ValueError(
-            f"the stats store cannot live on {scheme}:// ({uri}): it needs an exclusive create, "
-            "which lakestats has on a file system (a path, file://, NFS) and on s3:// "
-            "(conditional writes)"
-        )
-    if not parts.netloc:
-        raise ValueError(f"{uri} names no bucket")
-    if parts.query or parts.fragment:
-        raise ValueError(
-            f"{uri}: a state_dir URI takes no options; configure the S3 client through the "
-            "AWS environment (AWS_ENDPOINT_URL, AWS_REGION, credentials)"
-        )
-    if not _has_boto3():
-        raise ValueError(
-            f"a state_dir on s3:// needs boto3: install the `lakestats[{EXTRA}]` extra"
-        )
-
-
-def _has_boto3() -> bool:
-    try:
-        return importlib.util.find_spec("boto3") is not None
-    except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
-        return False
+    return urlsplit(uri).scheme.lower() in STORE_SCHEMES
 
 
 def join(base: str, *parts: str) -> str:
