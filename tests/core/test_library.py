@@ -70,3 +70,16 @@ def test_tables_are_named_by_location_name_or_config_entry(tmp_path: Path) -> No
         assert doc["record_count"] == 2
     with pytest.raises(lakestats.LakestatsError, match="neither a configured table name"):
         lakestats.read_stats("nosuch", config=config)
+
+
+def test_the_on_commit_hook_loads_no_store_or_spark() -> None:
+    """``lakestats notify`` runs in a writer's commit hook: loading its config and client
+    stays clear of the store (Parquet codecs, boto3) and Spark."""
+    code = (
+        "import sys; import lakestats.config, lakestats.notify; "
+        "print(sorted({m.split('.')[0] if not m.startswith('lakestats.') else "
+        "'.'.join(m.split('.')[:2]) for m in sys.modules} & "
+        "{'pyspark', 'lakestats.store', 'boto3', 'botocore'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
