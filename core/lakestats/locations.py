@@ -19,11 +19,13 @@ import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from pyarrow import fs as pafs
-
 from lakestats.exceptions import TableNotFoundError, first_line
+
+if TYPE_CHECKING:
+    from pyarrow import fs as pafs
 
 # pyarrow's GCS client retries a failing request for 15 minutes by default — also when no
 # credentials can be found at all, so one table on gs:// without them held a daemon worker
@@ -41,6 +43,8 @@ def filesystem_from_uri(uri: str) -> tuple[pafs.FileSystem, str]:
     if scheme in ("gs", "gcs") and "retry_limit_seconds=" not in uri:
         joiner = "&" if "?" in uri else "?"
         uri = f"{uri}{joiner}retry_limit_seconds={GCS_RETRY_LIMIT_S:g}"
+    from pyarrow import fs as pafs  # noqa: PLC0415 - a config or a hook loads no pyarrow
+
     filesystem, path = pafs.FileSystem.from_uri(uri)
     return filesystem, str(path)
 
@@ -98,10 +102,14 @@ class TableLocation:
     @property
     def local_root(self) -> Path | None:
         """The directory on the local file system, ``None`` for remote locations."""
+        from pyarrow import fs as pafs  # noqa: PLC0415 - see filesystem_from_uri
+
         return Path(self.root) if isinstance(self.filesystem, pafs.LocalFileSystem) else None
 
     def file_type(self, *parts: str) -> pafs.FileType:
         """What is at ``parts`` under the root (``NotFound`` when unreadable or absent)."""
+        from pyarrow import fs as pafs  # noqa: PLC0415 - see filesystem_from_uri
+
         try:
             return self.filesystem.get_file_info(self.fs_path(*parts)).type
         except OSError:
@@ -111,10 +119,14 @@ class TableLocation:
         """Each file ``folder/<name>`` that exists, ``None`` for one that does not: asked for
         by name (a file-info request each, a HEAD on object storage), no listing. ``OSError``
         when they cannot be asked for."""
+        from pyarrow import fs as pafs  # noqa: PLC0415 - see filesystem_from_uri
+
         infos = self.filesystem.get_file_info([self.fs_path(folder, name) for name in names])
         return [info if info.type == pafs.FileType.File else None for info in infos]
 
     def is_dir(self, *parts: str) -> bool:
+        from pyarrow import fs as pafs  # noqa: PLC0415 - see filesystem_from_uri
+
         return bool(self.file_type(*parts) == pafs.FileType.Directory)
 
 
@@ -123,6 +135,8 @@ def resolve_location(path: str) -> TableLocation:
 
     Raises ``TableNotFoundError`` when the scheme has no filesystem.
     """
+    from pyarrow import fs as pafs  # noqa: PLC0415 - see filesystem_from_uri
+
     local = local_path(path)
     if local is not None:
         root = str(local.expanduser().resolve())

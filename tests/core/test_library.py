@@ -74,12 +74,12 @@ def test_tables_are_named_by_location_name_or_config_entry(tmp_path: Path) -> No
 
 def test_the_on_commit_hook_loads_no_store_or_spark() -> None:
     """``lakestats notify`` runs in a writer's commit hook: loading its config and client
-    stays clear of the store (Parquet codecs, boto3) and Spark."""
+    stays clear of pyarrow (0.2 s of imports), the store (boto3) and Spark."""
     code = (
         "import sys; import lakestats.config, lakestats.notify; "
         "print(sorted({m.split('.')[0] if not m.startswith('lakestats.') else "
         "'.'.join(m.split('.')[:2]) for m in sys.modules} & "
-        "{'pyspark', 'lakestats.store', 'boto3', 'botocore'}))"
+        "{'pyspark', 'pyarrow', 'lakestats.store', 'boto3', 'botocore'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
