@@ -28,7 +28,7 @@ The result is what the one-batch computation gives, not an approximation of it:
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -46,6 +46,9 @@ from lakestats.model import ColumnSketch
 from lakestats.sketches import sample_codec
 from lakestats.sketches.frequent import frequent_capacity, frequent_items_of_counts
 from lakestats.values import from_physical
+
+if TYPE_CHECKING:  # file_sketch imports this module
+    from lakestats.arrow_sketch.file_sketch import ArrowColumn, ArrowJob
 
 _TIME_TYPES = ("date", "timestamp", "timestamptz")
 
@@ -168,7 +171,7 @@ class ColumnAccumulator:
     the engine's type, then ``result``): what ``file_sketch.column_sketch`` computes for the
     whole column at once."""
 
-    def __init__(self, column: Any, job: Any) -> None:
+    def __init__(self, column: ArrowColumn, job: ArrowJob) -> None:
         self._column = column
         self._job = job
         spec = column.spec
