@@ -38,6 +38,8 @@ log = structlog.get_logger("lakestatsd.maintenance")
 EXPIRE = "expire"
 COMPACT = "compact"
 JOBS = (EXPIRE, COMPACT)  # the order a worker runs them in
+# the store's files and bytes are measured again at least this often (``observe_store``)
+STORE_OBSERVE_EVERY_S = 600.0
 
 
 def _folder(path: str) -> str:
@@ -128,6 +130,8 @@ class MaintenanceRunner:
         self._lock = threading.Lock()
         self._pending: dict[str, set[str]] = {t.name: set() for t in config.table}
         self._last_ok: dict[str, dict[str, float]] = {job: {} for job in JOBS}
+        # per table: the state versions and when its store was last measured
+        self._observed: dict[str, tuple[tuple[int, ...], float]] = {}
         self.metrics = MaintenanceMetrics(registry)
         registry.register(_SinceCollector(self))
 
@@ -151,9 +155,22 @@ class MaintenanceRunner:
         return self._stale(opened)
 
     def observe_store(self, table: str, opened: OpenedTable) -> None:
+        """The store's files and bytes, measured again when its state log changed (a
+        commit, a compaction, versions cleaned up), after a maintenance job, and at least
+        every ``STORE_OBSERVE_EVERY_S``: every poll tick runs this, and the measure walks
+        the table's whole folder (on S3, lists the whole prefix), the log alone is one
+        small listing."""
+        versions = tuple(opened.store.versions())
+        now = self._clock()
+        with self._lock:
+            seen = self._observed.get(table)
+        if seen is not None and seen[0] == versions and now - seen[1] < STORE_OBSERVE_EVERY_S:
+            return
         files, size = opened.store.usage()
         self.metrics.store_files.labels(table).set(files)
         self.metrics.store_bytes.labels(table).set(size)
+        with self._lock:
+            self._observed[table] = (versions, now)
 
     def run_pending(self, table: str, opened: OpenedTable, should_stop: Callable[[], bool]) -> bool:
         """Run the table's pending jobs in order; False if it stopped with jobs left."""
@@ -169,6 +186,8 @@ class MaintenanceRunner:
         return True
 
     def _run(self, table: str, job: str, opened: OpenedTable) -> None:
+        with self._lock:
+            self._observed.pop(table, None)  # measure the store again after any job
         started = time.monotonic()
         try:
             report = self._fns.expire(opened) if job == EXPIRE else self._fns.compact(opened)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from lakestats.analyze import analyze_table, read_stats
 from lakestats.config import SketchConfig, load_config
@@ -24,7 +24,14 @@ from lakestatsd.config import ScheduledExpireConfig as ExpireConfig
 from lakestatsd.config import ServiceConfig as Config
 from lakestatsd.config import ServiceMaintenanceConfig as MaintenanceConfig
 from lakestatsd.config import ServiceTableConfig as TableConfig
-from lakestatsd.maintenance import COMPACT, EXPIRE, MaintenanceFns, MaintenanceScheduler
+from lakestatsd.maintenance import (
+    COMPACT,
+    EXPIRE,
+    STORE_OBSERVE_EVERY_S,
+    MaintenanceFns,
+    MaintenanceRunner,
+    MaintenanceScheduler,
+)
 from lakestatsd.schedules import next_fire_times
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
@@ -233,3 +240,65 @@ def test_bad_maintenance_config_is_a_clear_error() -> None:
         ExpireConfig(retain_last=1, schedule="0 25 * * *")
     with pytest.raises(ValueError, match="needs older_than and/or retain_last"):
         ExpireConfig(schedule="0 3 * * *")
+
+
+def test_the_store_is_measured_when_it_changes_not_on_every_poll(tmp_path: Path) -> None:
+    """``observe_store`` runs on every poll tick; the measure walks the table's whole store
+    (a recursive listing on S3), so it is taken again only when the state log changed,
+    after a maintenance job, or when ``STORE_OBSERVE_EVERY_S`` passed. A real table and
+    store; the walks counted through the store's own ``usage``."""
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", SCHEMA)
+    wh.append("t", pa.table({"id": [1]}, schema=SCHEMA))
+    table = TableConfig(name="t", catalog=wh.catalog_name, identifier=wh.identifier("t"))
+    config = Config(
+        state_dir=str(tmp_path / "state"),
+        sketch=SketchConfig(enabled=False),
+        catalog={wh.catalog_name: dict(wh.catalog_properties)},
+        table=(table,),
+    )
+    opened = open_configured(table, config)
+    analyze_table(opened, config=config, sketcher=None)
+    measured: list[tuple[int, int]] = []
+    usage = opened.store.usage
+
+    def counted() -> tuple[int, int]:
+        measured.append(usage())
+        return measured[-1]
+
+    opened.store.usage = counted  # type: ignore[method-assign]
+    now = [1000.0]
+    registry = CollectorRegistry()
+    runner = MaintenanceRunner(
+        config,
+        registry,
+        MaintenanceFns(
+            expire=lambda o: expire(o, config),
+            compact=lambda o: compact(o, config),
+            stale=stale_stats,
+        ),
+        clock=lambda: now[0],
+    )
+
+    def gauge() -> float:
+        text = generate_latest(registry).decode()
+        line = next(
+            x for x in text.splitlines() if x.startswith('lakestats_store_files{table="t"}')
+        )
+        return float(line.rsplit(" ", 1)[1])
+
+    runner.observe_store("t", opened)
+    runner.observe_store("t", opened)
+    assert len(measured) == 1 and gauge() == measured[0][0] > 0
+    wh.append("t", pa.table({"id": [2]}, schema=SCHEMA))
+    analyze_table(opened, config=config, sketcher=None)  # a new state version
+    runner.observe_store("t", opened)
+    runner.observe_store("t", opened)
+    assert len(measured) == 2 and gauge() == measured[1][0] > measured[0][0]
+    now[0] += STORE_OBSERVE_EVERY_S
+    runner.observe_store("t", opened)
+    assert len(measured) == 3
+    runner.request("t", COMPACT)
+    assert runner.run_pending("t", opened, lambda: False)
+    runner.observe_store("t", opened)
+    assert len(measured) == 4
