@@ -168,19 +168,19 @@ class ValueCounts:
 
 class ColumnAccumulator:
     """One column's statistics over a file's batches (``add`` each batch's live values in
-    the engine's type, then ``result``): what ``file_sketch.column_sketch`` computes for the
-    whole column at once."""
+    the engine's type, then ``result``); one ``add`` of the whole column gives what the
+    engine computed before it read files in batches."""
 
     def __init__(self, column: ArrowColumn, job: ArrowJob) -> None:
         self._column = column
         self._job = job
         spec = column.spec
         self._type = spec.type
-        self._frequent = bool(spec.kll and job.frequent_items)
-        self._sampled = bool(spec.kll and spec.theta and job.value_samples)
+        frequent = bool(spec.kll and job.frequent_items)
+        sampled = bool(spec.kll and spec.theta and job.value_samples)
         self._theta = SmallestHashes(job.theta_lg_k) if spec.theta else None
-        self._sample = SmallestHashes(job.theta_lg_k, with_values=True) if self._sampled else None
-        self._counts = ValueCounts(job.frequent_items) if self._frequent else None
+        self._sample = SmallestHashes(job.theta_lg_k, with_values=True) if sampled else None
+        self._counts = ValueCounts(job.frequent_items) if frequent else None
         self._kll: Any = None
         if spec.kll:
             from datasketches import kll_doubles_sketch  # noqa: PLC0415 - heavy; worker-side

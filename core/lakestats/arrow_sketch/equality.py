@@ -27,10 +27,10 @@ import pyarrow.compute as pc
 
 from lakestats.arrow_sketch.file_sketch import (
     ArrowColumn,
-    ArrowJob,
     Declined,
     file_batches,
     read_file_columns,
+    reading_job,
 )
 from lakestats.arrow_sketch.key_sketch import key_type_supported, key_values
 from lakestats.deletes.plan import LiveReadPlan
@@ -103,11 +103,10 @@ def _dead(
     # the data file read once, with every group's equality columns, a batch at a time
     # (``file_sketch.read_batches``): a worker holds one batch of it, not the file
     wanted = {c.field_id: c for columns, _ in task.groups for c in columns}
-    job = ArrowJob(tuple(wanted.values()), kll_k=8, theta_lg_k=4, match_by=match_by)
+    job = reading_job(tuple(wanted.values()), match_by)
     dead: list[np.ndarray] = []
     start = 0
-    for batch in file_batches(task.path, job):
-        n = len(next(iter(batch.values())))
+    for n, batch in file_batches(task.path, job):
         hit = np.zeros(n, dtype=bool)
         for columns, value_set in value_sets.items():
             hits = pc.is_in(_keys(batch, columns), value_set=value_set)

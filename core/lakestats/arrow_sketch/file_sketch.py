@@ -156,10 +156,13 @@ def read_columns(parquet: pq.ParquetFile, job: ArrowJob) -> dict[int, pa.Array] 
     return _convert(table, plan, rows)
 
 
-def read_batches(parquet: pq.ParquetFile, job: ArrowJob) -> Iterator[dict[int, pa.Array]]:
-    """``read_columns`` a batch of rows at a time (``column_stream.batch_rows_for``), in
-    file order; nothing for a file with no rows. ``Declined`` after the last batch when
-    the batches hold other than the footer's row count."""
+def read_batches(
+    parquet: pq.ParquetFile, job: ArrowJob
+) -> Iterator[tuple[int, dict[int, pa.Array]]]:
+    """``(rows, columns)``: ``read_columns`` a batch of rows at a time
+    (``column_stream.batch_rows_for``), in file order; nothing for a file with no rows.
+    ``Declined`` after the last batch when the batches hold other than the footer's row
+    count."""
     rows = parquet.metadata.num_rows
     if not rows:
         return
@@ -170,16 +173,16 @@ def read_batches(parquet: pq.ParquetFile, job: ArrowJob) -> Iterator[dict[int, p
         while seen < rows:
             n = min(size, rows - seen)
             seen += n
-            yield _convert(None, plan, n)
+            yield n, _convert(None, plan, n)
         return
     for batch in parquet.iter_batches(batch_size=size, columns=plan.names, use_threads=False):
         seen += batch.num_rows
-        yield _convert(pa.Table.from_batches([batch]), plan, batch.num_rows)
+        yield batch.num_rows, _convert(pa.Table.from_batches([batch]), plan, batch.num_rows)
     if seen != rows:
         raise Declined("the footer's row count is not the data's")
 
 
-def file_batches(path: str, job: ArrowJob) -> Iterator[dict[int, pa.Array]]:
+def file_batches(path: str, job: ArrowJob) -> Iterator[tuple[int, dict[int, pa.Array]]]:
     """``read_batches`` of the file at ``path``, its read failures as ``reading_file``
     makes them (what the caller does with a batch is not a read failure)."""
     with reading_file(path):
@@ -197,9 +200,13 @@ def read_file_columns(
 ) -> dict[int, pa.Array] | None:
     """``columns`` of the file at ``path`` as the sketch job reads them (``read_columns``:
     ``None`` for a file with no rows), its failures as ``reading_file`` makes them."""
-    job = ArrowJob(tuple(columns), kll_k=8, theta_lg_k=4, match_by=match_by)  # sketches nothing
     with reading_file(path):
-        return read_columns(open_parquet(path), job)
+        return read_columns(open_parquet(path), reading_job(columns, match_by))
+
+
+def reading_job(columns: Sequence[ArrowColumn], match_by: Literal["field_id", "name"]) -> ArrowJob:
+    """A job that reads ``columns`` and sketches nothing (its sketch sizes are never used)."""
+    return ArrowJob(tuple(columns), kll_k=8, theta_lg_k=4, match_by=match_by)
 
 
 def sketch_file(
@@ -215,8 +222,7 @@ def sketch_file(
     key = None if job.key is None else KeyAccumulator(job.key, job.theta_lg_k)
     gone = None if dead is None or not len(dead) else np.unique(dead)
     start = live = 0
-    for batch in file_batches(path, job):
-        n = len(next(iter(batch.values()))) if batch else 0
+    for n, batch in file_batches(path, job):
         living, kept = _live(batch, gone, start, n)
         start += n
         if not kept:

@@ -9,8 +9,8 @@ plain ones too: one request where pyarrow's output stream makes three); reads, l
 and deletes use pyarrow's S3 client. Both are configured like every other S3 client here,
 by the standard AWS environment (``AWS_ENDPOINT_URL``, ``AWS_REGION``, credentials).
 Other object stores (gs://, abfs://) have no conditional create pyarrow or a dependency of
-ours can send, so a state dir there is refused at config load (``locations.check_state_dir``) rather
-than left without its arbiter.
+ours can send, so a state dir there is refused at config load
+(``locations.check_state_dir``) rather than left without its arbiter.
 """
 
 from __future__ import annotations
