@@ -19,9 +19,13 @@ nothing else. A Python worker holds one batch of one data file at a time
 (``arrow_sketch/column_stream.py``), whatever the file's size: ``--files 4`` grows the table
 by bigger files instead of more. Last, one file of the largest table is sketched alone in a
 fresh process per batch size (what one task does), its peak memory above the process's
-base and its time printed: the measurement behind the batch size.
+base and its time printed: the measurement behind the batch size. And one primary-key
+bucket (``--key-merge-sizes`` million rows in four sorted runs, Paimon's columns) is merged
+as one key-merge task does, in a fresh process, at once and in shares (the default): peak
+memory above the base, time, and the dead rows (which must be the same).
 
     .venv/bin/python tests/bench/memory.py [--sizes 1,4,16] [--file-rows 250000 | --files 4]
+    .venv/bin/python tests/bench/memory.py --key-merge-only [--key-merge-sizes 1,4,16]
 """
 
 from __future__ import annotations
@@ -310,6 +314,98 @@ def batch_probe(path: Path, sizes: Sequence[int]) -> list[tuple[int, int, float,
     return out
 
 
+# -- one primary-key bucket's merge against its rows ------------------------------------------
+
+_KEY_MERGE_PROBE = """
+import sys, time
+import numpy as np
+from lakestats.arrow_sketch import key_winners
+from lakestats.arrow_sketch.file_sketch import ArrowColumn
+from lakestats.sketches.spec import type_spec
+paths = sys.argv[2:]
+shares = int(sys.argv[1]) or None
+def column(field_id, name, type_str):
+    return ArrowColumn(field_id, (name,), type_spec(type_str), False)
+group = key_winners.WinnerGroup(
+    inputs=tuple(paths), requested=tuple(paths),
+    keys=(column(1, "id", "long"), column(2, "name", "string")),
+    order=(column(99, "_SEQUENCE_NUMBER", "long"),), kind=column(98, "_VALUE_KIND", "int"),
+    first_row=False, ignore_delete=False, remove_record_on_delete=False,
+)
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+base = status("VmRSS")
+with open("/proc/self/clear_refs", "w") as clear:
+    clear.write("5")  # the peak (VmHWM) starts again from now: imports are not counted
+started = time.perf_counter()
+dead = key_winners.dead_positions(group, shares=shares)
+seconds = time.perf_counter() - started
+digest = sum(int(np.asarray(d, dtype=np.int64).sum()) for d in dead.values())
+print(sum(len(d) for d in dead.values()), digest, (status("VmHWM") - base) / 1024, seconds)
+"""
+
+
+def write_bucket(folder: Path, rows: int, files: int = 4) -> list[Path]:
+    """A primary-key bucket of ``rows`` rows in ``files`` sorted runs, as Paimon writes
+    them (each file sorted by key; ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` int8): keys
+    (``id`` long, ``name`` string) drawn from ``rows / 2``, so most have two versions and
+    some one or three, 1 % of rows deletes. Written once per size, reused."""
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"run-{i}.parquet" for i in range(files)]
+    if all(p.exists() for p in paths):
+        return paths
+    rng = np.random.default_rng(rows)
+    per = rows // files
+
+    def field(name: str, kind: pa.DataType, field_id: int) -> pa.Field:
+        return pa.field(name, kind, metadata={b"PARQUET:field_id": str(field_id).encode()})
+
+    schema = pa.schema(
+        [
+            field("id", pa.int64(), 1),
+            field("name", pa.string(), 2),
+            field("_SEQUENCE_NUMBER", pa.int64(), 99),
+            field("_VALUE_KIND", pa.int8(), 98),
+            field("amount", pa.float64(), 3),
+        ]
+    )
+    for i, path in enumerate(paths):
+        ids = np.sort(rng.integers(0, rows // 2, per))
+        names = pa.array([f"customer-{k % 100_000:06d}" for k in ids.tolist()])
+        kinds = np.where(rng.random(per) < 0.01, 3, 0).astype(np.int8)
+        table = pa.Table.from_arrays(
+            [
+                pa.array(ids),
+                names,
+                pa.array(np.arange(per, dtype=np.int64) + i * per),
+                pa.array(kinds),
+                pa.array(rng.random(per)),
+            ],
+            schema=schema,
+        )
+        pq.write_table(table, path, row_group_size=1 << 20)
+    return paths
+
+
+def key_merge_probe(paths: Sequence[Path], shares: int) -> tuple[int, int, float, float]:
+    """``(dead rows, checksum of their positions, MiB above the base, seconds)`` of one
+    bucket's merge (``key_winners.dead_positions``: what one key-merge task does) in a
+    fresh process; ``shares``: 1 merges at once (as before shares), 0 as the default."""
+    done = subprocess.run(
+        [sys.executable, "-c", _KEY_MERGE_PROBE, str(shares), *map(str, paths)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=1800,
+    )
+    dead, digest, mib, seconds = done.stdout.split()
+    return int(dead), int(digest), float(mib), float(seconds)
+
+
 # -- report ---------------------------------------------------------------------------------
 
 
@@ -379,6 +475,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--commit-rows", type=int, default=1_000)
     parser.add_argument("--build-timeout-s", type=float, default=1800.0)
     parser.add_argument("--work-dir", type=Path, default=Path(".bench/memory"))
+    parser.add_argument(
+        "--key-merge-sizes",
+        default="1,4,16",
+        type=lambda s: [float(x) for x in s.split(",") if x.strip()],
+        help="primary-key bucket sizes in millions of rows for the key-merge probe "
+        '(default 1,4,16; "" for none)',
+    )
+    parser.add_argument(
+        "--key-merge-only", action="store_true", help="only the key-merge probe (~40 s)"
+    )
     args = parser.parse_args(argv)
     if not args.sizes or any(s <= 0 for s in args.sizes):
         parser.error("--sizes: positive numbers of millions of rows, e.g. 1,4,16")
@@ -387,9 +493,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def key_merge_report(sizes: Sequence[float], work: Path) -> None:
+    print("\nOne primary-key bucket's merge (a key-merge task) against its rows:")
+    print("| bucket rows | dead rows | merged at once | in shares (the default) |")
+    print("|---|---|---|---|")
+    for size in sizes:
+        rows = int(size * 1_000_000)
+        paths = write_bucket(work / f"{rows}", rows)
+        dead, digest, whole_mib, whole_s = key_merge_probe(paths, 1)
+        dead2, digest2, mib, seconds = key_merge_probe(paths, 0)
+        if (dead, digest) != (dead2, digest2):
+            raise SystemExit(f"{rows:,} rows: the shares found other dead rows than the merge")
+        print(
+            f"| {rows:,} | {dead:,} | {whole_mib:.0f} MiB, {whole_s:.1f} s "
+            f"| {mib:.0f} MiB, {seconds:.1f} s |",
+            flush=True,
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     print(f"memory.py {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {machine()}", flush=True)
+    if args.key_merge_only:
+        key_merge_report(args.key_merge_sizes, args.work_dir.resolve() / "key-merge")
+        return 0
     results = []
     for size in args.sizes:
         rows = int(size * 1_000_000)
@@ -409,6 +536,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for size, rows, mib, seconds in batch_probe(largest, sizes):
         label = "the whole file" if size >= rows else f"{size:,}"
         print(f"| {label} | {rows:,} | {mib:.0f} MiB | {seconds:.2f} |")
+    if args.key_merge_sizes:
+        key_merge_report(args.key_merge_sizes, args.work_dir.resolve() / "key-merge")
     return 0
 
 

@@ -68,6 +68,13 @@ def batch_rows_for(parquet: pq.ParquetFile, columns: list[int]) -> int:
     meta = parquet.metadata
     if not meta.num_rows or not meta.num_row_groups:
         return MAX_BATCH_ROWS
+    per_row = max(1.0, uncompressed_bytes(parquet, columns) / meta.num_rows)
+    return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, BATCH_BYTES / per_row)))
+
+
+def uncompressed_bytes(parquet: pq.ParquetFile, columns: list[int]) -> int:
+    """The footer's uncompressed size of the top-level ``columns`` (schema indices)."""
+    meta = parquet.metadata
     wanted = {parquet.schema_arrow.field(i).name for i in columns}
     size = 0
     for g in range(meta.num_row_groups):
@@ -76,8 +83,7 @@ def batch_rows_for(parquet: pq.ParquetFile, columns: list[int]) -> int:
             chunk = group.column(c)
             if chunk.path_in_schema.split(".", 1)[0] in wanted:
                 size += chunk.total_uncompressed_size
-    per_row = max(1.0, size / meta.num_rows)
-    return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, BATCH_BYTES / per_row)))
+    return size
 
 
 class SmallestHashes:

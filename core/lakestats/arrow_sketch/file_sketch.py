@@ -29,7 +29,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakestats.arrow_sketch.column_stream import ColumnAccumulator, batch_rows_for
+from lakestats.arrow_sketch.column_stream import (
+    ColumnAccumulator,
+    batch_rows_for,
+    uncompressed_bytes,
+)
 from lakestats.arrow_sketch.key_sketch import ArrowKey, KeyAccumulator
 from lakestats.locations import filesystem_from_uri, local_path
 from lakestats.model import ColumnSketch
@@ -156,6 +160,11 @@ def read_columns(parquet: pq.ParquetFile, job: ArrowJob) -> dict[int, pa.Array] 
     return _convert(table, plan, rows)
 
 
+def planned_bytes(parquet: pq.ParquetFile, job: ArrowJob) -> int:
+    """The footer's uncompressed size of the file's columns that ``job`` reads."""
+    return uncompressed_bytes(parquet, list(_plan(parquet, job).tops))
+
+
 def read_batches(
     parquet: pq.ParquetFile, job: ArrowJob
 ) -> Iterator[tuple[int, dict[int, pa.Array]]]:
@@ -182,11 +191,14 @@ def read_batches(
         raise Declined("the footer's row count is not the data's")
 
 
-def file_batches(path: str, job: ArrowJob) -> Iterator[tuple[int, dict[int, pa.Array]]]:
-    """``read_batches`` of the file at ``path``, its read failures as ``reading_file``
-    makes them (what the caller does with a batch is not a read failure)."""
+def file_batches(
+    path: str, job: ArrowJob, parquet: pq.ParquetFile | None = None
+) -> Iterator[tuple[int, dict[int, pa.Array]]]:
+    """``read_batches`` of the file at ``path`` (``parquet``: it already open), its read
+    failures as ``reading_file`` makes them (what the caller does with a batch is not a
+    read failure)."""
     with reading_file(path):
-        batches = read_batches(open_parquet(path), job)
+        batches = read_batches(open_parquet(path) if parquet is None else parquet, job)
     while True:
         with reading_file(path):
             batch = next(batches, None)

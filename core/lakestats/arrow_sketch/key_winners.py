@@ -17,18 +17,27 @@ unsketchable key columns, a sequence or row-kind column without a field id.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from lakestats.arrow_sketch.file_sketch import (
     ArrowColumn,
+    ArrowJob,
     Declined,
     arrow_type,
-    read_file_columns,
+    file_batches,
+    open_parquet,
+    planned_bytes,
+    reading_file,
+    reading_job,
 )
 from lakestats.model import Column, KeyMerge, TableSchema
 from lakestats.sketches.spec import type_spec
@@ -123,15 +132,54 @@ def _unsupported(merge: KeyMerge, by_id: Mapping[int, Column], names: set[str]) 
 # -- in the Spark task ----------------------------------------------------------------------
 
 
-def dead_positions(group: WinnerGroup) -> dict[str, np.ndarray]:
+# What a merge holds per row at its peak besides its merge columns, which it holds twice
+# (as read, then taken in key order): row numbers, sort indices, kinds, group numbers and
+# masks. A bucket of 16 million rows with 36 bytes of merge columns a row peaked 2.2 GiB
+# merged at once, 9 s; in shares of this estimate, 0.3 GiB in the same time (smaller sorts
+# are faster; docs/benchmarks.md, "A primary-key bucket's merge against its rows").
+_ROW_OVERHEAD = 64
+SHARE_BYTES = 128 << 20
+# each share has a spill file open while the inputs are read: well under a worker's
+# descriptor limit; a bucket past 256 shares (~250 million narrow rows) has bigger shares
+MAX_SHARES = 256
+
+
+def dead_positions(group: WinnerGroup, *, shares: int | None = None) -> dict[str, np.ndarray]:
     """Each requested file's dead row positions (0-based, sorted). Raises ``Declined`` for
     inputs it cannot read as the SQL job would, and a missing or unreadable input fails as
-    in the sketch tasks (``file_sketch.reading_file``)."""
-    parts = [_read(path, group) for path in group.inputs]
-    try:
-        data = pa.concat_tables(parts)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise Declined(f"the inputs disagree on a merge column's type ({exc})") from None
+    in the sketch tasks (``file_sketch.reading_file``).
+
+    A bucket whose merge would hold more than ``SHARE_BYTES`` is merged a share of its keys
+    at a time (``merge_shares``; ``shares`` overrides it), as a grace hash join does: the
+    inputs are read once, a batch at a time, each row's merge columns spilled to its key's
+    share on local disk (``SPARK_LOCAL_DIRS``, where PySpark spills), then each share is
+    merged alone. Every row of a key is in one share, so each share finds its keys' winners
+    exactly."""
+    job = reading_job(_merge_columns(group), "field_id")
+    files = [(path, _open(path)) for path in group.inputs]
+    if shares is None:
+        shares = merge_shares(files, job, SHARE_BYTES)
+    number = {path: n for n, path in enumerate(group.inputs)}
+    found: dict[str, list[np.ndarray]] = {path: [] for path in group.requested}
+    for data in _shares(group, job, files, shares):
+        _add_dead(data, group, number, found)
+        del data  # before the next share is read: one share's rows in memory at a time
+    out = {}
+    for path, parts in found.items():
+        dead = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        dead.sort()  # each share's are in file order; shares interleave
+        out[path] = dead
+    return out
+
+
+def _add_dead(
+    data: pa.Table,
+    group: WinnerGroup,
+    number: Mapping[str, int],
+    found: dict[str, list[np.ndarray]],
+) -> None:
+    """Append to ``found`` (requested path → arrays) the dead positions among ``data``'s
+    rows (``_batches``' columns), in file order."""
     alive = surviving_rows(
         data.select([f"k{i}" for i in range(len(group.keys))]),
         data.select([f"o{i}" for i in range(len(group.order))]),
@@ -140,30 +188,178 @@ def dead_positions(group: WinnerGroup) -> dict[str, np.ndarray]:
         ignore_delete=group.ignore_delete,
         remove_record_on_delete=group.remove_record_on_delete,
     )
-    starts = np.concatenate([[0], np.cumsum([p.num_rows for p in parts])])
-    where = {path: n for n, path in enumerate(group.inputs)}
-    out: dict[str, np.ndarray] = {}
-    for path in group.requested:
-        n = where[path]
-        out[path] = np.flatnonzero(~alive[starts[n] : starts[n + 1]]).astype(np.int64)
-    return out
+    dead = ~alive
+    numbers = data.column("input").to_numpy()
+    positions = data.column("position").to_numpy()
+    for path, parts in found.items():
+        parts.append(positions[dead & (numbers == number[path])])
 
 
-def _read(path: str, group: WinnerGroup) -> pa.Table:
-    """``k0…`` (keys), ``o0…`` (order) and ``kind`` of one input, read as the sketch job
-    reads columns (the SQL job's matching, types cast up to the column's)."""
+def merge_shares(
+    files: Sequence[tuple[str, pq.ParquetFile]], job: ArrowJob, share_bytes: int
+) -> int:
+    """Shares of a bucket's keys that keep each share's merge within ``share_bytes``
+    (estimated from the footers' row counts and uncompressed sizes); 1: merged at once."""
+    estimate = 0
+    for path, parquet in files:
+        with reading_file(path):
+            rows, size = parquet.metadata.num_rows, planned_bytes(parquet, job)
+        estimate += 2 * size + rows * _ROW_OVERHEAD
+    return min(MAX_SHARES, max(1, -(-estimate // max(1, share_bytes))))
+
+
+def _open(path: str) -> pq.ParquetFile:
+    with reading_file(path):
+        return open_parquet(path)
+
+
+def _merge_columns(group: WinnerGroup) -> list[ArrowColumn]:
+    return list(dict.fromkeys([*group.keys, *group.order, group.kind]))
+
+
+def _batches(
+    group: WinnerGroup, job: ArrowJob, files: Sequence[tuple[str, pq.ParquetFile]]
+) -> Iterator[pa.Table]:
+    """Every input's rows a batch at a time: ``k0…`` (keys), ``o0…`` (order), ``kind``,
+    and each row's ``input`` (number in ``group.inputs``) and ``position`` in it."""
     named = [
         *((f"k{i}", c) for i, c in enumerate(group.keys)),
         *((f"o{i}", c) for i, c in enumerate(group.order)),
         ("kind", group.kind),
     ]
-    read = read_file_columns(path, [c for _, c in named], "field_id")
-    return pa.table(
-        {
-            name: pa.array([], arrow_type(c.spec)) if read is None else read[c.field_id]
-            for name, c in named
-        }
-    )
+    for n, (path, parquet) in enumerate(files):
+        start = 0
+        for rows, columns in file_batches(path, job, parquet):
+            batch = {name: columns[c.field_id] for name, c in named}
+            batch["input"] = pa.array(np.full(rows, n, dtype=np.int32))
+            batch["position"] = pa.array(np.arange(start, start + rows, dtype=np.int64))
+            start += rows
+            yield pa.table(batch)
+
+
+def _shares(
+    group: WinnerGroup,
+    job: ArrowJob,
+    files: Sequence[tuple[str, pq.ParquetFile]],
+    shares: int,
+) -> Iterator[pa.Table]:
+    """The rows of each share of the keys in turn (``_batches``' columns); one share: all
+    of them, read into memory."""
+    if shares == 1:
+        batches = list(_batches(group, job, files))
+        yield _concat(batches) if batches else _empty(group)
+        return
+    local = os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0] or None
+    with tempfile.TemporaryDirectory(prefix="lakestats-key-merge-", dir=local) as spill:
+        paths = [Path(spill) / f"{share}.arrow" for share in range(shares)]
+        writers: list[pa.ipc.RecordBatchFileWriter | None] = [None] * shares
+        try:
+            for batch in _batches(group, job, files):
+                keys = [batch.column(f"k{i}") for i in range(len(group.keys))]
+                share = partition_hashes(keys) % np.uint64(shares)
+                order = np.argsort(share, kind="stable")
+                bounds = np.searchsorted(share[order], np.arange(shares + 1))
+                ordered = batch.take(pa.array(order))
+                for i in range(shares):
+                    if bounds[i] == bounds[i + 1]:
+                        continue
+                    writer = writers[i]
+                    if writer is None:
+                        writer = writers[i] = pa.ipc.new_file(str(paths[i]), ordered.schema)
+                    writer.write_table(ordered.slice(bounds[i], bounds[i + 1] - bounds[i]))
+        finally:
+            for writer in writers:
+                if writer is not None:
+                    writer.close()
+        for i, writer in enumerate(writers):
+            if writer is not None:
+                with pa.memory_map(str(paths[i])) as source:
+                    yield pa.ipc.open_file(source).read_all()
+                paths[i].unlink()
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    try:
+        return pa.concat_tables(tables)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise Declined(f"the inputs disagree on a merge column's type ({exc})") from None
+
+
+def _empty(group: WinnerGroup) -> pa.Table:
+    empty = {c.field_id: pa.array([], arrow_type(c.spec)) for c in _merge_columns(group)}
+    columns = {
+        **{f"k{i}": empty[c.field_id] for i, c in enumerate(group.keys)},
+        **{f"o{i}": empty[c.field_id] for i, c in enumerate(group.order)},
+        "kind": empty[group.kind.field_id],
+        "input": pa.array([], pa.int32()),
+        "position": pa.array([], pa.int64()),
+    }
+    return pa.table(columns)
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplying by it loses no bits
+_NULL = np.uint64(0x2545F4914F6CDD1D)
+
+
+def partition_hashes(keys: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray:
+    """One hash per row of its key (the key's columns) that sends equal keys, NULLs
+    included, to the same share from every input. Not the spec hash: fixed-width values
+    are mixed as integers and strings as a polynomial over their bytes, which costs a
+    fraction of murmur3 and only has to spread keys."""
+    out: np.ndarray = np.zeros(len(keys[0]) if keys else 0, dtype=np.uint64)
+    for column in keys:
+        values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        out = (out ^ _value_hashes(values)) * _MIX
+    out ^= out >> np.uint64(29)
+    return out
+
+
+def _value_hashes(values: pa.Array) -> np.ndarray:
+    """A hash of each value of ``values`` (NULL: ``_NULL``, which a value can only meet
+    by chance: a share is then bigger, never wrong)."""
+    t = values.type
+    valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if pa.types.is_boolean(t):
+        words = np.asarray(values.fill_null(False).to_numpy(zero_copy_only=False), np.uint64)
+    elif pa.types.is_decimal(t):
+        words = _byte_hashes(values.cast(pa.string()))
+    elif pa.types.is_fixed_size_binary(t):
+        words = _byte_hashes(values.cast(pa.binary()))
+    elif (
+        pa.types.is_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_string(t)
+        or (pa.types.is_large_binary(t))
+    ):
+        words = _byte_hashes(values)
+    else:  # integers, dates, timestamps: their bits
+        width = t.bit_width // 8
+        integers = values.view(pa.int32() if width == 4 else pa.int64()).fill_null(0)
+        words = np.asarray(integers.to_numpy(zero_copy_only=False)).astype(np.uint64)
+    hashes: np.ndarray = np.where(valid, (words ^ _NULL) * _MIX, _NULL)
+    return hashes
+
+
+_POWERS = np.cumprod(np.full(64, 0x100000001B3, dtype=np.uint64))  # FNV's prime, wrapping
+
+
+def _byte_hashes(values: pa.Array) -> np.ndarray:
+    """Σ byte × P^(i mod 64) over each value's bytes (mod 2^64)."""
+    large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
+    n = len(values)
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64 if large else np.int32)
+    offsets = offsets[values.offset : values.offset + n + 1].astype(np.int64)
+    buffer = values.buffers()[2]
+    if buffer is None or offsets[-1] == offsets[0]:
+        return np.diff(offsets).astype(np.uint64)
+    data = np.frombuffer(buffer, dtype=np.uint8)[offsets[0] : offsets[-1]].astype(np.uint64)
+    lengths = np.diff(offsets)
+    within = np.arange(len(data)) - np.repeat(offsets[:-1] - offsets[0], lengths)
+    terms = data * _POWERS[within % 64]
+    sums = np.zeros(n, dtype=np.uint64)
+    present = lengths > 0
+    sums[present] = np.add.reduceat(terms, (offsets[:-1] - offsets[0])[present])
+    return sums + lengths.astype(np.uint64)
 
 
 def surviving_rows(

@@ -7,10 +7,18 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakestats.arrow_sketch.key_winners import WinnerGroup, surviving_rows, winner_groups
+from lakestats.arrow_sketch.key_winners import (
+    MAX_SHARES,
+    WinnerGroup,
+    dead_positions,
+    merge_shares,
+    surviving_rows,
+    winner_groups,
+)
 from lakestats.model import Column, KeyMerge, MergeInput, TableSchema
 
 RETRACT = (1, 3)
@@ -151,3 +159,178 @@ def test_merges_the_sql_job_must_make_are_refused_with_a_reason() -> None:
     assert isinstance(winner_groups([(_merge(), 0)], paths, SCHEMA), list)  # the rest is fine
     for what, merge in cases.items():
         assert isinstance(winner_groups([(merge, 0)], paths, SCHEMA), str), what
+
+
+# -- a bucket merged in shares (``dead_positions``) -----------------------------------------
+
+
+def _field(name: str, kind: pa.DataType, field_id: int) -> pa.Field:
+    return pa.field(name, kind, metadata={b"PARQUET:field_id": str(field_id).encode()})
+
+
+BUCKET_SCHEMA = pa.schema(
+    [
+        _field("k", pa.int64(), 1),
+        _field("name", pa.string(), 2),
+        _field("_SEQUENCE_NUMBER", pa.int64(), 99),
+        _field("_VALUE_KIND", pa.int8(), 98),
+    ]
+)
+
+
+def _bucket(tmp_path: Any, runs: int, rows: int, seed: int) -> list[tuple[Any, ...]]:
+    """``runs`` Parquet files of ``rows`` rows each, keyed (k, name) with NULL names and
+    -U/-D rows, written in row groups of 97 rows; one more file with no rows. Returns
+    every row as ``(path, position, key, order, kind)``."""
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    out: list[tuple[Any, ...]] = []
+    for run in range(runs + 1):
+        path = tmp_path / f"run-{run}.parquet"
+        n = rows if run < runs else 0
+        ks = np.sort(rng.integers(0, rows // 2, n))
+        names = [None if k % 11 == 0 else f"n{k % 5}" for k in ks.tolist()]
+        sequence = rng.permutation(n) + run * rows
+        kinds = rng.choice([0, 0, 0, 2, 1, 3], n).astype(np.int8)
+        table = pa.Table.from_arrays(
+            [pa.array(ks), pa.array(names, pa.string()), pa.array(sequence), pa.array(kinds)],
+            schema=BUCKET_SCHEMA,
+        )
+        pq.write_table(table, path, row_group_size=97)
+        for i in range(n):
+            key = (int(ks[i]), names[i])
+            out.append((str(path), i, key, (int(sequence[i]),), int(kinds[i])))
+    return out
+
+
+def _bucket_group(paths: list[str], **rules: Any) -> WinnerGroup:
+    from lakestats.arrow_sketch.file_sketch import ArrowColumn
+    from lakestats.sketches.spec import type_spec
+
+    def column(field_id: int, name: str, type_str: str) -> ArrowColumn:
+        spec = type_spec(type_str)
+        assert spec is not None
+        return ArrowColumn(field_id, (name,), spec, False)
+
+    return WinnerGroup(
+        inputs=tuple(paths),
+        requested=tuple(paths[::2]),
+        keys=(column(1, "k", "long"), column(2, "name", "string")),
+        order=(column(99, "_SEQUENCE_NUMBER", "long"),),
+        kind=column(98, "_VALUE_KIND", "int"),
+        first_row=rules.get("first_row", False),
+        ignore_delete=rules.get("ignore_delete", False),
+        remove_record_on_delete=rules.get("remove_record_on_delete", False),
+    )
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [{}, {"ignore_delete": True}, {"first_row": True, "remove_record_on_delete": True}],
+    ids=["deduplicate", "ignore-delete", "first-row"],
+)
+def test_a_bucket_merged_in_shares_loses_and_keeps_the_same_rows(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, rules: dict[str, bool]
+) -> None:
+    rows = _bucket(tmp_path, runs=4, rows=600, seed=3)
+    paths = sorted({r[0] for r in rows} | {str(tmp_path / "run-4.parquet")})
+    group = _bucket_group(paths, **rules)
+    alive = reference(
+        [(r[2], r[3], r[4]) for r in rows],
+        first_row=rules.get("first_row", False),
+        ignore_delete=rules.get("ignore_delete", False),
+        remove_record_on_delete=rules.get("remove_record_on_delete", False),
+    )
+    want = {
+        path: sorted(r[1] for i, r in enumerate(rows) if r[0] == path and i not in alive)
+        for path in group.requested
+    }
+    assert any(want.values())
+    spill = tmp_path / "spark-local"
+    spill.mkdir()
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", f"{spill},/nonexistent")
+    for shares in (None, 1, 2, 3, 7):
+        dead = dead_positions(group, shares=shares)
+        assert {p: d.tolist() for p, d in dead.items()} == want, shares
+        assert all(d.dtype == np.int64 for d in dead.values())
+        assert not list(spill.iterdir())  # the spill files are gone
+
+
+def test_a_failing_input_leaves_no_spill_behind(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lakestats.arrow_sketch.file_sketch import UnreadableFileError
+
+    rows = _bucket(tmp_path, runs=2, rows=300, seed=5)
+    paths = sorted({r[0] for r in rows})
+    bad = tmp_path / "run-1.parquet"
+    data = bad.read_bytes()
+    # the footer still reads; a data page in the middle does not
+    bad.write_bytes(data[:200] + bytes(len(data) // 2) + data[200 + len(data) // 2 :])
+    spill = tmp_path / "spark-local"
+    spill.mkdir()
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", str(spill))
+    with pytest.raises(UnreadableFileError, match=r"run-1\.parquet"):
+        dead_positions(_bucket_group(paths), shares=3)
+    assert not list(spill.iterdir())
+
+
+def test_the_share_count_follows_the_buckets_size(tmp_path: Any) -> None:
+    import pyarrow.parquet as pq
+
+    from lakestats.arrow_sketch.file_sketch import reading_job
+
+    rows = _bucket(tmp_path, runs=3, rows=2000, seed=7)
+    paths = sorted({r[0] for r in rows})
+    group = _bucket_group(paths)
+    job = reading_job(list(dict.fromkeys([*group.keys, *group.order, group.kind])), "field_id")
+    files = [(p, pq.ParquetFile(p)) for p in paths]
+    assert merge_shares(files, job, 1 << 40) == 1
+    # estimated: the merge columns twice and a fixed overhead a row (6,000 rows here)
+    shares = merge_shares(files, job, 10_000)
+    assert 6000 * 64 / 10_000 < shares <= 6000 * (64 + 2 * 64) / 10_000 + 1
+    assert merge_shares(files, job, 20_000) == -(-shares // 2) or shares % 2
+    assert merge_shares(files, job, 1) == MAX_SHARES  # at most: open spill files
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pa.array([1, None, 3, 1 << 40, -5] * 40, pa.int64()),
+        pa.array([1, None, 3, 7, -5] * 40, pa.int32()),
+        pa.array(["a", None, "", "héllo", "a" * 100] * 40, pa.string()),
+        pa.array([b"x", None, b"", b"\x00\x01", b"y" * 70] * 40, pa.large_binary()),
+        pa.array([True, None, False, True, False] * 40, pa.bool_()),
+        pa.array([b"abcd", None, b"efgh", b"\x00" * 4, b"zzzz"] * 40, pa.binary(4)),
+        pa.array([1, None, -2, 10**20, 0] * 40, pa.decimal128(38, 2)),
+        pa.array([0, None, 19000, -1, 5] * 40, pa.date32()),
+        pa.array([0, None, 1 << 50, -1, 5] * 40, pa.timestamp("us")),
+    ],
+    ids=lambda v: str(v.type),
+)
+def test_equal_keys_hash_equally_wherever_they_are(values: pa.Array) -> None:
+    from lakestats.arrow_sketch.key_winners import partition_hashes
+
+    whole = partition_hashes([values])
+    # the same values at an offset, in chunks, and next to another key column
+    sliced = partition_hashes([values.slice(5)])
+    chunked = partition_hashes([pa.chunked_array([values.slice(0, 7), values.slice(7)])])
+    assert sliced.tolist() == whole[5:].tolist() and chunked.tolist() == whole.tolist()
+    assert whole[0] == whole[5] and whole[1] == whole[6]
+    distinct = len({repr(v) for v in values[:5].to_pylist()})  # NULL one of them
+    assert len(set(whole[:5].tolist())) == distinct
+    pair = partition_hashes([values, values.slice(0, len(values))])
+    assert pair[0] == pair[5] and pair[0] != whole[0]
+
+
+def test_distinct_keys_spread_over_the_shares() -> None:
+    from lakestats.arrow_sketch.key_winners import partition_hashes
+
+    for keys in (
+        [pa.array([f"customer-{i:09d}" for i in range(70_000)])],
+        [pa.array(np.arange(70_000) * 1024)],  # multiples of a power of two
+        [pa.array(np.arange(70_000) % 3), pa.array([f"u{i}" for i in range(70_000)])],
+    ):
+        counts = np.bincount(partition_hashes(keys) % np.uint64(7), minlength=7)
+        assert counts.min() > 0.9 * 10_000 and counts.max() < 1.1 * 10_000, counts
