@@ -48,9 +48,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
-import numpy as np
 import structlog
 
+from lakestats.arrow_sketch.dead_rows import DeadRows
 from lakestats.arrow_sketch.engine import (
     ENGINES,
     ArrowDeletes,
@@ -272,7 +272,7 @@ def sketch_files(
     ]
     key_plan = _plan_key(schema, planned)
     written = {_input_key(p): r for p, r in (retyped or {}).items() if r}
-    dead: dict[str, np.ndarray] | None = None
+    dead: dict[str, DeadRows] | None = None
     deletes: ArrowDeletes | None = None  # the row filter's deletes, as the Arrow engine's
     arrow_may_filter = engine == "auto" and file_format == "PARQUET"
     if row_filter is not None and arrow_may_filter and not _arrow_unusable_on(spark):
@@ -407,14 +407,14 @@ def sketch_files(
 
 
 def _dead_by_unique_path(
-    by_path: Mapping[str, np.ndarray], unique: Mapping[str, str]
-) -> dict[str, np.ndarray]:
-    """The dead positions keyed by the spelling the job reads each file under (two
-    spellings of one file pool theirs)."""
-    pooled: dict[str, list[np.ndarray]] = {}
-    for path, positions in by_path.items():
-        pooled.setdefault(_input_key(path), []).append(positions)
-    return {unique[key]: np.concatenate(parts) for key, parts in pooled.items() if key in unique}
+    by_path: Mapping[str, list[DeadRows]], unique: Mapping[str, str]
+) -> dict[str, DeadRows]:
+    """Each file's dead rows (of every kind found) keyed by the spelling the job reads it
+    under (two spellings of one file pool theirs)."""
+    pooled: dict[str, list[DeadRows]] = {}
+    for path, parts in by_path.items():
+        pooled.setdefault(_input_key(path), []).extend(parts)
+    return {unique[key]: DeadRows.union(parts) for key, parts in pooled.items() if key in unique}
 
 
 # -- the Arrow engine ---------------------------------------------------------------------
@@ -528,10 +528,10 @@ def _dead_rows(  # noqa: PLR0917 - private, called once with sketch_files' own i
     limits: JobLimits,
     on_progress: ProgressFn | None,
     unique: Mapping[str, str],
-) -> dict[str, np.ndarray] | None:
-    """Every dead row position of the job's files (keyed as the job reads each file): the
+) -> dict[str, DeadRows] | None:
+    """Every dead row of the job's files (keyed as the job reads each file): the
     known ones and those the first jobs find; ``None`` when the SQL job must find them."""
-    found: dict[str, list[np.ndarray]] = {p: [d] for p, d in deletes.dead.items()}
+    found: dict[str, list[DeadRows]] = {p: [d] for p, d in deletes.dead.items()}
     groups, tasks = list(deletes.winners), list(deletes.equality)
     first_jobs: list[tuple[str, list[str], Callable[[Any, Callable[[], Any]], Any]]] = []
     if groups:
@@ -565,7 +565,7 @@ def _dead_rows(  # noqa: PLR0917 - private, called once with sketch_files' own i
             return None
         for path, positions in result.items():
             found.setdefault(path, []).append(positions)
-    return _dead_by_unique_path({p: np.concatenate(parts) for p, parts in found.items()}, unique)
+    return _dead_by_unique_path(found, unique)
 
 
 def _run_arrow(  # noqa: PLR0917 - private, called once with sketch_files' own inputs
@@ -574,7 +574,7 @@ def _run_arrow(  # noqa: PLR0917 - private, called once with sketch_files' own i
     job: ArrowJob,
     limits: JobLimits,
     on_progress: ProgressFn | None,
-    dead: Mapping[str, np.ndarray] | None,
+    dead: Mapping[str, DeadRows] | None,
 ) -> tuple[dict[str, dict[int, ColumnSketch]], dict[str, int], list[str]]:
     """(path → sketches of the files the Arrow engine sketched, path → their live rows,
     the files it declined)"""

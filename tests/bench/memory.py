@@ -318,7 +318,6 @@ def batch_probe(path: Path, sizes: Sequence[int]) -> list[tuple[int, int, float,
 
 _KEY_MERGE_PROBE = """
 import sys, time
-import numpy as np
 from lakestats.arrow_sketch import key_winners
 from lakestats.arrow_sketch.file_sketch import ArrowColumn
 from lakestats.sketches.spec import type_spec
@@ -340,10 +339,12 @@ base = status("VmRSS")
 with open("/proc/self/clear_refs", "w") as clear:
     clear.write("5")  # the peak (VmHWM) starts again from now: imports are not counted
 started = time.perf_counter()
-dead = key_winners.dead_positions(group, shares=shares)
+dead = key_winners.dead_rows(group, shares=shares)
 seconds = time.perf_counter() - started
-digest = sum(int(np.asarray(d, dtype=np.int64).sum()) for d in dead.values())
-print(sum(len(d) for d in dead.values()), digest, (status("VmHWM") - base) / 1024, seconds)
+peak = (status("VmHWM") - base) / 1024
+digest = sum(int(d.to_positions().sum()) for d in dead.values())
+sent = sum(d.nbytes for d in dead.values())  # what the task sends the driver
+print(sum(len(d) for d in dead.values()), digest, peak, seconds, sent)
 """
 
 
@@ -391,10 +392,11 @@ def write_bucket(folder: Path, rows: int, files: int = 4) -> list[Path]:
     return paths
 
 
-def key_merge_probe(paths: Sequence[Path], shares: int) -> tuple[int, int, float, float]:
-    """``(dead rows, checksum of their positions, MiB above the base, seconds)`` of one
-    bucket's merge (``key_winners.dead_positions``: what one key-merge task does) in a
-    fresh process; ``shares``: 1 merges at once (as before shares), 0 as the default."""
+def key_merge_probe(paths: Sequence[Path], shares: int) -> tuple[int, int, float, float, int]:
+    """``(dead rows, checksum of their positions, MiB above the base, seconds, bytes of
+    the DeadRows sent to the driver)`` of one bucket's merge (``key_winners.dead_rows``:
+    what one key-merge task does) in a fresh process; ``shares``: 1 merges at once (as
+    before shares), 0 as the default."""
     done = subprocess.run(
         [sys.executable, "-c", _KEY_MERGE_PROBE, str(shares), *map(str, paths)],
         capture_output=True,
@@ -402,8 +404,8 @@ def key_merge_probe(paths: Sequence[Path], shares: int) -> tuple[int, int, float
         check=True,
         timeout=1800,
     )
-    dead, digest, mib, seconds = done.stdout.split()
-    return int(dead), int(digest), float(mib), float(seconds)
+    dead, digest, mib, seconds, sent = done.stdout.split()
+    return int(dead), int(digest), float(mib), float(seconds), int(sent)
 
 
 # -- report ---------------------------------------------------------------------------------
@@ -495,18 +497,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def key_merge_report(sizes: Sequence[float], work: Path) -> None:
     print("\nOne primary-key bucket's merge (a key-merge task) against its rows:")
-    print("| bucket rows | dead rows | merged at once | in shares (the default) |")
-    print("|---|---|---|---|")
+    print(
+        "| bucket rows | dead rows | merged at once | in shares (the default) "
+        "| sent to the driver: positions → DeadRows |"
+    )
+    print("|---|---|---|---|---|")
     for size in sizes:
         rows = int(size * 1_000_000)
         paths = write_bucket(work / f"{rows}", rows)
-        dead, digest, whole_mib, whole_s = key_merge_probe(paths, 1)
-        dead2, digest2, mib, seconds = key_merge_probe(paths, 0)
+        dead, digest, whole_mib, whole_s, _ = key_merge_probe(paths, 1)
+        dead2, digest2, mib, seconds, sent = key_merge_probe(paths, 0)
         if (dead, digest) != (dead2, digest2):
             raise SystemExit(f"{rows:,} rows: the shares found other dead rows than the merge")
         print(
             f"| {rows:,} | {dead:,} | {whole_mib:.0f} MiB, {whole_s:.1f} s "
-            f"| {mib:.0f} MiB, {seconds:.1f} s |",
+            f"| {mib:.0f} MiB, {seconds:.1f} s | {dead * 8 / MIB:.1f} → {sent / MIB:.1f} MiB |",
             flush=True,
         )
 

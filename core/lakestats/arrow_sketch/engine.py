@@ -25,8 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
-
+from lakestats.arrow_sketch.dead_rows import DeadRows
 from lakestats.arrow_sketch.equality import EqualityTask, equality_partition
 from lakestats.arrow_sketch.file_sketch import (
     MARK,
@@ -150,9 +149,9 @@ def _arrow_key(
 
 
 def sketch_partition(
-    job: ArrowJob, files: Iterator[tuple[str, np.ndarray | None]]
+    job: ArrowJob, files: Iterator[tuple[str, DeadRows | None]]
 ) -> Iterator[tuple[str, str, dict[int, ColumnSketch] | str | None, int]]:
-    """Runs in the Spark task, for ``(path, dead row positions or None)`` pairs:
+    """Runs in the Spark task, for ``(path, its dead rows or None)`` pairs:
     ``(path, "ok", sketches | None, live rows)`` or ``(path, "declined", why, 0)`` per
     file. ``None`` sketches: no live rows (the caller gives the empty ones)."""
     for path, dead in files:
@@ -184,11 +183,11 @@ def run_arrow(
     paths: Sequence[str],
     job: ArrowJob,
     monitor: Callable[[], Any],
-    dead: Mapping[str, np.ndarray] | None = None,
+    dead: Mapping[str, DeadRows] | None = None,
 ) -> tuple[dict[str, dict[int, ColumnSketch]], dict[str, int], dict[str, str]]:
     """Sketch ``paths`` in one Spark job: (path → sketches, path → live rows, path → why
-    declined). ``dead``: path → its dead row positions (position deletes and deletion
-    vectors, applied in the task). Files with no live rows have no sketches (theirs are the
+    declined). ``dead``: path → its dead rows (``dead_rows``: deletes of any kind, applied
+    in the task). Files with no live rows have no sketches (theirs are the
     empty ones) and 0 live rows. ``monitor`` makes the context manager that watches the job
     (``pipeline._JobMonitor``); the caller has set the job group and converts other
     failures."""
@@ -214,7 +213,7 @@ class ArrowDeletes:
     the driver (position deletes, deletion vectors), and what a first Spark job finds as
     dead rows — primary-key merge winners or equality-delete matches."""
 
-    dead: Mapping[str, np.ndarray]
+    dead: Mapping[str, DeadRows]
     winners: Sequence[WinnerGroup] = ()
     equality: Sequence[EqualityTask] = ()
 
@@ -224,8 +223,8 @@ def run_equality(
     tasks: Sequence[EqualityTask],
     match_by: Literal["field_id", "name"],
     monitor: Callable[[], Any],
-) -> dict[str, np.ndarray] | str:
-    """The dead row positions equality deletes leave in each task's data file
+) -> dict[str, DeadRows] | str:
+    """The dead rows equality deletes leave in each task's data file
     (``equality``), or why a file is left to the SQL job. ``monitor`` as for
     ``run_arrow``."""
     return _dead_rows_job(sc, tasks, functools.partial(equality_partition, match_by), monitor)
@@ -233,8 +232,8 @@ def run_equality(
 
 def run_key_winners(
     sc: Any, groups: Sequence[WinnerGroup], monitor: Callable[[], Any]
-) -> dict[str, np.ndarray] | str:
-    """The dead row positions of the requested files of primary-key merge ``groups``
+) -> dict[str, DeadRows] | str:
+    """The dead rows of the requested files of primary-key merge ``groups``
     (``key_winners``), one Spark task per few groups; or why a group is left to the SQL
     job. ``monitor`` as for ``run_arrow``."""
     return _dead_rows_job(sc, groups, winners_partition, monitor)
@@ -245,15 +244,15 @@ def _dead_rows_job(
     items: Sequence[Any],
     partition: Callable[[Iterator[Any]], Iterator[tuple[str, str, Any]]],
     monitor: Callable[[], Any],
-) -> dict[str, np.ndarray] | str:
-    """A first job: ``partition`` yields ``(path, "ok", dead positions)`` or
-    ``(path, "declined", why)``; all the dead positions, or the first reason."""
+) -> dict[str, DeadRows] | str:
+    """A first job: ``partition`` yields ``(path, "ok", DeadRows)`` or
+    ``(path, "declined", why)``; all the dead rows, or the first reason."""
     rdd = sc.parallelize(list(items), _tasks(sc, len(items)))
-    dead: dict[str, np.ndarray] = {}
+    dead: dict[str, DeadRows] = {}
     for path, status, payload in _collect(rdd.mapPartitions(partition), monitor):
         if status == "declined":
             return f"{path}: {payload}" if path else str(payload)
-        dead[path] = np.asarray(payload)
+        dead[path] = payload
     return dead
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakestats.arrow_sketch.dead_rows import DeadRows
 from lakestats.arrow_sketch.file_sketch import (
     ArrowColumn,
     Declined,
@@ -76,13 +77,13 @@ def equality_tasks(plan: LiveReadPlan, schema: TableSchema) -> list[EqualityTask
 
 def equality_partition(
     match_by: Literal["field_id", "name"], tasks: Iterator[EqualityTask]
-) -> Iterator[tuple[str, str, np.ndarray | str]]:
-    """Runs in a Spark task: ``(data file, "ok", its dead positions)`` per task, or
+) -> Iterator[tuple[str, str, DeadRows | str]]:
+    """Runs in a Spark task: ``(data file, "ok", its DeadRows)`` per task, or
     ``(data file, "declined", why)`` when a file is not read as the SQL job reads it."""
     deleted: dict[tuple[str, tuple[ArrowColumn, ...]], pa.Array] = {}  # per task: read once
     for task in tasks:
         try:
-            yield task.path, "ok", _dead(task, match_by, deleted)
+            yield task.path, "ok", DeadRows.of(_dead(task, match_by, deleted))
         except Declined as why:
             yield task.path, "declined", str(why)
 

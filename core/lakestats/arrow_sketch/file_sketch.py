@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -34,6 +33,7 @@ from lakestats.arrow_sketch.column_stream import (
     batch_rows_for,
     uncompressed_bytes,
 )
+from lakestats.arrow_sketch.dead_rows import DeadRows
 from lakestats.arrow_sketch.key_sketch import ArrowKey, KeyAccumulator
 from lakestats.locations import filesystem_from_uri, local_path
 from lakestats.model import ColumnSketch
@@ -222,20 +222,19 @@ def reading_job(columns: Sequence[ArrowColumn], match_by: Literal["field_id", "n
 
 
 def sketch_file(
-    path: str, job: ArrowJob, dead: np.ndarray | None
+    path: str, job: ArrowJob, dead: DeadRows | None
 ) -> tuple[dict[int, ColumnSketch] | None, int]:
-    """``({field_id: ColumnSketch}, live rows)`` of the file at ``path`` without the rows at
-    ``dead`` (0-based positions in the file, as Spark's ``_metadata.row_index``; positions
-    past the end delete nothing), and its key's sketches under their ids
+    """``({field_id: ColumnSketch}, live rows)`` of the file at ``path`` without the rows
+    ``dead`` holds (``dead_rows``: positions past the end delete nothing), and its key's
+    sketches under their ids
     (``model.KEY_SKETCH_ID`` …) when the job has a key; ``(None, 0)`` when no row lives.
     Read and sketched a batch at a time (``column_stream``). Reading fails as
     ``reading_file`` says; ``Declined`` and anything else is the SQL job's to try."""
     columns = {c.field_id: ColumnAccumulator(c, job) for c in job.columns}
     key = None if job.key is None else KeyAccumulator(job.key, job.theta_lg_k)
-    gone = None if dead is None or not len(dead) else np.unique(dead)
     start = live = 0
     for n, batch in file_batches(path, job):
-        living, kept = _live(batch, gone, start, n)
+        living, kept = _live(batch, dead, start, n)
         start += n
         if not kept:
             continue
@@ -253,17 +252,14 @@ def sketch_file(
 
 
 def _live(
-    batch: dict[int, pa.Array], gone: np.ndarray | None, start: int, n: int
+    batch: dict[int, pa.Array], gone: DeadRows | None, start: int, n: int
 ) -> tuple[dict[int, pa.Array], int]:
-    """The batch (rows ``start`` … ``start + n`` of the file) without the rows at the sorted
-    positions ``gone``, and how many rows live."""
-    if gone is None:
+    """The batch (rows ``start`` … ``start + n`` of the file) without the rows ``gone``
+    holds, and how many rows live."""
+    dead = None if gone is None else gone.mask(start, n)
+    if dead is None:
         return batch, n
-    lo, hi = np.searchsorted(gone, [start, start + n])
-    if lo == hi:
-        return batch, n
-    keep = np.ones(n, dtype=bool)
-    keep[gone[lo:hi] - start] = False
+    keep = ~dead
     live = int(keep.sum())
     if not live:
         return batch, 0

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lakestats.arrow_sketch.dead_rows import DeadRows
 from lakestats.arrow_sketch.file_sketch import (
     ArrowColumn,
     ArrowJob,
@@ -135,7 +136,7 @@ def _unsupported(merge: KeyMerge, by_id: Mapping[int, Column], names: set[str]) 
 # What a merge holds per row at its peak besides its merge columns, which it holds twice
 # (as read, then taken in key order): row numbers, sort indices, kinds, group numbers and
 # masks. A bucket of 16 million rows with 36 bytes of merge columns a row peaked 2.2 GiB
-# merged at once, 9 s; in shares of this estimate, 0.3 GiB in the same time (smaller sorts
+# merged at once, 9 s; in shares of this estimate, 0.26 GiB in the same time (smaller sorts
 # are faster; docs/benchmarks.md, "A primary-key bucket's merge against its rows").
 _ROW_OVERHEAD = 64
 SHARE_BYTES = 128 << 20
@@ -144,42 +145,38 @@ SHARE_BYTES = 128 << 20
 MAX_SHARES = 256
 
 
-def dead_positions(group: WinnerGroup, *, shares: int | None = None) -> dict[str, np.ndarray]:
-    """Each requested file's dead row positions (0-based, sorted). Raises ``Declined`` for
-    inputs it cannot read as the SQL job would, and a missing or unreadable input fails as
-    in the sketch tasks (``file_sketch.reading_file``).
+def dead_rows(group: WinnerGroup, *, shares: int | None = None) -> dict[str, DeadRows]:
+    """Each requested file's dead rows. Raises ``Declined`` for inputs it cannot read as
+    the SQL job would, and a missing or unreadable input fails as in the sketch tasks
+    (``file_sketch.reading_file``).
 
     A bucket whose merge would hold more than ``SHARE_BYTES`` is merged a share of its keys
     at a time (``merge_shares``; ``shares`` overrides it), as a grace hash join does: the
     inputs are read once, a batch at a time, each row's merge columns spilled to its key's
     share on local disk (``SPARK_LOCAL_DIRS``, where PySpark spills), then each share is
     merged alone. Every row of a key is in one share, so each share finds its keys' winners
-    exactly."""
+    exactly; they mark a byte per row of the requested files."""
     job = reading_job(_merge_columns(group), "field_id")
     files = [(path, _open(path)) for path in group.inputs]
     if shares is None:
         shares = merge_shares(files, job, SHARE_BYTES)
     number = {path: n for n, path in enumerate(group.inputs)}
-    found: dict[str, list[np.ndarray]] = {path: [] for path in group.requested}
+    rows = {path: parquet.metadata.num_rows for path, parquet in files}
+    found = {path: np.zeros(rows[path], dtype=bool) for path in group.requested}
     for data in _shares(group, job, files, shares):
-        _add_dead(data, group, number, found)
+        _mark_dead(data, group, number, found)
         del data  # before the next share is read: one share's rows in memory at a time
-    out = {}
-    for path, parts in found.items():
-        dead = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-        dead.sort()  # each share's are in file order; shares interleave
-        out[path] = dead
-    return out
+    return {path: DeadRows.from_mask(dead) for path, dead in found.items()}
 
 
-def _add_dead(
+def _mark_dead(
     data: pa.Table,
     group: WinnerGroup,
     number: Mapping[str, int],
-    found: dict[str, list[np.ndarray]],
+    found: Mapping[str, np.ndarray],
 ) -> None:
-    """Append to ``found`` (requested path → arrays) the dead positions among ``data``'s
-    rows (``_batches``' columns), in file order."""
+    """Mark in ``found`` (requested path → a flag per row) the dead rows among ``data``'s
+    rows (``_batches``' columns)."""
     alive = surviving_rows(
         data.select([f"k{i}" for i in range(len(group.keys))]),
         data.select([f"o{i}" for i in range(len(group.order))]),
@@ -191,8 +188,8 @@ def _add_dead(
     dead = ~alive
     numbers = data.column("input").to_numpy()
     positions = data.column("position").to_numpy()
-    for path, parts in found.items():
-        parts.append(positions[dead & (numbers == number[path])])
+    for path, flags in found.items():
+        flags[positions[dead & (numbers == number[path])]] = True
 
 
 def merge_shares(
@@ -437,14 +434,14 @@ def _null_safe_equal(values: pa.Array) -> np.ndarray:
 
 def winners_partition(
     groups: Iterator[WinnerGroup],
-) -> Iterator[tuple[str, str, np.ndarray | str]]:
-    """Runs in a Spark task: ``(path, "ok", dead positions)`` per requested file of each
+) -> Iterator[tuple[str, str, DeadRows | str]]:
+    """Runs in a Spark task: ``(path, "ok", its DeadRows)`` per requested file of each
     group, or ``("", "declined", why)`` for a group it cannot merge as the SQL job would."""
     for group in groups:
         try:
-            dead = dead_positions(group)
+            dead = dead_rows(group)
         except Declined as why:
             yield "", "declined", str(why)
             continue
-        for path, positions in dead.items():
-            yield path, "ok", positions
+        for path, rows in dead.items():
+            yield path, "ok", rows

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import structlog
 
+from lakestats.arrow_sketch.dead_rows import DeadRows
 from lakestats.arrow_sketch.engine import ArrowDeletes
 from lakestats.arrow_sketch.equality import EqualityTask, equality_tasks
 from lakestats.arrow_sketch.key_winners import winner_groups
@@ -93,8 +94,8 @@ class LiveRowFilter:
             tasks = found
         return ArrowDeletes(dead=self._positions(), equality=tasks)
 
-    def _positions(self) -> dict[str, np.ndarray]:
-        """Path → its dead 0-based row positions from position deletes and vectors."""
+    def _positions(self) -> dict[str, DeadRows]:
+        """Path → its dead rows from position deletes and vectors."""
         positions = positions_table(self.plan, self.mapping)
         self.deleted_positions = positions.num_rows
         fids = positions.column(FID).to_numpy()
@@ -102,7 +103,10 @@ class LiveRowFilter:
         order = np.argsort(fids, kind="stable")
         fids, dead = fids[order], dead[order]
         starts = np.searchsorted(fids, np.arange(len(self.plan.paths) + 1))
-        return {path: dead[starts[n] : starts[n + 1]] for n, path in enumerate(self.plan.paths)}
+        return {
+            path: DeadRows.of(dead[starts[n] : starts[n + 1]])
+            for n, path in enumerate(self.plan.paths)
+        }
 
     def apply(self, session: Any, df: Any) -> Any:
         from pyspark.sql import functions as F  # noqa: N812, PLC0415 - lazy; pyspark's own name

@@ -24,6 +24,7 @@ from lakestats.arrow_sketch.column_stream import (
     MIN_BATCH_ROWS,
     batch_rows_for,
 )
+from lakestats.arrow_sketch.dead_rows import DeadRows
 from lakestats.arrow_sketch.engine import arrow_job
 from lakestats.arrow_sketch.equality import EqualityTask, equality_partition
 from lakestats.arrow_sketch.file_sketch import ArrowColumn, ArrowJob, sketch_file
@@ -183,17 +184,23 @@ def test_dead_rows_across_batches_are_left_out(tmp_path: Path) -> None:
     pq.write_table(table.filter(pa.array(keep)), pruned)
     job = _job(SETTINGS[0])
 
-    batched, rows = sketch_file(str(full), replace(job, batch_rows=1_000), dead)
     expected, expected_rows = sketch_file(str(pruned), replace(job, batch_rows=10 * ROWS), None)
+    unique = np.unique(dead)
+    bitmap = DeadRows.of(dead)  # 3,005 of 40,010 rows: more than one in 64, a bitmap
+    positions = DeadRows(unique, None, int(unique[-1]) + 1, len(unique))  # the other form
+    assert bitmap.bits is not None
 
-    assert rows == expected_rows == int(keep.sum())
-    assert batched is not None and expected is not None
-    for fid, name, _ in COLUMNS:
-        assert batched[fid].theta == expected[fid].theta, name
-        assert batched[fid].value_sample == expected[fid].value_sample, name
-        assert (batched[fid].min, batched[fid].max) == (expected[fid].min, expected[fid].max)
-        assert batched[fid].null_count == expected[fid].null_count, name
-    everything = np.arange(ROWS + 10)
+    for form in (positions, bitmap):
+        batched, rows = sketch_file(str(full), replace(job, batch_rows=1_000), form)
+        assert rows == expected_rows == int(keep.sum())
+        assert batched is not None and expected is not None
+        for fid, name, _ in COLUMNS:
+            assert batched[fid].theta == expected[fid].theta, name
+            assert batched[fid].value_sample == expected[fid].value_sample, name
+            assert (batched[fid].min, batched[fid].max) == (expected[fid].min, expected[fid].max)
+            assert batched[fid].null_count == expected[fid].null_count, name
+    everything = DeadRows.of(np.arange(ROWS + 10))
+    assert everything.bits is not None
     assert sketch_file(str(full), replace(job, batch_rows=1_000), everything) == (None, 0)
 
 
@@ -283,8 +290,8 @@ def test_equality_deletes_find_their_rows_a_batch_at_a_time(
         if (r["qty"], r["name"]) in wanted
     ]
     assert (path, status) == (str(data), "ok")
-    assert isinstance(dead, np.ndarray)
-    assert dead.tolist() == expected and len(expected) > 400
+    assert isinstance(dead, DeadRows)
+    assert dead.to_positions().tolist() == expected and len(expected) > 400
 
 
 @pytest.mark.spark

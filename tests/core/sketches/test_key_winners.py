@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from lakestats.arrow_sketch.key_winners import (
     MAX_SHARES,
     WinnerGroup,
-    dead_positions,
+    dead_rows,
     merge_shares,
     surviving_rows,
     winner_groups,
@@ -161,7 +161,7 @@ def test_merges_the_sql_job_must_make_are_refused_with_a_reason() -> None:
         assert isinstance(winner_groups([(merge, 0)], paths, SCHEMA), str), what
 
 
-# -- a bucket merged in shares (``dead_positions``) -----------------------------------------
+# -- a bucket merged in shares (``dead_rows``) ----------------------------------------------
 
 
 def _field(name: str, kind: pa.DataType, field_id: int) -> pa.Field:
@@ -251,9 +251,8 @@ def test_a_bucket_merged_in_shares_loses_and_keeps_the_same_rows(
     spill.mkdir()
     monkeypatch.setenv("SPARK_LOCAL_DIRS", f"{spill},/nonexistent")
     for shares in (None, 1, 2, 3, 7):
-        dead = dead_positions(group, shares=shares)
-        assert {p: d.tolist() for p, d in dead.items()} == want, shares
-        assert all(d.dtype == np.int64 for d in dead.values())
+        dead = dead_rows(group, shares=shares)
+        assert {p: d.to_positions().tolist() for p, d in dead.items()} == want, shares
         assert not list(spill.iterdir())  # the spill files are gone
 
 
@@ -272,7 +271,7 @@ def test_a_failing_input_leaves_no_spill_behind(
     spill.mkdir()
     monkeypatch.setenv("SPARK_LOCAL_DIRS", str(spill))
     with pytest.raises(UnreadableFileError, match=r"run-1\.parquet"):
-        dead_positions(_bucket_group(paths), shares=3)
+        dead_rows(_bucket_group(paths), shares=3)
     assert not list(spill.iterdir())
 
 
