@@ -22,10 +22,12 @@ fresh process per batch size (what one task does), its peak memory above the pro
 base and its time printed: the measurement behind the batch size. And one primary-key
 bucket (``--key-merge-sizes`` million rows in four sorted runs, Paimon's columns) is merged
 as one key-merge task does, in a fresh process, at once and in shares (the default): peak
-memory above the base, time, and the dead rows (which must be the same).
+memory above the base, time, and the dead rows (which must be the same). And the deletion
+vectors of 100 files of a million rows, 30 % deleted, are read on the driver into the SQL
+job's positions table and into the Arrow engine's ``DeadRows``: peak and what is held.
 
     .venv/bin/python tests/bench/memory.py [--sizes 1,4,16] [--file-rows 250000 | --files 4]
-    .venv/bin/python tests/bench/memory.py --key-merge-only [--key-merge-sizes 1,4,16]
+    .venv/bin/python tests/bench/memory.py --probes-only [--key-merge-sizes 1,4,16]
 """
 
 from __future__ import annotations
@@ -408,6 +410,64 @@ def key_merge_probe(paths: Sequence[Path], shares: int) -> tuple[int, int, float
     return int(dead), int(digest), float(mib), float(seconds), int(sent)
 
 
+# -- deletion vectors' dead rows on the driver ---------------------------------------------
+
+_DEAD_ROWS_PROBE = """
+import sys, time
+import numpy as np
+from pyroaring import BitMap64
+from lakestats.deletes.plan import plan_live_read
+from lakestats.deletes.positions import dead_rows_by_file, positions_table
+from lakestats.locations import LocationMap
+from lakestats.model import DeletionVector
+how, files, rows, share = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+rng = np.random.default_rng(1)
+deletes = {}
+for i in range(files):
+    bitmap = BitMap64(np.flatnonzero(rng.random(rows) < share).tolist())
+    deletes[f"file:///t/{i}.parquet"] = (DeletionVector(bitmap.serialize(), len(bitmap)),)
+plan = plan_live_read(deletes)
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+base = status("VmRSS")
+with open("/proc/self/clear_refs", "w") as clear:
+    clear.write("5")
+started = time.perf_counter()
+if how == "table":  # the SQL job's table of every (file, position)
+    held = positions_table(plan, LocationMap()).nbytes
+else:  # the Arrow engine's: each file's DeadRows, one vector at a time
+    held = sum(d.nbytes for d in dead_rows_by_file(plan, LocationMap())[0])
+seconds = time.perf_counter() - started
+print((status("VmHWM") - base) / 1024, held, seconds)
+"""
+
+
+def dead_rows_report(files: int = 100, rows: int = 1_000_000, share: float = 0.3) -> None:
+    """What the driver holds for a job's deletion vectors (``files`` files of ``rows`` rows,
+    ``share`` of each deleted): the SQL job's positions table, and the Arrow engine's
+    ``DeadRows`` per file, each built in a fresh process."""
+    print(
+        f"\nDeletion vectors on the driver: {files} files of {rows:,} rows, "
+        f"{share:.0%} of each deleted ({int(files * rows * share):,} rows):"
+    )
+    print("| form | peak above the base | held until the sketch job ends | seconds |")
+    print("|---|---|---|---|")
+    forms = (("table", "positions table (the SQL job's)"), ("rows", "`DeadRows` per file"))
+    for how, label in forms:
+        done = subprocess.run(
+            [sys.executable, "-c", _DEAD_ROWS_PROBE, how, str(files), str(rows), str(share)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=1800,
+        )
+        mib, held, seconds = done.stdout.split()
+        held_mib = int(held) / MIB
+        print(f"| {label} | {float(mib):.0f} MiB | {held_mib:.1f} MiB | {float(seconds):.2f} |")
+
+
 # -- report ---------------------------------------------------------------------------------
 
 
@@ -482,10 +542,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="1,4,16",
         type=lambda s: [float(x) for x in s.split(",") if x.strip()],
         help="primary-key bucket sizes in millions of rows for the key-merge probe "
-        '(default 1,4,16; "" for none)',
+        '(default 1,4,16; "" for neither probe)',
     )
     parser.add_argument(
-        "--key-merge-only", action="store_true", help="only the key-merge probe (~40 s)"
+        "--probes-only",
+        action="store_true",
+        help="only the key-merge and deletion-vector probes (~1 min)",
     )
     args = parser.parse_args(argv)
     if not args.sizes or any(s <= 0 for s in args.sizes):
@@ -519,8 +581,9 @@ def key_merge_report(sizes: Sequence[float], work: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     print(f"memory.py {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {machine()}", flush=True)
-    if args.key_merge_only:
+    if args.probes_only:
         key_merge_report(args.key_merge_sizes, args.work_dir.resolve() / "key-merge")
+        dead_rows_report()
         return 0
     results = []
     for size in args.sizes:
@@ -543,6 +606,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"| {label} | {rows:,} | {mib:.0f} MiB | {seconds:.2f} |")
     if args.key_merge_sizes:
         key_merge_report(args.key_merge_sizes, args.work_dir.resolve() / "key-merge")
+        dead_rows_report()
     return 0
 
 

@@ -5,18 +5,22 @@ their ``file_path`` values go through the table's location mapping (writers on a
 cluster wrote ``hdfs://…`` names) and are matched to the job's data files by their
 canonical form, each delete file only to the data files the format attached it to.
 Matching works on the distinct paths (few), never row by row in Python. Deletion vectors
-are decoded with pyroaring. The result is one small Arrow table per job.
+are decoded with pyroaring. The SQL job gets one Arrow table of them all; the Arrow engine
+and the live-row counts take them one delete source at a time, into each file's compact
+``DeadRows``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakestats.arrow_sketch.dead_rows import DeadRows
 from lakestats.deletes.plan import LiveReadPlan, plan_live_read
 from lakestats.exceptions import DataFileError
 from lakestats.locations import LocationMap, filesystem_from_uri, local_path
@@ -80,11 +84,17 @@ def read_position_file(deletes: PositionDeletes) -> pa.Table:
 
 def positions_table(plan: LiveReadPlan, mapping: LocationMap) -> pa.Table:
     """Every deleted (data file number, position) of the job's position deletes and
-    deletion vectors. ``plan.paths`` are where the job reads the data files (already
-    mapped); a delete file's ``file_path`` value names one of them when its mapped
+    deletion vectors (``position_parts`` in one table: what the SQL job anti-joins)."""
+    parts = list(position_parts(plan, mapping))
+    return pa.concat_tables(parts) if parts else POSITIONS_SCHEMA.empty_table()
+
+
+def position_parts(plan: LiveReadPlan, mapping: LocationMap) -> Iterator[pa.Table]:
+    """The deleted (data file number, position) pairs of the job, one delete file or
+    deletion vector at a time. ``plan.paths`` are where the job reads the data files
+    (already mapped); a delete file's ``file_path`` value names one of them when its mapped
     canonical form (``pipeline.canonical_path``) is equal."""
     number_of = {canonical_path(path): number for number, path in enumerate(plan.paths)}
-    parts: list[pa.Table] = []
     for deletes, numbers in plan.positions:
         rows = read_position_file(deletes)
         allowed = set(numbers)
@@ -97,23 +107,37 @@ def positions_table(plan: LiveReadPlan, mapping: LocationMap) -> pa.Table:
         ]
         fids = pc.take(pa.array(targets, pa.int32()), paths.indices)
         keep = pc.not_equal(fids, -1)
-        parts.append(
-            pa.table(
-                [pc.filter(fids, keep), pc.filter(rows.column("pos").cast(pa.int64()), keep)],
-                schema=POSITIONS_SCHEMA,
-            )
+        yield pa.table(
+            [pc.filter(fids, keep), pc.filter(rows.column("pos").cast(pa.int64()), keep)],
+            schema=POSITIONS_SCHEMA,
         )
     for vector, number in plan.vectors:
         positions = decode_vector(vector)
-        parts.append(
-            pa.table(
-                [pa.array(np.full(len(positions), number, dtype=np.int32)), pa.array(positions)],
-                schema=POSITIONS_SCHEMA,
-            )
+        yield pa.table(
+            [pa.array(np.full(len(positions), number, dtype=np.int32)), pa.array(positions)],
+            schema=POSITIONS_SCHEMA,
         )
-    if not parts:
-        return POSITIONS_SCHEMA.empty_table()
-    return pa.concat_tables(parts)
+
+
+def dead_rows_by_file(plan: LiveReadPlan, mapping: LocationMap) -> tuple[list[DeadRows], int]:
+    """Each of ``plan.paths``' dead rows from its position deletes and deletion vectors
+    (in the order of ``plan.paths``), and how many (file, position) pairs the delete
+    sources held. Built one source at a time: the driver never holds every deleted
+    position of the job at once, only each file's ``DeadRows``."""
+    found: dict[int, list[DeadRows]] = {}
+    pairs = 0
+    for part in position_parts(plan, mapping):
+        pairs += part.num_rows
+        if not part.num_rows:
+            continue
+        fids = part.column(FID).to_numpy()
+        positions = part.column(POS).to_numpy()
+        order = np.argsort(fids, kind="stable")
+        fids, positions = fids[order], positions[order]
+        bounds = [0, *(np.flatnonzero(fids[1:] != fids[:-1]) + 1).tolist(), len(fids)]
+        for start, end in itertools.pairwise(bounds):
+            found.setdefault(int(fids[start]), []).append(DeadRows.of(positions[start:end]))
+    return [DeadRows.union(found.get(n, [])) for n in range(len(plan.paths))], pairs
 
 
 def live_rows_from_positions(files: Sequence[DataFile], mapping: LocationMap) -> dict[str, int]:
@@ -131,15 +155,9 @@ def live_rows_from_positions(files: Sequence[DataFile], mapping: LocationMap) ->
             for f in files
         }
     )
-    dead = positions_table(plan, mapping)
-    rows = pa.array([f.record_count for f in files], pa.int64())
-    inside = pc.less(dead.column(POS), pc.take(rows, dead.column(FID)))
-    counted = dead.filter(inside).group_by(FID).aggregate([(POS, "count_distinct")])
-    deleted = dict(
-        zip(
-            counted.column(FID).to_pylist(),
-            counted.column(f"{POS}_count_distinct").to_pylist(),
-            strict=True,
-        )
-    )
-    return {f.path: f.record_count - int(deleted.get(i, 0)) for i, f in enumerate(files)}
+    dead, _ = dead_rows_by_file(plan, mapping)
+    number = {path: n for n, path in enumerate(plan.paths)}
+    return {
+        f.path: f.record_count - dead[number[mapped[f.path]]].count_below(f.record_count)
+        for f in files
+    }

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import structlog
 
@@ -29,7 +28,7 @@ from lakestats.arrow_sketch.engine import ArrowDeletes
 from lakestats.arrow_sketch.equality import EqualityTask, equality_tasks
 from lakestats.arrow_sketch.key_winners import winner_groups
 from lakestats.deletes.plan import EqualityGroup, LiveReadPlan
-from lakestats.deletes.positions import FID, POS, positions_table
+from lakestats.deletes.positions import FID, POS, dead_rows_by_file, positions_table
 from lakestats.exceptions import SketchError
 from lakestats.locations import LocationMap
 from lakestats.model import TableSchema
@@ -96,17 +95,8 @@ class LiveRowFilter:
 
     def _positions(self) -> dict[str, DeadRows]:
         """Path → its dead rows from position deletes and vectors."""
-        positions = positions_table(self.plan, self.mapping)
-        self.deleted_positions = positions.num_rows
-        fids = positions.column(FID).to_numpy()
-        dead = positions.column(POS).to_numpy()
-        order = np.argsort(fids, kind="stable")
-        fids, dead = fids[order], dead[order]
-        starts = np.searchsorted(fids, np.arange(len(self.plan.paths) + 1))
-        return {
-            path: DeadRows.of(dead[starts[n] : starts[n + 1]])
-            for n, path in enumerate(self.plan.paths)
-        }
+        dead, self.deleted_positions = dead_rows_by_file(self.plan, self.mapping)
+        return dict(zip(self.plan.paths, dead, strict=True))
 
     def apply(self, session: Any, df: Any) -> Any:
         from pyspark.sql import functions as F  # noqa: N812, PLC0415 - lazy; pyspark's own name

@@ -35,6 +35,8 @@ def test_every_window_of_rows_is_dead_where_the_positions_say(count: int, span: 
             assert got is not None and got.tolist() == want.tolist(), (start, rows)
         else:
             assert got is None, (start, rows)
+    for rows in (0, 1, 7, 8, 9, span // 2, span, span + 100):
+        assert dead.count_below(rows) == int((unique < rows).sum()), rows
     for start in rng.integers(0, span, 50):
         rows = int(rng.integers(1, 3_000))
         got = dead.mask(int(start), rows)
