@@ -247,32 +247,52 @@ def _shares(
         yield _concat(batches) if batches else _empty(group)
         return
     local = os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0] or None
-    with tempfile.TemporaryDirectory(prefix="lakestats-key-merge-", dir=local) as spill:
-        paths = [Path(spill) / f"{share}.arrow" for share in range(shares)]
-        writers: list[pa.ipc.RecordBatchFileWriter | None] = [None] * shares
+    try:
+        folder = tempfile.TemporaryDirectory(prefix="lakestats-key-merge-", dir=local)
+    except OSError as exc:  # the SQL job merges it: Spark spills by its own means
+        raise Declined(f"no room for the key merge's spill: {exc}") from None
+    with folder as spill:
         try:
-            for batch in _batches(group, job, files):
-                keys = [batch.column(f"k{i}") for i in range(len(group.keys))]
-                share = partition_hashes(keys) % np.uint64(shares)
-                order = np.argsort(share, kind="stable")
-                bounds = np.searchsorted(share[order], np.arange(shares + 1))
-                ordered = batch.take(pa.array(order))
-                for i in range(shares):
-                    if bounds[i] == bounds[i + 1]:
-                        continue
-                    writer = writers[i]
-                    if writer is None:
-                        writer = writers[i] = pa.ipc.new_file(str(paths[i]), ordered.schema)
-                    writer.write_table(ordered.slice(bounds[i], bounds[i + 1] - bounds[i]))
-        finally:
-            for writer in writers:
-                if writer is not None:
-                    writer.close()
-        for i, writer in enumerate(writers):
-            if writer is not None:
-                with pa.memory_map(str(paths[i])) as source:
+            paths = _spill(group, job, files, shares, Path(spill))
+        except OSError as exc:  # a full or failing disk (an input's errors are not OSError)
+            raise Declined(f"cannot spill the key merge to {spill}: {exc}") from None
+        for path in paths:
+            if path is not None:
+                with pa.memory_map(str(path)) as source:
                     yield pa.ipc.open_file(source).read_all()
-                paths[i].unlink()
+                path.unlink()
+
+
+def _spill(
+    group: WinnerGroup,
+    job: ArrowJob,
+    files: Sequence[tuple[str, pq.ParquetFile]],
+    shares: int,
+    folder: Path,
+) -> list[Path | None]:
+    """Every input row's ``_batches`` columns written to its key's share's Arrow file in
+    ``folder``; each share's file (``None``: no row)."""
+    writers: list[pa.ipc.RecordBatchFileWriter | None] = [None] * shares
+    try:
+        for batch in _batches(group, job, files):
+            keys = [batch.column(f"k{i}") for i in range(len(group.keys))]
+            share = partition_hashes(keys) % np.uint64(shares)
+            order = np.argsort(share, kind="stable")
+            bounds = np.searchsorted(share[order], np.arange(shares + 1))
+            ordered = batch.take(pa.array(order))
+            for i in range(shares):
+                if bounds[i] == bounds[i + 1]:
+                    continue
+                writer = writers[i]
+                if writer is None:
+                    target = str(folder / f"{i}.arrow")
+                    writer = writers[i] = pa.ipc.new_file(target, ordered.schema)
+                writer.write_table(ordered.slice(bounds[i], bounds[i + 1] - bounds[i]))
+    finally:
+        for writer in writers:
+            if writer is not None:
+                writer.close()
+    return [None if w is None else folder / f"{i}.arrow" for i, w in enumerate(writers)]
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:

@@ -333,3 +333,20 @@ def test_distinct_keys_spread_over_the_shares() -> None:
     ):
         counts = np.bincount(partition_hashes(keys) % np.uint64(7), minlength=7)
         assert counts.min() > 0.9 * 10_000 and counts.max() < 1.1 * 10_000, counts
+
+
+def test_a_merge_that_cannot_spill_is_left_to_the_sql_job(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lakestats.arrow_sketch.file_sketch import Declined
+
+    rows = _bucket(tmp_path, runs=2, rows=300, seed=6)
+    paths = sorted({r[0] for r in rows})
+    group = _bucket_group(paths)
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path / "no-such-folder"))
+    with pytest.raises(Declined, match="no room for the key merge's spill"):
+        dead_rows(group, shares=2)
+    # merged without a spill, or with one where it can: the same rows
+    monkeypatch.delenv("SPARK_LOCAL_DIRS")
+    at_once = dead_rows(group, shares=1)[paths[0]].to_positions().tolist()
+    assert at_once and at_once == dead_rows(group, shares=3)[paths[0]].to_positions().tolist()
