@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lakestats.arrow_sketch.arrays import sorted_unique
 from lakestats.arrow_sketch.spec_hashes import (
     distinct,
     distinct_counted,
@@ -119,7 +120,7 @@ class SmallestHashes:
             first[1:] = hashes[1:] != hashes[:-1]
             hashes, values = hashes[first][: self._limit], values[first][: self._limit]
         else:
-            hashes = np.unique(hashes)[: self._limit]
+            hashes = sorted_unique(hashes)[: self._limit]
         self._hashes = [hashes]
         self._values = [] if values is None else [values]
         self._held = len(hashes)

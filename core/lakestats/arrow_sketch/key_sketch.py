@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from lakestats.arrow_sketch.arrays import sorted_unique
 from lakestats.arrow_sketch.column_stream import SmallestHashes
 from lakestats.arrow_sketch.spec_hashes import keyed_hashes, theta_sketch
 from lakestats.model import KEY_SKETCH_ID, RETRACTED_KEY_SKETCH_ID, ColumnSketch
@@ -85,12 +86,13 @@ class KeyAccumulator:
         return out
 
     def _sketch(self, kept: SmallestHashes) -> ColumnSketch:
-        return ColumnSketch(theta=theta_sketch(np.unique(kept.hashes()), self._lg_k), null_count=0)
+        hashes = sorted_unique(kept.hashes())
+        return ColumnSketch(theta=theta_sketch(hashes, self._lg_k), null_count=0)
 
 
 def _bottom(hashes: np.ndarray, lg_k: int) -> np.ndarray:
     """The smallest distinct nonzero hashes a bottom-k sketch of ``hashes`` keeps."""
-    return np.unique(hashes[hashes != 0])[: (1 << lg_k) + 1]
+    return sorted_unique(hashes[hashes != 0])[: (1 << lg_k) + 1]
 
 
 def key_values(columns: Sequence[tuple[pa.Array, str]]) -> pa.Array:
