@@ -36,7 +36,7 @@ from lakestats.arrow_sketch.file_sketch import (
     sketch_file,
 )
 from lakestats.arrow_sketch.key_sketch import ArrowKey, key_type_supported
-from lakestats.arrow_sketch.key_winners import WinnerGroup, winners_partition
+from lakestats.arrow_sketch.key_winners import SHARE_BYTES, WinnerGroup, winners_partition
 from lakestats.exceptions import DataFileError, SparkUnavailableError
 from lakestats.locations import filesystem_from_uri, local_path
 from lakestats.model import ColumnSketch, KeySketch, SketchSettings
@@ -231,12 +231,16 @@ def run_equality(
 
 
 def run_key_winners(
-    sc: Any, groups: Sequence[WinnerGroup], monitor: Callable[[], Any]
+    sc: Any,
+    groups: Sequence[WinnerGroup],
+    monitor: Callable[[], Any],
+    share_bytes: int = SHARE_BYTES,
 ) -> dict[str, DeadRows] | str:
     """The dead rows of the requested files of primary-key merge ``groups``
-    (``key_winners``), one Spark task per few groups; or why a group is left to the SQL
-    job. ``monitor`` as for ``run_arrow``."""
-    return _dead_rows_job(sc, groups, winners_partition, monitor)
+    (``key_winners``; a bucket's merge past ``share_bytes`` spills), one Spark task per few
+    groups; or why a group is left to the SQL job. ``monitor`` as for ``run_arrow``."""
+    partition = functools.partial(winners_partition, share_bytes=share_bytes)
+    return _dead_rows_job(sc, groups, partition, monitor)
 
 
 def _dead_rows_job(

@@ -145,12 +145,14 @@ SHARE_BYTES = 128 << 20
 MAX_SHARES = 256
 
 
-def dead_rows(group: WinnerGroup, *, shares: int | None = None) -> dict[str, DeadRows]:
+def dead_rows(
+    group: WinnerGroup, *, shares: int | None = None, share_bytes: int = SHARE_BYTES
+) -> dict[str, DeadRows]:
     """Each requested file's dead rows. Raises ``Declined`` for inputs it cannot read as
     the SQL job would, and a missing or unreadable input fails as in the sketch tasks
     (``file_sketch.reading_file``).
 
-    A bucket whose merge would hold more than ``SHARE_BYTES`` is merged a share of its keys
+    A bucket whose merge would hold more than ``share_bytes`` is merged a share of its keys
     at a time (``merge_shares``; ``shares`` overrides it), as a grace hash join does: the
     inputs are read once, a batch at a time, each row's merge columns spilled to its key's
     share on local disk (``SPARK_LOCAL_DIRS``, where PySpark spills), then each share is
@@ -159,7 +161,7 @@ def dead_rows(group: WinnerGroup, *, shares: int | None = None) -> dict[str, Dea
     job = reading_job(_merge_columns(group), "field_id")
     files = [(path, _open(path)) for path in group.inputs]
     if shares is None:
-        shares = merge_shares(files, job, SHARE_BYTES)
+        shares = merge_shares(files, job, share_bytes)
     number = {path: n for n, path in enumerate(group.inputs)}
     rows = {path: parquet.metadata.num_rows for path, parquet in files}
     found = {path: np.zeros(rows[path], dtype=bool) for path in group.requested}
@@ -453,13 +455,13 @@ def _null_safe_equal(values: pa.Array) -> np.ndarray:
 
 
 def winners_partition(
-    groups: Iterator[WinnerGroup],
+    groups: Iterator[WinnerGroup], share_bytes: int = SHARE_BYTES
 ) -> Iterator[tuple[str, str, DeadRows | str]]:
     """Runs in a Spark task: ``(path, "ok", its DeadRows)`` per requested file of each
     group, or ``("", "declined", why)`` for a group it cannot merge as the SQL job would."""
     for group in groups:
         try:
-            dead = dead_rows(group)
+            dead = dead_rows(group, share_bytes=share_bytes)
         except Declined as why:
             yield "", "declined", str(why)
             continue

@@ -350,3 +350,49 @@ def test_a_merge_that_cannot_spill_is_left_to_the_sql_job(
     monkeypatch.delenv("SPARK_LOCAL_DIRS")
     at_once = dead_rows(group, shares=1)[paths[0]].to_positions().tolist()
     assert at_once and at_once == dead_rows(group, shares=3)[paths[0]].to_positions().tolist()
+
+
+@pytest.mark.spark
+def test_spark_workers_spill_a_big_bucket_and_find_the_same_rows(spark: Any, tmp_path: Any) -> None:
+    """The key-merge job in Spark's own Python workers, with a share budget that makes a
+    600-row bucket spill: the rules' dead rows, and no spill left in Spark's folder."""
+    import contextlib
+    import os as worker_os
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import pyarrow.parquet as pq
+
+    from lakestats.arrow_sketch.engine import run_key_winners
+    from lakestats.arrow_sketch.file_sketch import reading_job
+
+    rows = _bucket(tmp_path, runs=4, rows=600, seed=11)
+    paths = sorted({r[0] for r in rows} | {str(tmp_path / "run-4.parquet")})
+    group = _bucket_group(paths)
+    alive = reference(
+        [(r[2], r[3], r[4]) for r in rows],
+        first_row=False,
+        ignore_delete=False,
+        remove_record_on_delete=False,
+    )
+    want = {
+        path: sorted(r[1] for i, r in enumerate(rows) if r[0] == path and i not in alive)
+        for path in group.requested
+    }
+    sc = spark.sparkContext
+
+    def monitor() -> Any:
+        return contextlib.nullcontext(SimpleNamespace(reason=None))
+
+    spilled = run_key_winners(sc, [group], monitor, share_bytes=20_000)  # ~10 shares
+    whole = run_key_winners(sc, [group], monitor)
+
+    assert not isinstance(spilled, str) and not isinstance(whole, str)
+    assert {p: d.to_positions().tolist() for p, d in spilled.items()} == want
+    assert {p: d.to_positions().tolist() for p, d in whole.items()} == want
+    folders = sc.parallelize([0], 1).map(lambda _: worker_os.environ["SPARK_LOCAL_DIRS"]).collect()
+    for folder in folders[0].split(","):
+        assert not list(Path(folder).glob("lakestats-key-merge-*"))
+    # the budget made it spill (the shares the task computes from the same footers)
+    job = reading_job(list(dict.fromkeys([*group.keys, *group.order, group.kind])), "field_id")
+    assert merge_shares([(p, pq.ParquetFile(p)) for p in paths], job, 20_000) > 1
