@@ -9,9 +9,10 @@ with a few tasks per core the slowest task still ends close to the others. The j
 under the SQL job's job group, so ``pipeline._JobMonitor`` reports its progress (tasks
 done) and cancels it past the time limit, exactly as the SQL job. A file the engine does
 not read exactly as Spark would comes back *declined*; ``sketch_files`` sketches the
-declined files with the SQL job. A job with position deletes or deletion vectors (and no
-other deletes) gets each file's dead row positions with its path: the task drops those rows
-before it sketches, and reports the file's live rows.
+declined files with the SQL job. A job with row-level deletes gets each file's dead rows
+(``dead_rows.DeadRows``) with its path — known on the driver (position deletes, deletion
+vectors) or found by a first job (primary-key winners, equality deletes): the task drops
+those rows before it sketches, and reports the file's live rows.
 
 A missing or unreadable file fails the task with a marked message (``file_sketch.MARK``) that the
 driver turns into the same ``DataFileError`` the SQL job raises.

@@ -7,7 +7,8 @@ dead row positions, which the Arrow engine's sketch tasks drop as they drop a de
 vector's. This module finds them: one Spark task per merge group (a bucket's live files,
 ``KeyMerge.inputs``) reads only the key, sequence and row-kind columns of every input,
 orders each key's rows and marks the winners (``surviving_rows``, the same rules as the SQL
-job's ``deletes/key_merge.py``), and returns each requested file's dead positions.
+job's ``deletes/key_merge.py``), and returns each requested file's ``DeadRows``. A bucket
+too big to merge at once is merged a share of its keys at a time (``dead_rows``).
 
 Merges it cannot reproduce exactly are left to the SQL job (``winner_groups`` returns the
 reason): the aggregating engines (a merged row is made of several rows), inputs written

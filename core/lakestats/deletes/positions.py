@@ -40,7 +40,10 @@ def decode_vector(vector: DeletionVector) -> np.ndarray:
         bitmap = BitMap64.deserialize(vector.bitmap)
     except (ValueError, OSError) as exc:
         raise DataFileError(f"cannot decode a deletion vector: {exc}") from exc
-    return np.frombuffer(bitmap.to_array(), dtype=np.uint64).astype(np.int64)
+    positions = np.frombuffer(bitmap.to_array(), dtype=np.uint64)
+    if len(positions) and positions[-1] >= 1 << 63:
+        raise DataFileError(f"a deletion vector holds row position {int(positions[-1])}")
+    return positions.astype(np.int64)
 
 
 def _read_parquet(source: str | pa.NativeFile, columns: list[str]) -> pa.Table:
@@ -107,6 +110,11 @@ def position_parts(plan: LiveReadPlan, mapping: LocationMap) -> Iterator[pa.Tabl
         ]
         fids = pc.take(pa.array(targets, pa.int32()), paths.indices)
         keep = pc.not_equal(fids, -1)
+        lowest = pc.min(rows.column("pos")).as_py()
+        if lowest is not None and lowest < 0:
+            raise DataFileError(
+                f"position-delete file {deletes.path} holds a negative row position ({lowest})"
+            )
         yield pa.table(
             [pc.filter(fids, keep), pc.filter(rows.column("pos").cast(pa.int64()), keep)],
             schema=POSITIONS_SCHEMA,

@@ -119,3 +119,17 @@ def test_a_delete_file_naming_none_of_the_jobs_files_kills_nothing(tmp_path: Pat
     )
 
     assert pairs == 0 and [len(d) for d in dead] == [0]
+
+
+def test_a_negative_position_is_named_with_its_delete_file(tmp_path: Path) -> None:
+    from lakestats.deletes.plan import plan_live_read
+    from lakestats.deletes.positions import dead_rows_by_file
+    from lakestats.locations import LocationMap
+
+    path = tmp_path / "hostile.parquet"
+    pq.write_table(pa.table({"file_path": ["file:///t/a.parquet"] * 2, "pos": [3, -2]}), path)
+    deletes = PositionDeletes(path=str(path), file_format="PARQUET")
+    plan = plan_live_read({"file:///t/a.parquet": (deletes,)})
+
+    with pytest.raises(DataFileError, match=r"hostile\.parquet holds a negative row position"):
+        dead_rows_by_file(plan, LocationMap())
