@@ -37,6 +37,7 @@ bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python tests/bench/run.py $(BENCH_ARGS)
 	$(BIN)/python tests/bench/deletes.py $(DELETES_BENCH_ARGS)
+	$(BIN)/python tests/bench/equality_lookup.py
 	$(BIN)/python tests/bench/delta.py $(DELTA_BENCH_ARGS)
 	$(BIN)/python tests/bench/log_refresh.py
 	$(BIN)/python tests/bench/qerror.py

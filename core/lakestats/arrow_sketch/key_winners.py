@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lakestats.arrow_sketch.arrays import key_hashes
 from lakestats.arrow_sketch.dead_rows import DeadRows
 from lakestats.arrow_sketch.file_sketch import (
     ArrowColumn,
@@ -279,7 +280,7 @@ def _spill(
     try:
         for batch in _batches(group, job, files):
             keys = [batch.column(f"k{i}") for i in range(len(group.keys))]
-            share = partition_hashes(keys) % np.uint64(shares)
+            share = key_hashes(keys) % np.uint64(shares)
             order = np.argsort(share, kind="stable")
             bounds = np.searchsorted(share[order], np.arange(shares + 1))
             ordered = batch.take(pa.array(order))
@@ -315,71 +316,6 @@ def _empty(group: WinnerGroup) -> pa.Table:
         "position": pa.array([], pa.int64()),
     }
     return pa.table(columns)
-
-
-_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplying by it loses no bits
-_NULL = np.uint64(0x2545F4914F6CDD1D)
-
-
-def partition_hashes(keys: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray:
-    """One hash per row of its key (the key's columns) that sends equal keys, NULLs
-    included, to the same share from every input. Not the spec hash: fixed-width values
-    are mixed as integers and strings as a polynomial over their bytes, which costs a
-    fraction of murmur3 and only has to spread keys."""
-    out: np.ndarray = np.zeros(len(keys[0]) if keys else 0, dtype=np.uint64)
-    for column in keys:
-        values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        out = (out ^ _value_hashes(values)) * _MIX
-    out ^= out >> np.uint64(29)
-    return out
-
-
-def _value_hashes(values: pa.Array) -> np.ndarray:
-    """A hash of each value of ``values`` (NULL: ``_NULL``, which a value can only meet
-    by chance: a share is then bigger, never wrong)."""
-    t = values.type
-    valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    if pa.types.is_boolean(t):
-        words = np.asarray(values.fill_null(False).to_numpy(zero_copy_only=False), np.uint64)
-    elif pa.types.is_decimal(t):
-        words = _byte_hashes(values.cast(pa.string()))
-    elif pa.types.is_fixed_size_binary(t):
-        words = _byte_hashes(values.cast(pa.binary()))
-    elif (
-        pa.types.is_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_string(t)
-        or (pa.types.is_large_binary(t))
-    ):
-        words = _byte_hashes(values)
-    else:  # integers, dates, timestamps: their bits
-        width = t.bit_width // 8
-        integers = values.view(pa.int32() if width == 4 else pa.int64()).fill_null(0)
-        words = np.asarray(integers.to_numpy(zero_copy_only=False)).astype(np.uint64)
-    hashes: np.ndarray = np.where(valid, (words ^ _NULL) * _MIX, _NULL)
-    return hashes
-
-
-_POWERS = np.cumprod(np.full(64, 0x100000001B3, dtype=np.uint64))  # FNV's prime, wrapping
-
-
-def _byte_hashes(values: pa.Array) -> np.ndarray:
-    """Σ byte × P^(i mod 64) over each value's bytes (mod 2^64)."""
-    large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
-    n = len(values)
-    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64 if large else np.int32)
-    offsets = offsets[values.offset : values.offset + n + 1].astype(np.int64)
-    buffer = values.buffers()[2]
-    if buffer is None or offsets[-1] == offsets[0]:
-        return np.diff(offsets).astype(np.uint64)
-    data = np.frombuffer(buffer, dtype=np.uint8)[offsets[0] : offsets[-1]].astype(np.uint64)
-    lengths = np.diff(offsets)
-    within = np.arange(len(data)) - np.repeat(offsets[:-1] - offsets[0], lengths)
-    terms = data * _POWERS[within % 64]
-    sums = np.zeros(n, dtype=np.uint64)
-    present = lengths > 0
-    sums[present] = np.add.reduceat(terms, (offsets[:-1] - offsets[0])[present])
-    return sums + lengths.astype(np.uint64)
 
 
 def surviving_rows(

@@ -309,7 +309,7 @@ def test_the_share_count_follows_the_buckets_size(tmp_path: Any) -> None:
     ids=lambda v: str(v.type),
 )
 def test_equal_keys_hash_equally_wherever_they_are(values: pa.Array) -> None:
-    from lakestats.arrow_sketch.key_winners import partition_hashes
+    from lakestats.arrow_sketch.arrays import key_hashes as partition_hashes
 
     whole = partition_hashes([values])
     # the same values at an offset, in chunks, and next to another key column
@@ -324,7 +324,7 @@ def test_equal_keys_hash_equally_wherever_they_are(values: pa.Array) -> None:
 
 
 def test_distinct_keys_spread_over_the_shares() -> None:
-    from lakestats.arrow_sketch.key_winners import partition_hashes
+    from lakestats.arrow_sketch.arrays import key_hashes as partition_hashes
 
     for keys in (
         [pa.array([f"customer-{i:09d}" for i in range(70_000)])],
