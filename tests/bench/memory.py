@@ -273,7 +273,24 @@ def measure(size_rows: int, args: argparse.Namespace, work: Path) -> SizeResult:
 
 # -- one file's sketching against the batch size ---------------------------------------------
 
-_PROBE = """
+# what each probe (a ``python -c`` script) runs first: its peak memory, from a reset
+_MEASURE = """
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+def start_measuring():
+    base = status("VmRSS")
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")  # the peak (VmHWM) starts again from now: imports are not counted
+    return base
+def peak_mib(base):
+    return (status("VmHWM") - base) / 1024
+"""
+
+_PROBE = (
+    _MEASURE
+    + """
 import sys, time
 from dataclasses import replace
 from lakestats.arrow_sketch.engine import arrow_job
@@ -285,18 +302,13 @@ names = [("id", "long"), ("name", "string"), ("price", "double"), ("day", "date"
 columns = [(i + 1, n, type_spec(t), True) for i, (n, t) in enumerate(names)]
 settings = SketchSettings(kll_k=1481, frequent_items=256, value_samples=True)  # the defaults
 job = arrow_job(columns, settings, "name")
-def status(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-base = status("VmRSS")
-with open("/proc/self/clear_refs", "w") as clear:
-    clear.write("5")  # the peak (VmHWM) starts again from now: imports are not counted
+base = start_measuring()
 started = time.perf_counter()
 _, rows = sketch_file(path, replace(job, batch_rows=batch), None)
 seconds = time.perf_counter() - started
-print(rows, (status("VmHWM") - base) / 1024, seconds)
+print(rows, peak_mib(base), seconds)
 """
+)
 
 
 def batch_probe(path: Path, sizes: Sequence[int]) -> list[tuple[int, int, float, float]]:
@@ -318,7 +330,9 @@ def batch_probe(path: Path, sizes: Sequence[int]) -> list[tuple[int, int, float,
 
 # -- one primary-key bucket's merge against its rows ------------------------------------------
 
-_KEY_MERGE_PROBE = """
+_KEY_MERGE_PROBE = (
+    _MEASURE
+    + """
 import sys, time
 from lakestats.arrow_sketch import key_winners
 from lakestats.arrow_sketch.file_sketch import ArrowColumn
@@ -333,21 +347,16 @@ group = key_winners.WinnerGroup(
     order=(column(99, "_SEQUENCE_NUMBER", "long"),), kind=column(98, "_VALUE_KIND", "int"),
     first_row=False, ignore_delete=False, remove_record_on_delete=False,
 )
-def status(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-base = status("VmRSS")
-with open("/proc/self/clear_refs", "w") as clear:
-    clear.write("5")  # the peak (VmHWM) starts again from now: imports are not counted
+base = start_measuring()
 started = time.perf_counter()
 dead = key_winners.dead_rows(group, shares=shares)
 seconds = time.perf_counter() - started
-peak = (status("VmHWM") - base) / 1024
+peak = peak_mib(base)
 digest = sum(int(d.to_positions().sum()) for d in dead.values())
 sent = sum(d.nbytes for d in dead.values())  # what the task sends the driver
 print(sum(len(d) for d in dead.values()), digest, peak, seconds, sent)
 """
+)
 
 
 def write_bucket(folder: Path, rows: int, files: int = 4) -> list[Path]:
@@ -412,7 +421,9 @@ def key_merge_probe(paths: Sequence[Path], shares: int) -> tuple[int, int, float
 
 # -- deletion vectors' dead rows on the driver ---------------------------------------------
 
-_DEAD_ROWS_PROBE = """
+_DEAD_ROWS_PROBE = (
+    _MEASURE
+    + """
 import sys, time
 import numpy as np
 from pyroaring import BitMap64
@@ -427,21 +438,16 @@ for i in range(files):
     bitmap = BitMap64(np.flatnonzero(rng.random(rows) < share).tolist())
     deletes[f"file:///t/{i}.parquet"] = (DeletionVector(bitmap.serialize(), len(bitmap)),)
 plan = plan_live_read(deletes)
-def status(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-base = status("VmRSS")
-with open("/proc/self/clear_refs", "w") as clear:
-    clear.write("5")
+base = start_measuring()
 started = time.perf_counter()
 if how == "table":  # the SQL job's table of every (file, position)
     held = positions_table(plan, LocationMap()).nbytes
 else:  # the Arrow engine's: each file's DeadRows, one vector at a time
     held = sum(d.nbytes for d in dead_rows_by_file(plan, LocationMap())[0])
 seconds = time.perf_counter() - started
-print((status("VmHWM") - base) / 1024, held, seconds)
+print(peak_mib(base), held, seconds)
 """
+)
 
 
 def dead_rows_report(files: int = 100, rows: int = 1_000_000, share: float = 0.3) -> None:
