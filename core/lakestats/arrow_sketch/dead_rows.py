@@ -36,27 +36,28 @@ class DeadRows:
     def of(cls, positions: np.ndarray | Sequence[int]) -> DeadRows:
         """The dead rows at ``positions`` (any order, repeats allowed; none negative)."""
         unique = sorted_unique(np.asarray(positions, dtype=np.int64))
-        if not len(unique):
-            return cls(unique, None, 0, 0)
-        if unique[0] < 0:
+        if len(unique) and unique[0] < 0:
             raise ValueError(f"a negative row position: {int(unique[0])}")
-        length = int(unique[-1]) + 1
-        if len(unique) * _BITS_PER_POSITION <= length:
-            return cls(unique, None, length, len(unique))
-        mask = np.zeros(length, dtype=bool)
-        mask[unique] = True
-        return cls(None, np.packbits(mask, bitorder="little"), length, len(unique))
+        return cls._smaller(unique, None)
 
     @classmethod
     def from_mask(cls, dead: np.ndarray) -> DeadRows:
         """The rows where the boolean ``dead`` is true (one entry per row of the file)."""
-        where = np.flatnonzero(dead)
-        if not len(where):
-            return cls(where.astype(np.int64), None, 0, 0)
-        length = int(where[-1]) + 1
-        if len(where) * _BITS_PER_POSITION <= length:
-            return cls(where.astype(np.int64), None, length, len(where))
-        return cls(None, np.packbits(dead[:length], bitorder="little"), length, len(where))
+        return cls._smaller(np.flatnonzero(dead).astype(np.int64), dead)
+
+    @classmethod
+    def _smaller(cls, positions: np.ndarray, mask: np.ndarray | None) -> DeadRows:
+        """Sorted, distinct ``positions`` as positions or as a bitmap (from ``mask`` when
+        the caller has it), whichever is smaller."""
+        if not len(positions):
+            return cls(positions, None, 0, 0)
+        length = int(positions[-1]) + 1
+        if len(positions) * _BITS_PER_POSITION <= length:
+            return cls(positions, None, length, len(positions))
+        if mask is None:
+            mask = np.zeros(length, dtype=bool)
+            mask[positions] = True
+        return cls(None, np.packbits(mask[:length], bitorder="little"), length, len(positions))
 
     @staticmethod
     def union(parts: Sequence[DeadRows]) -> DeadRows:
