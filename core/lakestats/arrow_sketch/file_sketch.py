@@ -191,14 +191,11 @@ def read_batches(
         raise Declined("the footer's row count is not the data's")
 
 
-def file_batches(
-    path: str, job: ArrowJob, parquet: pq.ParquetFile | None = None
-) -> Iterator[tuple[int, dict[int, pa.Array]]]:
-    """``read_batches`` of the file at ``path`` (``parquet``: it already open), its read
-    failures as ``reading_file`` makes them (what the caller does with a batch is not a
-    read failure)."""
+def file_batches(path: str, job: ArrowJob) -> Iterator[tuple[int, dict[int, pa.Array]]]:
+    """``read_batches`` of the file at ``path``, its read failures as ``reading_file``
+    makes them (what the caller does with a batch is not a read failure)."""
     with reading_file(path):
-        batches = read_batches(open_parquet(path) if parquet is None else parquet, job)
+        batches = read_batches(open_parquet(path), job)
     while True:
         with reading_file(path):
             batch = next(batches, None)

@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from lakestats.arrow_sketch.arrays import key_hashes
 from lakestats.arrow_sketch.dead_rows import DeadRows
@@ -161,13 +160,14 @@ def dead_rows(
     merged alone. Every row of a key is in one share, so each share finds its keys' winners
     exactly; they mark a byte per row of the requested files."""
     job = reading_job(_merge_columns(group), "field_id")
-    files = [(path, _open(path)) for path in group.inputs]
+    # each input's footer read and closed: a bucket of many sorted runs holds no descriptors
+    footers = [read_footer(path, job) for path in group.inputs]
     if shares is None:
-        shares = merge_shares(files, job, share_bytes)
+        shares = merge_shares(footers, share_bytes)
     number = {path: n for n, path in enumerate(group.inputs)}
-    rows = {path: parquet.metadata.num_rows for path, parquet in files}
+    rows = {footer.path: footer.rows for footer in footers}
     found = {path: np.zeros(rows[path], dtype=bool) for path in group.requested}
-    for data in _shares(group, job, files, shares):
+    for data in _shares(group, job, shares):
         _mark_dead(data, group, number, found)
         del data  # before the next share is read: one share's rows in memory at a time
     return {path: DeadRows.from_mask(dead) for path, dead in found.items()}
@@ -196,31 +196,39 @@ def _mark_dead(
         flags[positions[dead & (numbers == number[path])]] = True
 
 
-def merge_shares(
-    files: Sequence[tuple[str, pq.ParquetFile]], job: ArrowJob, share_bytes: int
-) -> int:
-    """Shares of a bucket's keys that keep each share's merge within ``share_bytes``
-    (estimated from the footers' row counts and uncompressed sizes); 1: merged at once."""
-    estimate = 0
-    for path, parquet in files:
-        with reading_file(path):
-            rows, size = parquet.metadata.num_rows, planned_bytes(parquet, job)
-        estimate += 2 * size + rows * _ROW_OVERHEAD
-    return min(MAX_SHARES, max(1, -(-estimate // max(1, share_bytes))))
+@dataclass(frozen=True)
+class InputFooter:
+    """What a merge plans from an input's footer: its rows and the uncompressed bytes of
+    the columns the merge reads."""
+
+    path: str
+    rows: int
+    merge_bytes: int
 
 
-def _open(path: str) -> pq.ParquetFile:
+def read_footer(path: str, job: ArrowJob) -> InputFooter:
+    """The input's ``InputFooter``, the file closed again; read failures as the sketch
+    tasks'."""
     with reading_file(path):
-        return open_parquet(path)
+        parquet = open_parquet(path)
+        try:
+            return InputFooter(path, parquet.metadata.num_rows, planned_bytes(parquet, job))
+        finally:
+            parquet.close()
+
+
+def merge_shares(footers: Sequence[InputFooter], share_bytes: int) -> int:
+    """Shares of a bucket's keys that keep each share's merge within ``share_bytes``
+    (estimated from the inputs' footers); 1: merged at once."""
+    estimate = sum(2 * f.merge_bytes + f.rows * _ROW_OVERHEAD for f in footers)
+    return min(MAX_SHARES, max(1, -(-estimate // max(1, share_bytes))))
 
 
 def _merge_columns(group: WinnerGroup) -> list[ArrowColumn]:
     return list(dict.fromkeys([*group.keys, *group.order, group.kind]))
 
 
-def _batches(
-    group: WinnerGroup, job: ArrowJob, files: Sequence[tuple[str, pq.ParquetFile]]
-) -> Iterator[pa.Table]:
+def _batches(group: WinnerGroup, job: ArrowJob) -> Iterator[pa.Table]:
     """Every input's rows a batch at a time: ``k0…`` (keys), ``o0…`` (order), ``kind``,
     and each row's ``input`` (number in ``group.inputs``) and ``position`` in it."""
     named = [
@@ -228,9 +236,9 @@ def _batches(
         *((f"o{i}", c) for i, c in enumerate(group.order)),
         ("kind", group.kind),
     ]
-    for n, (path, parquet) in enumerate(files):
+    for n, path in enumerate(group.inputs):  # one input open at a time
         start = 0
-        for rows, columns in file_batches(path, job, parquet):
+        for rows, columns in file_batches(path, job):
             batch = {name: columns[c.field_id] for name, c in named}
             batch["input"] = pa.array(np.full(rows, n, dtype=np.int32))
             batch["position"] = pa.array(np.arange(start, start + rows, dtype=np.int64))
@@ -238,16 +246,11 @@ def _batches(
             yield pa.table(batch)
 
 
-def _shares(
-    group: WinnerGroup,
-    job: ArrowJob,
-    files: Sequence[tuple[str, pq.ParquetFile]],
-    shares: int,
-) -> Iterator[pa.Table]:
+def _shares(group: WinnerGroup, job: ArrowJob, shares: int) -> Iterator[pa.Table]:
     """The rows of each share of the keys in turn (``_batches``' columns); one share: all
     of them, read into memory."""
     if shares == 1:
-        batches = list(_batches(group, job, files))
+        batches = list(_batches(group, job))
         yield _concat(batches) if batches else _empty(group)
         return
     local = os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0] or None
@@ -257,7 +260,7 @@ def _shares(
         raise Declined(f"no room for the key merge's spill: {exc}") from None
     with folder as spill:
         try:
-            paths = _spill(group, job, files, shares, Path(spill))
+            paths = _spill(group, job, shares, Path(spill))
         except OSError as exc:  # a full or failing disk (an input's errors are not OSError)
             raise Declined(f"cannot spill the key merge to {spill}: {exc}") from None
         for path in paths:
@@ -267,18 +270,12 @@ def _shares(
                 path.unlink()
 
 
-def _spill(
-    group: WinnerGroup,
-    job: ArrowJob,
-    files: Sequence[tuple[str, pq.ParquetFile]],
-    shares: int,
-    folder: Path,
-) -> list[Path | None]:
+def _spill(group: WinnerGroup, job: ArrowJob, shares: int, folder: Path) -> list[Path | None]:
     """Every input row's ``_batches`` columns written to its key's share's Arrow file in
     ``folder``; each share's file (``None``: no row)."""
     writers: list[pa.ipc.RecordBatchFileWriter | None] = [None] * shares
     try:
-        for batch in _batches(group, job, files):
+        for batch in _batches(group, job):
             keys = [batch.column(f"k{i}") for i in range(len(group.keys))]
             share = key_hashes(keys) % np.uint64(shares)
             order = np.argsort(share, kind="stable")

@@ -16,6 +16,7 @@ from lakestats.arrow_sketch.key_winners import (
     WinnerGroup,
     dead_rows,
     merge_shares,
+    read_footer,
     surviving_rows,
     winner_groups,
 )
@@ -276,7 +277,6 @@ def test_a_failing_input_leaves_no_spill_behind(
 
 
 def test_the_share_count_follows_the_buckets_size(tmp_path: Any) -> None:
-    import pyarrow.parquet as pq
 
     from lakestats.arrow_sketch.file_sketch import reading_job
 
@@ -284,13 +284,14 @@ def test_the_share_count_follows_the_buckets_size(tmp_path: Any) -> None:
     paths = sorted({r[0] for r in rows})
     group = _bucket_group(paths)
     job = reading_job(list(dict.fromkeys([*group.keys, *group.order, group.kind])), "field_id")
-    files = [(p, pq.ParquetFile(p)) for p in paths]
-    assert merge_shares(files, job, 1 << 40) == 1
+    files = [read_footer(p, job) for p in paths]
+    assert [f.rows for f in files] == [2000, 2000, 2000]
+    assert merge_shares(files, 1 << 40) == 1
     # estimated: the merge columns twice and a fixed overhead a row (6,000 rows here)
-    shares = merge_shares(files, job, 10_000)
+    shares = merge_shares(files, 10_000)
     assert 6000 * 64 / 10_000 < shares <= 6000 * (64 + 2 * 64) / 10_000 + 1
-    assert merge_shares(files, job, 20_000) == -(-shares // 2) or shares % 2
-    assert merge_shares(files, job, 1) == MAX_SHARES  # at most: open spill files
+    assert merge_shares(files, 20_000) == -(-shares // 2) or shares % 2
+    assert merge_shares(files, 1) == MAX_SHARES  # at most: open spill files
 
 
 @pytest.mark.parametrize(
@@ -361,8 +362,6 @@ def test_spark_workers_spill_a_big_bucket_and_find_the_same_rows(spark: Any, tmp
     from pathlib import Path
     from types import SimpleNamespace
 
-    import pyarrow.parquet as pq
-
     from lakestats.arrow_sketch.engine import run_key_winners
     from lakestats.arrow_sketch.file_sketch import reading_job
 
@@ -395,4 +394,35 @@ def test_spark_workers_spill_a_big_bucket_and_find_the_same_rows(spark: Any, tmp
         assert not list(Path(folder).glob("lakestats-key-merge-*"))
     # the budget made it spill (the shares the task computes from the same footers)
     job = reading_job(list(dict.fromkeys([*group.keys, *group.order, group.kind])), "field_id")
-    assert merge_shares([(p, pq.ParquetFile(p)) for p in paths], job, 20_000) > 1
+    assert merge_shares([read_footer(p, job) for p in paths], 20_000) > 1
+
+
+def test_a_bucket_of_more_runs_than_open_files_allowed_merges(tmp_path: Any) -> None:
+    """One input is open at a time: 60 sorted runs merge under a limit of 40 descriptors
+    (in a child process: the limit is the process's)."""
+    import subprocess
+    import sys
+
+    rows = _bucket(tmp_path, runs=60, rows=40, seed=13)
+    paths = sorted({r[0] for r in rows})
+    alive = reference(
+        [(r[2], r[3], r[4]) for r in rows],
+        first_row=False,
+        ignore_delete=False,
+        remove_record_on_delete=False,
+    )
+    want = sum(1 for i, r in enumerate(rows) if r[0] == paths[0] and i not in alive)
+    child = f"""
+import resource, sys
+sys.path[:0] = {sys.path!r}
+from tests.core.sketches.test_key_winners import _bucket_group
+from lakestats.arrow_sketch.key_winners import dead_rows
+resource.setrlimit(resource.RLIMIT_NOFILE, (40, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+group = _bucket_group({paths!r})
+print(len(dead_rows(group, shares=3)[{paths[0]!r}]), len(dead_rows(group)[{paths[0]!r}]))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [str(want), str(want)]
