@@ -228,14 +228,20 @@ def _merge_columns(group: WinnerGroup) -> list[ArrowColumn]:
     return list(dict.fromkeys([*group.keys, *group.order, group.kind]))
 
 
-def _batches(group: WinnerGroup, job: ArrowJob) -> Iterator[pa.Table]:
-    """Every input's rows a batch at a time: ``k0…`` (keys), ``o0…`` (order), ``kind``,
-    and each row's ``input`` (number in ``group.inputs``) and ``position`` in it."""
-    named = [
+def _named(group: WinnerGroup) -> list[tuple[str, ArrowColumn]]:
+    """The merge columns under their names in a batch: ``k0…`` (keys), ``o0…`` (order),
+    ``kind``."""
+    return [
         *((f"k{i}", c) for i, c in enumerate(group.keys)),
         *((f"o{i}", c) for i, c in enumerate(group.order)),
         ("kind", group.kind),
     ]
+
+
+def _batches(group: WinnerGroup, job: ArrowJob) -> Iterator[pa.Table]:
+    """Every input's rows a batch at a time: ``k0…`` (keys), ``o0…`` (order), ``kind``,
+    and each row's ``input`` (number in ``group.inputs``) and ``position`` in it."""
+    named = _named(group)
     for n, path in enumerate(group.inputs):  # one input open at a time
         start = 0
         for rows, columns in file_batches(path, job):
@@ -304,14 +310,9 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
 
 
 def _empty(group: WinnerGroup) -> pa.Table:
-    empty = {c.field_id: pa.array([], arrow_type(c.spec)) for c in _merge_columns(group)}
-    columns = {
-        **{f"k{i}": empty[c.field_id] for i, c in enumerate(group.keys)},
-        **{f"o{i}": empty[c.field_id] for i, c in enumerate(group.order)},
-        "kind": empty[group.kind.field_id],
-        "input": pa.array([], pa.int32()),
-        "position": pa.array([], pa.int64()),
-    }
+    columns = {name: pa.array([], arrow_type(c.spec)) for name, c in _named(group)}
+    columns["input"] = pa.array([], pa.int32())
+    columns["position"] = pa.array([], pa.int64())
     return pa.table(columns)
 
 
