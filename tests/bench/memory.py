@@ -25,9 +25,14 @@ as one key-merge task does, in a fresh process, at once and in shares (the defau
 memory above the base, time, and the dead rows (which must be the same). And the deletion
 vectors of 100 files of a million rows, 30 % deleted, are read on the driver into the SQL
 job's positions table and into the Arrow engine's ``DeadRows``: peak and what is held.
+And one equality-delete task (``--equality-sizes`` million delete rows against a data file
+of 4 million, and Flink's upserts: a delete file per checkpoint applying to every older
+data file) is looked up at once and in shares, and with ``--before DIR`` by the engine of
+that earlier checkout: peak, time, and the dead rows (which must be the same).
 
     .venv/bin/python tests/bench/memory.py [--sizes 1,4,16] [--file-rows 250000 | --files 4]
     .venv/bin/python tests/bench/memory.py --probes-only [--key-merge-sizes 1,4,16]
+        [--equality-sizes 1,4,16] [--before DIR]
 """
 
 from __future__ import annotations
@@ -474,6 +479,141 @@ def dead_rows_report(files: int = 100, rows: int = 1_000_000, share: float = 0.3
         print(f"| {label} | {float(mib):.0f} MiB | {held_mib:.1f} MiB | {float(seconds):.2f} |")
 
 
+# -- one equality-delete task against its delete set ----------------------------------------
+
+_EQUALITY_PROBE = (
+    _MEASURE
+    + """
+import json, sys, time
+from lakestats.arrow_sketch import equality
+from lakestats.arrow_sketch.equality import EqualityTask
+from lakestats.arrow_sketch.file_sketch import ArrowColumn
+from lakestats.sketches.spec import type_spec
+budget, plan = int(sys.argv[1]), json.loads(sys.argv[2])
+def column(field_id, name, type_str):
+    return ArrowColumn(field_id, (name,), type_spec(type_str), False)
+columns = (column(1, "id", "long"), column(2, "name", "string"))
+tasks = [EqualityTask(path, ((columns, tuple(deletes)),)) for path, deletes in plan]
+base = start_measuring()
+started = time.perf_counter()
+if budget < 0:  # an earlier checkout's engine (on PYTHONPATH): no budget to pass
+    found = list(equality.equality_partition("field_id", iter(tasks)))
+else:
+    budget = budget or equality.SHARE_BYTES
+    found = list(equality.equality_partition("field_id", iter(tasks), budget))
+seconds = time.perf_counter() - started
+peak = peak_mib(base)
+assert all(status == "ok" for _, status, _ in found), found
+digest = sum(int(d.to_positions().sum()) for _, _, d in found)
+print(sum(len(d) for _, _, d in found), digest, peak, seconds)
+"""
+)
+
+EQ_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"}),
+        pa.field("name", pa.string(), metadata={b"PARQUET:field_id": b"2"}),
+    ]
+)
+
+
+def _write_keys(path: Path, ids: np.ndarray) -> None:
+    """Rows of ``ids`` with their names (the keys of the equality-delete probes)."""
+    import pyarrow.parquet as pq
+
+    names = pa.array([f"customer-{k % 100_000:06d}" for k in ids.tolist()])
+    pq.write_table(pa.Table.from_arrays([pa.array(ids), names], schema=EQ_SCHEMA), path)
+
+
+def equality_plans(work: Path, sizes: Sequence[float]) -> list[tuple[str, list[object]]]:
+    """The probes' tasks, each ``(label, [(data file, [its delete files])])``, written once:
+    one data file of 4 M rows (even keys) against one delete file per size (millions of
+    rows, distinct keys of twice as many: each data row dies with odds 1/2), and Flink's
+    upserts — 20 checkpoints, each a data file of 200 k rows and a delete file of 200 k
+    keys that applies to every earlier data file."""
+    work.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(17)
+    data = work / "data.parquet"
+    if not data.exists():
+        _write_keys(data, rng.permutation(4_000_000).astype(np.int64) * 2)
+    plans: list[tuple[str, list[object]]] = []
+    for size in sizes:
+        rows = int(size * 1_000_000)
+        deletes = work / f"deletes-{rows}.parquet"
+        if not deletes.exists():
+            keys = rng.choice(max(8_000_000, 2 * rows), rows, replace=False)
+            _write_keys(deletes, keys.astype(np.int64))
+        plans.append(
+            (f"1 data file of 4,000,000 rows, {rows:,} delete rows", [(str(data), [str(deletes)])])
+        )
+    checkpoints = 20
+    flink = work / "flink"
+    flink.mkdir(exist_ok=True)
+    for i in range(checkpoints):
+        if not (flink / f"deletes-{i}.parquet").exists():
+            _write_keys(flink / f"data-{i}.parquet", rng.integers(0, 2_000_000, 200_000))
+            _write_keys(flink / f"deletes-{i}.parquet", rng.integers(0, 2_000_000, 200_000))
+    upserts = [
+        (
+            str(flink / f"data-{i}.parquet"),
+            [str(flink / f"deletes-{j}.parquet") for j in range(i + 1, checkpoints)],
+        )
+        for i in range(checkpoints - 1)
+    ]
+    plans.append(
+        (
+            f"Flink upserts: {checkpoints - 1} data files of 200,000 rows, "
+            "each file killed by every later delete file",
+            upserts,
+        )
+    )
+    return plans
+
+
+def equality_probe(
+    plan: list[object], budget: int, before: Path | None = None
+) -> tuple[int, int, float, float]:
+    """``(dead rows, checksum, MiB above the base, seconds)`` of one equality task
+    (``equality_partition``) in a fresh process; ``budget`` its share budget (0: the
+    default), or with ``before`` the engine of that earlier checkout."""
+    import json
+
+    env = dict(os.environ)
+    if before is not None:
+        env["PYTHONPATH"] = str(before / "core")
+        budget = -1
+    done = subprocess.run(
+        [sys.executable, "-c", _EQUALITY_PROBE, str(budget), json.dumps(plan)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=1800,
+    )
+    dead, digest, mib, seconds = done.stdout.split()
+    return int(dead), int(digest), float(mib), float(seconds)
+
+
+def equality_report(sizes: Sequence[float], work: Path, before: Path | None) -> None:
+    print("\nOne equality-delete task against its delete set:")
+    columns = "| task | dead rows | looked up at once | in shares (the default) |"
+    print(columns[:-1] + ("| the checkout's engine |" if before else ""))
+    print("|---|---|---|---|" + ("---|" if before else ""))
+    for label, plan in equality_plans(work, sizes):
+        dead, digest, whole_mib, whole_s = equality_probe(plan, 1 << 50)
+        dead2, digest2, mib, seconds = equality_probe(plan, 0)
+        if (dead, digest) != (dead2, digest2):
+            raise SystemExit(f"{label}: the shares found other dead rows than the lookup")
+        row = f"| {label} | {dead:,} | {whole_mib:.0f} MiB, {whole_s:.1f} s "
+        row += f"| {mib:.0f} MiB, {seconds:.1f} s |"
+        if before:
+            dead3, digest3, old_mib, old_s = equality_probe(plan, -1, before)
+            if (dead3, digest3) != (dead, digest):
+                raise SystemExit(f"{label}: the module before found other dead rows")
+            row += f" {old_mib:.0f} MiB, {old_s:.1f} s |"
+        print(row, flush=True)
+
+
 # -- report ---------------------------------------------------------------------------------
 
 
@@ -551,9 +691,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         '(default 1,4,16; "" for neither probe)',
     )
     parser.add_argument(
+        "--equality-sizes",
+        default="1,4,16",
+        type=lambda s: [float(x) for x in s.split(",") if x.strip()],
+        help="equality-delete set sizes in millions of rows (default 1,4,16)",
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="a checkout of an earlier commit whose equality-delete task to probe beside "
+        "(e.g. `git worktree add /tmp/before 9f85060`)",
+    )
+    parser.add_argument(
         "--probes-only",
         action="store_true",
-        help="only the key-merge and deletion-vector probes (~1 min)",
+        help="only the key-merge, deletion-vector and equality-delete probes (~3 min)",
     )
     args = parser.parse_args(argv)
     if not args.sizes or any(s <= 0 for s in args.sizes):
@@ -590,6 +742,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.probes_only:
         key_merge_report(args.key_merge_sizes, args.work_dir.resolve() / "key-merge")
         dead_rows_report()
+        equality_report(args.equality_sizes, args.work_dir.resolve() / "equality", args.before)
         return 0
     results = []
     for size in args.sizes:
@@ -613,6 +766,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.key_merge_sizes:
         key_merge_report(args.key_merge_sizes, args.work_dir.resolve() / "key-merge")
         dead_rows_report()
+        equality_report(args.equality_sizes, args.work_dir.resolve() / "equality", args.before)
     return 0
 
 

@@ -26,16 +26,24 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplying by it loses no bits
 _NULL = np.uint64(0x2545F4914F6CDD1D)
 
 
+# rows hashed at a time: a string's bytes take ~50 bytes each while hashed (as uint64 terms,
+# offsets, powers), so a million 15-byte keys at once peaked 0.6 GiB
+_HASH_ROWS = 1 << 16
+
+
 def key_hashes(keys: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray:
     """One hash per row of its key (the key's columns): equal keys, NULLs included, hash
     equally from every input (a key merge's shares, an equality-delete lookup). Not the
     spec hash: fixed-width values are mixed as integers and strings as a polynomial over
     their bytes, which costs a fraction of murmur3 and only has to spread keys."""
-    out: np.ndarray = np.zeros(len(keys[0]) if keys else 0, dtype=np.uint64)
-    for column in keys:
-        values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        out = (out ^ _value_hashes(values)) * _MIX
-    out ^= out >> np.uint64(29)
+    columns = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in keys]
+    rows = len(columns[0]) if columns else 0
+    out: np.ndarray = np.empty(rows, dtype=np.uint64)
+    for start in range(0, rows, _HASH_ROWS):
+        chunk = np.zeros(min(_HASH_ROWS, rows - start), dtype=np.uint64)
+        for values in columns:
+            chunk = (chunk ^ _value_hashes(values.slice(start, _HASH_ROWS))) * _MIX
+        out[start : start + len(chunk)] = chunk ^ (chunk >> np.uint64(29))
     return out
 
 

@@ -37,7 +37,8 @@ from lakestats.arrow_sketch.file_sketch import (
     sketch_file,
 )
 from lakestats.arrow_sketch.key_sketch import ArrowKey, key_type_supported
-from lakestats.arrow_sketch.key_winners import SHARE_BYTES, WinnerGroup, winners_partition
+from lakestats.arrow_sketch.key_winners import WinnerGroup, winners_partition
+from lakestats.arrow_sketch.spill import SHARE_BYTES
 from lakestats.exceptions import DataFileError, SparkUnavailableError
 from lakestats.locations import filesystem_from_uri, local_path
 from lakestats.model import ColumnSketch, KeySketch, SketchSettings
@@ -224,11 +225,13 @@ def run_equality(
     tasks: Sequence[EqualityTask],
     match_by: Literal["field_id", "name"],
     monitor: Callable[[], Any],
+    share_bytes: int = SHARE_BYTES,
 ) -> dict[str, DeadRows] | str:
-    """The dead rows equality deletes leave in each task's data file
-    (``equality``), or why a file is left to the SQL job. ``monitor`` as for
-    ``run_arrow``."""
-    return _dead_rows_job(sc, tasks, functools.partial(equality_partition, match_by), monitor)
+    """The dead rows equality deletes leave in each task's data file (``equality``; a
+    delete set's lookup past ``share_bytes`` spills), or why a file is left to the SQL job.
+    ``monitor`` as for ``run_arrow``."""
+    partition = functools.partial(equality_partition, match_by, share_bytes=share_bytes)
+    return _dead_rows_job(sc, tasks, partition, monitor)
 
 
 def run_key_winners(

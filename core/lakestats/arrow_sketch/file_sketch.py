@@ -165,6 +165,27 @@ def planned_bytes(parquet: pq.ParquetFile, job: ArrowJob) -> int:
     return uncompressed_bytes(parquet, list(_plan(parquet, job).tops))
 
 
+@dataclass(frozen=True)
+class InputFooter:
+    """What a task plans from an input's footer: its rows and the uncompressed bytes of
+    the columns its job reads."""
+
+    path: str
+    rows: int
+    column_bytes: int
+
+
+def read_footer(path: str, job: ArrowJob) -> InputFooter:
+    """The input's ``InputFooter``, the file closed again; read failures as the sketch
+    tasks'."""
+    with reading_file(path):
+        parquet = open_parquet(path)
+        try:
+            return InputFooter(path, parquet.metadata.num_rows, planned_bytes(parquet, job))
+        finally:
+            parquet.close()
+
+
 def read_batches(
     parquet: pq.ParquetFile, job: ArrowJob
 ) -> Iterator[tuple[int, dict[int, pa.Array]]]:

@@ -18,28 +18,30 @@ unsketchable key columns, a sequence or row-kind column without a field id.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.arrow_sketch.arrays import key_hashes
 from lakestats.arrow_sketch.dead_rows import DeadRows
 from lakestats.arrow_sketch.file_sketch import (
     ArrowColumn,
     ArrowJob,
     Declined,
+    InputFooter,
     arrow_type,
     file_batches,
-    open_parquet,
-    planned_bytes,
-    reading_file,
+    read_footer,
     reading_job,
+)
+from lakestats.arrow_sketch.spill import (
+    SHARE_BYTES,
+    read_share,
+    share_count,
+    spill_by_key,
+    spill_folder,
 )
 from lakestats.model import Column, KeyMerge, TableSchema
 from lakestats.sketches.spec import type_spec
@@ -136,14 +138,8 @@ def _unsupported(merge: KeyMerge, by_id: Mapping[int, Column], names: set[str]) 
 
 # What a merge holds per row at its peak besides its merge columns, which it holds twice
 # (as read, then taken in key order): row numbers, sort indices, kinds, group numbers and
-# masks. A bucket of 16 million rows with 36 bytes of merge columns a row peaked 2.2 GiB
-# merged at once, 9 s; in shares of this estimate, 0.26 GiB in the same time (smaller sorts
-# are faster; docs/benchmarks.md, "A primary-key bucket's merge against its rows").
+# masks (``spill.SHARE_BYTES`` says what this estimate kept a big bucket's merge to).
 _ROW_OVERHEAD = 64
-SHARE_BYTES = 128 << 20
-# each share has a spill file open while the inputs are read: well under a worker's
-# descriptor limit; a bucket past 256 shares (~250 million narrow rows) has bigger shares
-MAX_SHARES = 256
 
 
 def dead_rows(
@@ -156,9 +152,9 @@ def dead_rows(
     A bucket whose merge would hold more than ``share_bytes`` is merged a share of its keys
     at a time (``merge_shares``; ``shares`` overrides it), as a grace hash join does: the
     inputs are read once, a batch at a time, each row's merge columns spilled to its key's
-    share on local disk (``SPARK_LOCAL_DIRS``, where PySpark spills), then each share is
-    merged alone. Every row of a key is in one share, so each share finds its keys' winners
-    exactly; they mark a byte per row of the requested files."""
+    share on local disk (``spill``), then each share is merged alone. Every row of a key
+    is in one share, so each share finds its keys' winners exactly; they mark a byte per
+    row of the requested files."""
     job = reading_job(_merge_columns(group), "field_id")
     # each input's footer read and closed: a bucket of many sorted runs holds no descriptors
     footers = [read_footer(path, job) for path in group.inputs]
@@ -196,32 +192,11 @@ def _mark_dead(
         flags[positions[dead & (numbers == number[path])]] = True
 
 
-@dataclass(frozen=True)
-class InputFooter:
-    """What a merge plans from an input's footer: its rows and the uncompressed bytes of
-    the columns the merge reads."""
-
-    path: str
-    rows: int
-    merge_bytes: int
-
-
-def read_footer(path: str, job: ArrowJob) -> InputFooter:
-    """The input's ``InputFooter``, the file closed again; read failures as the sketch
-    tasks'."""
-    with reading_file(path):
-        parquet = open_parquet(path)
-        try:
-            return InputFooter(path, parquet.metadata.num_rows, planned_bytes(parquet, job))
-        finally:
-            parquet.close()
-
-
 def merge_shares(footers: Sequence[InputFooter], share_bytes: int) -> int:
     """Shares of a bucket's keys that keep each share's merge within ``share_bytes``
     (estimated from the inputs' footers); 1: merged at once."""
-    estimate = sum(2 * f.merge_bytes + f.rows * _ROW_OVERHEAD for f in footers)
-    return min(MAX_SHARES, max(1, -(-estimate // max(1, share_bytes))))
+    estimate = sum(2 * f.column_bytes + f.rows * _ROW_OVERHEAD for f in footers)
+    return share_count(estimate, share_bytes)
 
 
 def _merge_columns(group: WinnerGroup) -> list[ArrowColumn]:
@@ -259,47 +234,11 @@ def _shares(group: WinnerGroup, job: ArrowJob, shares: int) -> Iterator[pa.Table
         batches = list(_batches(group, job))
         yield _concat(batches) if batches else _empty(group)
         return
-    local = os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0] or None
-    try:
-        folder = tempfile.TemporaryDirectory(prefix="lakestats-key-merge-", dir=local)
-    except OSError as exc:  # the SQL job merges it: Spark spills by its own means
-        raise Declined(f"no room for the key merge's spill: {exc}") from None
-    with folder as spill:
-        try:
-            paths = _spill(group, job, shares, Path(spill))
-        except OSError as exc:  # a full or failing disk (an input's errors are not OSError)
-            raise Declined(f"cannot spill the key merge to {spill}: {exc}") from None
-        for path in paths:
+    keys = [f"k{i}" for i in range(len(group.keys))]
+    with spill_folder("key merge") as folder:
+        for path in spill_by_key(_batches(group, job), keys, shares, folder, "rows"):
             if path is not None:
-                with pa.memory_map(str(path)) as source:
-                    yield pa.ipc.open_file(source).read_all()
-                path.unlink()
-
-
-def _spill(group: WinnerGroup, job: ArrowJob, shares: int, folder: Path) -> list[Path | None]:
-    """Every input row's ``_batches`` columns written to its key's share's Arrow file in
-    ``folder``; each share's file (``None``: no row)."""
-    writers: list[pa.ipc.RecordBatchFileWriter | None] = [None] * shares
-    try:
-        for batch in _batches(group, job):
-            keys = [batch.column(f"k{i}") for i in range(len(group.keys))]
-            share = key_hashes(keys) % np.uint64(shares)
-            order = np.argsort(share, kind="stable")
-            bounds = np.searchsorted(share[order], np.arange(shares + 1))
-            ordered = batch.take(pa.array(order))
-            for i in range(shares):
-                if bounds[i] == bounds[i + 1]:
-                    continue
-                writer = writers[i]
-                if writer is None:
-                    target = str(folder / f"{i}.arrow")
-                    writer = writers[i] = pa.ipc.new_file(target, ordered.schema)
-                writer.write_table(ordered.slice(bounds[i], bounds[i + 1] - bounds[i]))
-    finally:
-        for writer in writers:
-            if writer is not None:
-                writer.close()
-    return [None if w is None else folder / f"{i}.arrow" for i, w in enumerate(writers)]
+                yield read_share(path)
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:

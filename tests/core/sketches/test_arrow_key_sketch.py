@@ -132,6 +132,20 @@ def test_key_sketches_are_the_sql_jobs_bytes(spark: Any, files: list[str], name:
     assert max(estimates) > 2**SETTINGS.theta_lg_k  # estimation mode reached
 
 
+def test_key_values_built_in_pieces_are_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys are copied a piece of rows at a time (bounded memory): pieces of 5 rows give
+    the bytes of one piece, NULLs, empty strings and an offset included."""
+    from lakestats.arrow_sketch import key_sketch
+
+    strings = pa.array([None if i % 7 == 0 else "x" * (i % 4) for i in range(123)]).slice(2)
+    longs = pa.array([None if i % 5 == 0 else i * 10**9 for i in range(123)]).slice(2)
+    columns = [(strings, "string"), (longs, "long")]
+    at_once = key_values(columns).to_pylist()
+    monkeypatch.setattr(key_sketch, "_ROWS_AT_A_TIME", 5)
+    assert key_values(columns).to_pylist() == at_once
+    assert len(set(at_once)) > 30
+
+
 def test_key_values_are_the_documented_bytes() -> None:
     ints = pa.array([1, None, -5], pa.int32())
     strings = pa.array(["a", "bc", None], pa.string())

@@ -11,15 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakestats.arrow_sketch.file_sketch import read_footer
 from lakestats.arrow_sketch.key_winners import (
-    MAX_SHARES,
     WinnerGroup,
     dead_rows,
     merge_shares,
-    read_footer,
     surviving_rows,
     winner_groups,
 )
+from lakestats.arrow_sketch.spill import MAX_SHARES
 from lakestats.model import Column, KeyMerge, MergeInput, TableSchema
 
 RETRACT = (1, 3)
@@ -322,6 +322,21 @@ def test_equal_keys_hash_equally_wherever_they_are(values: pa.Array) -> None:
     assert len(set(whole[:5].tolist())) == distinct
     pair = partition_hashes([values, values.slice(0, len(values))])
     assert pair[0] == pair[5] and pair[0] != whole[0]
+
+
+def test_keys_hashed_in_pieces_hash_as_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows are hashed a piece at a time (bounded memory): pieces of 7 rows, cut anywhere
+    in a column at an offset, give every row the hash it has at once."""
+    from lakestats.arrow_sketch import arrays
+
+    keys = [
+        pa.array([None if i % 11 == 0 else f"k{i * 7919 % 1000}" for i in range(300)]).slice(3),
+        pa.array(np.arange(300) % 13, pa.int32()).slice(3),
+    ]
+    at_once = arrays.key_hashes(keys)
+    monkeypatch.setattr(arrays, "_HASH_ROWS", 7)
+    assert arrays.key_hashes(keys).tolist() == at_once.tolist()
+    assert len(set(at_once.tolist())) > 200
 
 
 def test_distinct_keys_spread_over_the_shares() -> None:
