@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from lakestats import __version__
+from lakestats import __version__, cache
 from lakestats.config import Config, TableConfig, load_config
 from lakestats.exceptions import ConfigError, LakestatsError
 from lakestats.render import render_commits, render_histogram, render_stats, render_table
@@ -570,6 +570,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     _log_to_stderr()
     try:
         config = _load(args)
+        cache.configure(config.cache_size)
         if args.command == "analyze":
             return _cmd_analyze(args, config, stdout, stderr)
         if args.command == "show":

@@ -42,6 +42,7 @@ from pydantic import (
     model_validator,
 )
 
+from lakestats.cache import DEFAULT_BYTES as DEFAULT_CACHE_BYTES
 from lakestats.exceptions import ConfigError
 from lakestats.locations import check_state_dir, local_path
 from lakestats.model import SketchSettings
@@ -396,6 +397,10 @@ class ShardsConfig(ConfigSection):
 
 class Config(ConfigSection):
     state_dir: str = DEFAULT_STATE_DIR
+    # what the process keeps of its tables' metadata and stats files (``lakestats.cache``)
+    cache_size: Annotated[int, BeforeValidator(parse_size), Field(ge=0, le=1 << 50)] = (
+        DEFAULT_CACHE_BYTES
+    )
     shards: ShardsConfig = Field(default_factory=ShardsConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)

@@ -25,6 +25,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from lakestats.cache import process_cache
+
 # commit work spans milliseconds (manifest-only) to minutes (a big Spark job)
 _DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800)
 
@@ -187,6 +189,12 @@ class Metrics:
             "SparkSessions recreated after Spark became unusable, since the daemon started",
             registry=r,
         )
+        self.cache_bytes = Gauge(
+            "lakestats_cache_bytes",
+            "What the process's cache of table metadata and stats files holds (estimated)",
+            registry=r,
+        )
+        self.cache_bytes.set_function(lambda: process_cache().held_bytes)
         r.register(_LagCollector(tables, tracker))
         for table in tables:
             self.table_healthy.labels(table).set(1)

@@ -16,6 +16,7 @@ from typing import Any
 
 import structlog
 
+from lakestats import cache
 from lakestats.analyze import AnalyzeResult, BatchProgress, CommitReport, PendingCallback
 from lakestats.locations import local_path
 from lakestats.shards import ShardPlan
@@ -141,6 +142,7 @@ class Service:
         self.shards = config.shard_plan()
         config = own_tables(config, self.shards)
         self.config = config
+        cache.configure(config.cache_size)  # every table's metadata and stats, one budget
         self.core = core
         names = tuple(t.name for t in config.table)
         self.freshness = FreshnessTracker()

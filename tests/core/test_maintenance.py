@@ -357,7 +357,7 @@ def test_reader_holding_an_old_version_reads_consistent_stats(tmp_path: Path) ->
     doc = stable(store.read_stats(held_doc))
     for _ in range(3):  # compaction and cleanup, several times, while the reader holds it
         compact(opened, config)
-        reread = StatsStore(config.state_dir, store.table_id, cache_size=1)  # no cache
+        reread = StatsStore(config.state_dir, store.table_id, cache_bytes=0)  # no cache
         assert merged(held) == expected
         for rel in referenced_files(held):
             assert reread.path(rel).is_file(), rel

@@ -114,6 +114,26 @@ def client_config(daemon: DaemonProcess, token: str = TOKEN) -> Config:
     return Config.model_validate({"http": {"listen": f"127.0.0.1:{daemon.port}", "token": token}})
 
 
+def test_a_small_cache_budget_bounds_what_the_daemon_keeps(
+    tmp_path: Path, run_daemon: Runner
+) -> None:
+    """``cache_size``: the daemon's cache of manifests and stats files stays within it
+    (the gauge says what it holds), and the stats it serves are a from-scratch build's."""
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", SCHEMA)
+    current = wh.append("t", rows(0))
+    text = config_text(tmp_path / "state", {"t": wh.location("t")})
+    daemon = run_daemon(text.replace("\n[http]", '\ncache_size = "48KiB"\n[http]', 1))
+    for i in range(1, 8):
+        current = wh.append("t", rows(i))
+    wait_until(lambda: stats_snapshot(daemon) == current, 30, "stats of the last commit")
+    assert stable(daemon.get_json("/v1/tables/t/stats")) == stable(
+        from_scratch(wh.location("t"), tmp_path / "scratch", sketches=False)
+    )
+    held = daemon.metric("lakestats_cache_bytes")
+    assert held is not None and 0 < held <= 48 * 1024
+
+
 def test_watching_converges_and_serves_everything(tmp_path: Path, run_daemon: Runner) -> None:
     wh = IcebergWarehouse(tmp_path / "wh")
     wh.create_table("t", SCHEMA)
@@ -149,6 +169,7 @@ def test_watching_converges_and_serves_everything(tmp_path: Path, run_daemon: Ru
     assert daemon.metric("lakestats_commits_processed_total", table="t") == 21
     assert daemon.metric("lakestats_freshness_lag_seconds", table="t") == 0
     assert daemon.metric("lakestats_queue_depth") is not None
+    assert 0 < (daemon.metric("lakestats_cache_bytes") or 0) <= 512 * 2**20
     tables = daemon.get_json("/v1/tables")["tables"]
     assert [t["name"] for t in tables] == ["t", "broken"]
     assert daemon.get_json("/openapi.json")["openapi"].startswith("3.")

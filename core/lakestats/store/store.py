@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import structlog
 
+from lakestats.cache import CacheView, MemoryCache, process_cache
 from lakestats.exceptions import ConcurrentUpdateError, StoreError
 from lakestats.expiry import StoreFile, VersionInfo
 from lakestats.merge import (
@@ -40,11 +39,6 @@ from lakestats.store import aggregates, atomic, segments, statelog
 SEGMENTS_DIR = "segments"
 AGGREGATES_DIR = "aggregates"
 STATS_DIR = "stats"
-DEFAULT_CACHE_SIZE = 256
-# Aggregate files cached per table, in bytes of what they hold (``aggregate_bytes``): a
-# segment spanning many partitions holds every one's sketches (a baseline of a table with
-# years of days: GBs), which is then read again when needed rather than kept.
-DEFAULT_CACHE_BYTES = 128 * 2**20
 # A merged view's chain: at most this many deltas, holding at most half as many partition
 # entries as the view, before a commit writes the whole view again (``write_merged_view``)
 MAX_MERGED_DELTAS = 32
@@ -54,59 +48,10 @@ _TABLE_MERGE_BATCH = 256
 
 _log = structlog.get_logger(__name__)
 
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class _LRU(Generic[K, V]):
-    """A tiny thread-safe LRU; store files are immutable, so entries never go stale.
-
-    At most ``capacity`` entries and, with ``weight``, entries weighing ``max_weight`` in
-    all: the least recently used go first, and an entry heavier than ``max_weight`` alone
-    is not kept."""
-
-    def __init__(
-        self,
-        capacity: int,
-        *,
-        weight: Callable[[V], int] | None = None,
-        max_weight: int = 0,
-    ) -> None:
-        self._capacity = capacity
-        self._weight = weight
-        self._max_weight = max_weight
-        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
-        self._total = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                return None
-            self._items.move_to_end(key)
-            return item[0]
-
-    def put(self, key: K, value: V) -> None:
-        w = 0 if self._weight is None else self._weight(value)
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._total -= old[1]
-            if self._weight is not None and w > self._max_weight:
-                return
-            self._items[key] = (value, w)
-            self._total += w
-            while len(self._items) > self._capacity or (
-                self._weight is not None and self._total > self._max_weight
-            ):
-                _, (_, dropped) = self._items.popitem(last=False)
-                self._total -= dropped
-
 
 def aggregate_bytes(parts: Sequence[PartitionAggregate]) -> int:
     """About what an aggregate file's partitions take in memory: their sketches' bytes and
-    a few hundred bytes per entry (the cache's weight, ``DEFAULT_CACHE_BYTES``)."""
+    a few hundred bytes per entry (its weight in the cache)."""
     total = 0
     for part in parts:
         total += 512
@@ -116,6 +61,14 @@ def aggregate_bytes(parts: Sequence[PartitionAggregate]) -> int:
                 if blob is not None:
                     total += len(blob)
     return total
+
+
+def _view_bytes(view: MergedView) -> int:
+    return aggregate_bytes(view.partitions) + aggregate_bytes((view.table,))
+
+
+def _paths_bytes(paths: frozenset[str]) -> int:
+    return sum(len(p) + 120 for p in paths)  # a str and its set slot
 
 
 def merge_key(state: StateVersion) -> str:
@@ -179,24 +132,27 @@ class StatsStore:
     built from their results can be committed safely. Reads raise ``StoreError`` naming the
     file when it is missing or not ours. Safe to share between threads; several processes
     may write concurrently, ``commit`` lets exactly one win each version.
+
+    What it reads (aggregates, segments' paths, merged views) it keeps in the process's
+    ``cache.MemoryCache``, under this store's own keys, within the budget every table of
+    the process shares; ``cache_bytes`` gives it a cache of its own instead (0: none).
     """
 
     def __init__(
-        self,
-        state_dir: str | Path,
-        table_id: str,
-        *,
-        cache_size: int = DEFAULT_CACHE_SIZE,
-        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        self, state_dir: str | Path, table_id: str, *, cache_bytes: int | None = None
     ) -> None:
         _check_table_id(table_id)
         self._table_id = table_id
         self._table_dir = atomic.join(atomic.root(state_dir), table_id)
-        self._aggregates: _LRU[str, tuple[PartitionAggregate, ...]] = _LRU(
-            cache_size, weight=aggregate_bytes, max_weight=cache_bytes
+        cache = process_cache() if cache_bytes is None else MemoryCache(cache_bytes)
+        owner = object()  # this store's entries: another store reads the files itself
+        self._aggregates: CacheView[tuple[PartitionAggregate, ...]] = CacheView(
+            cache, (owner, "aggregate"), aggregate_bytes
         )
-        self._segment_paths: _LRU[str, frozenset[str]] = _LRU(cache_size * 4)
-        self._merged: _LRU[str, MergedView] = _LRU(4)
+        self._segment_paths: CacheView[frozenset[str]] = CacheView(
+            cache, (owner, "paths"), _paths_bytes
+        )
+        self._merged: CacheView[MergedView] = CacheView(cache, (owner, "view"), _view_bytes)
 
     @property
     def table_dir(self) -> atomic.StorePath:

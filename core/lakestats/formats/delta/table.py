@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,7 @@ from urllib.parse import unquote, urlsplit
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
+from lakestats.cache import CacheView, process_cache
 from lakestats.exceptions import (
     ExpiryError,
     LineageError,
@@ -68,7 +68,11 @@ FORMAT_NAME = "delta"
 # a probed listing misses checkpoints written since and old files the log cleanup deleted
 # (neither changes which commits follow): list again at least this often
 RELIST_EVERY_S = 600.0
-_CACHE_SIZE = 512
+
+
+def _commit_bytes(read: tuple[CommitLog, int]) -> int:
+    """A parsed commit (and its JSON file's size) in memory: measured 2.7× its JSON."""
+    return 3 * read[1]
 
 
 class DeltaLakeTable:
@@ -84,7 +88,9 @@ class DeltaLakeTable:
         self._uri = _base_uri(location)
         self._lock = threading.Lock()
         # keyed by (version, mtime, size): a log cut back and written again is a new file
-        self._commits: OrderedDict[tuple[int, int, int], CommitLog] = OrderedDict()
+        self._commits: CacheView[tuple[CommitLog, int]] = CacheView(
+            process_cache(), (object(), "commit"), _commit_bytes
+        )
         self._checkpoints: dict[tuple[int, int], list[dict[str, Any]]] = {}
         self._schemas: dict[int, DeltaSchema] = {}
         self._views: dict[int, tuple[LogListing, _LogView]] = {}
@@ -396,17 +402,12 @@ class DeltaLakeTable:
                 f"{LOG_DIR}/{commit_name(version)} of table {self._location.uri} is missing"
             )
         key = (version, entry.mtime_ms, entry.size)
-        with self._lock:
-            cached = self._commits.get(key)
-            if cached is not None:
-                self._commits.move_to_end(key)
-                return cached
+        cached = self._commits.get(key)
+        if cached is not None:
+            return cached[0]
         actions, fingerprint = read_commit_fingerprinted(self._location, version)
         log = CommitLog.of(version, actions, entry.mtime_ms, fingerprint)
-        with self._lock:
-            self._commits[key] = log
-            while len(self._commits) > _CACHE_SIZE:
-                self._commits.popitem(last=False)
+        self._commits.put(key, (log, entry.size))
         return log
 
     def _checkpoint_actions(self, listing: LogListing, version: int) -> list[dict[str, Any]]:

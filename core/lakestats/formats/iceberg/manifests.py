@@ -14,10 +14,8 @@ truncation that length check was meant to catch.
 from __future__ import annotations
 
 import io as _io
-import threading
 import zlib
-from collections import OrderedDict
-from typing import TypeVar, cast
+from typing import cast
 
 from pyiceberg.avro.file import AvroFile
 from pyiceberg.exceptions import ResolveError
@@ -37,9 +35,9 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.table.snapshots import Snapshot
 
+from lakestats.cache import CacheView, MemoryCache, process_cache
 from lakestats.exceptions import MetadataError, first_line
 
-_V = TypeVar("_V")
 _AVRO_MAGIC = b"Obj\x01"
 _SYNC_SIZE = 16
 # Errors pyiceberg's Avro decoding raises on damaged input (it has no error type of its own);
@@ -59,41 +57,52 @@ _DECODE_ERRORS = (
 )
 
 
+# What a manifest's or manifest list's entries take in memory per byte of its Avro file:
+# pyiceberg's objects (a data file's bounds, counts and sizes as dicts of boxed values) took
+# ~3,500 bytes an entry of ~500 Avro bytes (8 columns), 7×
+ENTRY_BYTES_PER_AVRO_BYTE = 8
+
+
 class ManifestReader:
     """Reads the manifests of one table through its FileIO; caches by path.
 
     Manifest lists and manifests are immutable once committed, so a path names the same
-    content forever and caching by path is safe across refreshes. Only the most recently
-    used ``cache_size`` manifests are kept, so memory does not grow with history.
+    content forever and caching by path is safe across refreshes. They are kept in the
+    process's ``cache.MemoryCache`` (or ``cache``), weighed by their Avro size times
+    ``ENTRY_BYTES_PER_AVRO_BYTE``, so memory does not grow with history, files or tables.
     """
 
-    def __init__(self, file_io: FileIO, cache_size: int = 256) -> None:
+    def __init__(self, file_io: FileIO, cache: MemoryCache | None = None) -> None:
         self.file_io = file_io
-        self._cache_size = cache_size
-        self._lists: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()
-        self._entries: OrderedDict[str, tuple[ManifestEntry, ...]] = OrderedDict()
-        self._lock = threading.Lock()
+        shared = process_cache() if cache is None else cache
+        owner = object()
+        self._lists: CacheView[tuple[tuple[ManifestFile, ...], int]] = CacheView(
+            shared, (owner, "list"), _weight
+        )
+        self._entries: CacheView[tuple[tuple[ManifestEntry, ...], int]] = CacheView(
+            shared, (owner, "manifest"), _weight
+        )
 
     def manifests(self, snapshot: Snapshot) -> tuple[ManifestFile, ...]:
         path = snapshot.manifest_list
-        cached = self._get(self._lists, path)
+        cached = self._lists.get(path)
         if cached is not None:
-            return cached
+            return cached[0]
         what = f"manifest list {path} of snapshot {snapshot.snapshot_id}"
         data = self._read(path, what)
         try:
             manifests = tuple(read_manifest_list(_MemoryInput(path, data)))
         except _DECODE_ERRORS as exc:
             raise MetadataError(f"{what} is not a valid Avro file ({first_line(exc)})") from exc
-        self._put(self._lists, path, manifests)
+        self._lists.put(path, (manifests, len(data)))
         return manifests
 
     def entries(self, manifest: ManifestFile) -> tuple[ManifestEntry, ...]:
         """Every entry of a manifest, deleted ones included, snapshot ids inherited."""
         path = manifest.manifest_path
-        cached = self._get(self._entries, path)
+        cached = self._entries.get(path)
         if cached is not None:
-            return cached
+            return cached[0]
         what = f"manifest {path}"
         data = self._read(path, what)
         try:
@@ -107,7 +116,7 @@ class ManifestReader:
                 f"{what} has {len(entries)} entries but the manifest list counts {expected} "
                 "(truncated or replaced?)"
             )
-        self._put(self._entries, path, entries)
+        self._entries.put(path, (entries, len(data)))
         return entries
 
     def live_entries(self, snapshot: Snapshot, content: ManifestContent) -> list[ManifestEntry]:
@@ -133,19 +142,11 @@ class ManifestReader:
             raise MetadataError(f"{what} {problem}")
         return data
 
-    def _get(self, cache: OrderedDict[str, _V], key: str) -> _V | None:
-        with self._lock:
-            value = cache.get(key)
-            if value is not None:
-                cache.move_to_end(key)
-            return value
 
-    def _put(self, cache: OrderedDict[str, _V], key: str, value: _V) -> None:
-        with self._lock:
-            cache[key] = value
-            cache.move_to_end(key)
-            while len(cache) > self._cache_size:
-                cache.popitem(last=False)
+def _weight(read: tuple[object, int]) -> int:
+    """A cached read (its objects, its file's size) weighs its file's size times the
+    objects' expansion."""
+    return read[1] * ENTRY_BYTES_PER_AVRO_BYTE
 
 
 def _read_entries(manifest: ManifestFile, file_io: FileIO) -> tuple[ManifestEntry, ...]:

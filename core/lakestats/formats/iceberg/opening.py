@@ -59,9 +59,7 @@ def is_iceberg_location(path: str) -> bool:
         return False
 
 
-def open_iceberg_location(
-    path: str, *, cache_size: int = 256, location_map: LocationMap | None = None
-) -> IcebergTable:
+def open_iceberg_location(path: str, *, location_map: LocationMap | None = None) -> IcebergTable:
     """Open a table from its location (local path, ``file://`` or filesystem URI).
 
     The current metadata file is the newest ``metadata/*.metadata.json`` (or the one
@@ -89,7 +87,7 @@ def open_iceberg_location(
         loaded[metadata_file] = seen
         return table
 
-    return IcebergTable(load, location.uri, cache_size)
+    return IcebergTable(load, location.uri)
 
 
 def open_iceberg_catalog(
@@ -97,7 +95,6 @@ def open_iceberg_catalog(
     catalog_properties: Mapping[str, str],
     identifier: str,
     *,
-    cache_size: int = 256,
     location_map: LocationMap | None = None,
 ) -> IcebergTable:
     """Open a table through a pyiceberg catalog; ``refresh()`` asks the catalog again.
@@ -137,7 +134,7 @@ def open_iceberg_catalog(
             return previous
         return table
 
-    return IcebergTable(load, description, cache_size)
+    return IcebergTable(load, description)
 
 
 def _load_static(

@@ -48,14 +48,12 @@ class IcebergTable:
     read are cached for the life of the object (see ``ManifestReader``).
     """
 
-    def __init__(
-        self, load: Callable[[Table | None], Table], description: str, cache_size: int = 256
-    ) -> None:
+    def __init__(self, load: Callable[[Table | None], Table], description: str) -> None:
         self._load = load
         self._description = description
         self._lock = threading.Lock()
         self._table = load(None)
-        self._reader = ManifestReader(self._table.io, cache_size)
+        self._reader = ManifestReader(self._table.io)
         self._converter = FileConverter(self._table.metadata)
         self._delete_targets = TargetCache()  # delete files are immutable: kept across refreshes
 

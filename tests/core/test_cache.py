@@ -1,0 +1,137 @@
+"""The process's one cache budget (``lakestats.cache``): entries weigh what they hold, the
+least recently used go first, and the stores and formats that cache through it read
+correctly whatever it keeps."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import lakestats
+from lakestats import cache
+from lakestats.cache import CacheView, MemoryCache
+from lakestats.config import Config, load_config
+from lakestats.exceptions import ConfigError
+from lakestats.formats.iceberg.manifests import ENTRY_BYTES_PER_AVRO_BYTE, ManifestReader
+from lakestats.testing import IcebergWarehouse
+
+
+def test_entries_stay_within_the_budget_least_recently_used_first() -> None:
+    memory = MemoryCache(100)
+    memory.put("a", 1, 40)
+    memory.put("b", 2, 40)
+    assert memory.get("a") == 1  # a is now the most recently used
+    memory.put("c", 3, 40)  # 120 > 100: b goes
+    assert (memory.get("a"), memory.get("b"), memory.get("c")) == (1, None, 3)
+    assert memory.held_bytes == 80 and len(memory) == 2
+    memory.put("big", 4, 101)  # heavier than the budget alone: not kept, nothing dropped
+    assert memory.get("big") is None and memory.held_bytes == 80
+    memory.put("a", 5, 10)  # replaced: its old weight is given back
+    assert memory.get("a") == 5 and memory.held_bytes == 50
+    memory.resize(45)  # the least recently used go until the rest fit
+    assert memory.get("c") is None and memory.get("a") == 5 and memory.held_bytes == 10
+    memory.resize(0)
+    assert len(memory) == 0 and memory.held_bytes == 0
+
+
+def test_views_keep_their_owners_apart() -> None:
+    memory = MemoryCache(1_000)
+    first: CacheView[str] = CacheView(memory, "one", len)
+    second: CacheView[str] = CacheView(memory, "two", len)
+    first.put("k", "value")
+    assert first.get("k") == "value" and second.get("k") is None
+    assert memory.held_bytes == len("value")
+
+
+def test_threads_leave_the_weights_consistent() -> None:
+    memory = MemoryCache(10_000)
+
+    def fill(offset: int) -> None:
+        for i in range(2_000):
+            memory.put((offset, i % 300), i, 7 + i % 13)
+            memory.get((offset, (i * 7) % 300))
+
+    threads = [threading.Thread(target=fill, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert 0 < memory.held_bytes <= 10_000
+    held = sum(7 + memory.get(key) % 13 for key in list(memory._items))
+    assert held == memory.held_bytes
+
+
+def test_the_budget_is_configured_as_a_size(tmp_path: Path) -> None:
+    assert Config().cache_size == cache.DEFAULT_BYTES == 512 * 2**20
+    path = tmp_path / "lakestats.toml"
+    path.write_text('cache_size = "64MiB"\n')
+    assert load_config(path).cache_size == 64 * 2**20
+    path.write_text("cache_size = -1\n")
+    with pytest.raises(ConfigError, match="cache_size"):
+        load_config(path)
+
+
+@pytest.fixture
+def small_process_cache() -> object:
+    before = cache.process_cache().max_bytes
+    cache.configure(64 * 1024)
+    yield cache.process_cache()
+    cache.configure(before)
+
+
+def test_tables_read_right_whatever_the_cache_keeps(
+    tmp_path: Path, small_process_cache: MemoryCache
+) -> None:
+    """Three tables through one 64 KiB budget: each table's stats (built, then read by a
+    second handle, as the daemon's reader does) are what a process with room for every
+    entry computes; the cache never holds more than its budget."""
+    warehouse = IcebergWarehouse(tmp_path / "wh")
+    locations = []
+    for t in range(3):
+        name = f"t{t}"
+        warehouse.create_table(name, pa.schema([("id", pa.int64()), ("name", pa.string())]))
+        for c in range(4):
+            ids = list(range(c * 100 + t, c * 100 + t + 50))
+            warehouse.append(name, {"id": ids, "name": [f"n{i % 7}" for i in ids]})
+        locations.append(warehouse.location(name))
+    tight = Config(state_dir=str(tmp_path / "tight"))
+    roomy = Config(state_dir=str(tmp_path / "roomy"))
+    for location in locations:
+        worker = lakestats.open_table(location, tight)
+        lakestats.analyze_table(worker, config=tight, sketcher=None)
+        assert small_process_cache.held_bytes <= 64 * 1024
+    docs = [
+        lakestats.read_stats(lakestats.open_table(loc, tight), config=tight) for loc in locations
+    ]
+    cache.configure(1 << 30)
+    for location in locations:
+        lakestats.analyze_table(location, config=roomy, sketcher=None)
+    expected = [lakestats.read_stats(loc, config=roomy) for loc in locations]
+    assert cache.process_cache().held_bytes > 64 * 1024  # the tight budget did not fit it
+    for doc, want in zip(docs, expected, strict=True):
+        assert doc["record_count"] == want["record_count"] == 200
+        assert doc["file_count"] == want["file_count"] == 4
+        assert doc["columns"] == want["columns"] and doc["partitions"] == want["partitions"]
+
+
+def test_manifests_weigh_their_files_times_the_expansion(tmp_path: Path) -> None:
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    warehouse = IcebergWarehouse(tmp_path / "wh")
+    warehouse.create_table("t", pa.schema([("id", pa.int64())]))
+    warehouse.append("t", {"id": [1, 2, 3]})
+    snapshot = warehouse.table("t").current_snapshot()
+    assert snapshot is not None
+    memory = MemoryCache(1 << 30)
+    reader = ManifestReader(PyArrowFileIO(), memory)
+    (manifest,) = reader.manifests(snapshot)
+    assert len(reader.entries(manifest)) == 1
+    list_bytes = Path(snapshot.manifest_list.removeprefix("file://")).stat().st_size
+    manifest_bytes = Path(manifest.manifest_path.removeprefix("file://")).stat().st_size
+    assert memory.held_bytes == ENTRY_BYTES_PER_AVRO_BYTE * (list_bytes + manifest_bytes)
+    # no room: read again each time, the same entries
+    empty = ManifestReader(PyArrowFileIO(), MemoryCache(0))
+    assert empty.entries(manifest) == reader.entries(manifest)
