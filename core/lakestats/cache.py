@@ -52,6 +52,17 @@ class MemoryCache:
         with self._lock:
             return len(self._items)
 
+    def held_by_kind(self) -> dict[str, int]:
+        """What the entries of each ``CacheView`` kind weigh now."""
+        with self._lock:
+            items = list(self._items.items())
+        out: dict[str, int] = {}
+        for key, (_, weight) in items:
+            scope = key[0] if isinstance(key, tuple) and key else None
+            kind = scope[0] if isinstance(scope, tuple) and scope else "other"
+            out[str(kind)] = out.get(str(kind), 0) + weight
+        return out
+
     def resize(self, max_bytes: int) -> None:
         """A new budget; the least recently used entries go until the rest fit."""
         with self._lock:
@@ -84,20 +95,20 @@ class MemoryCache:
 
 
 class CacheView(Generic[V]):
-    """One kind of entry in a ``MemoryCache``: keys under ``owner`` (what makes them
-    unique in the process, e.g. a table's location), values of type ``V`` weighed by
+    """One owner's entries of one ``kind`` in a ``MemoryCache`` (a handle's manifests, a
+    store's aggregates): its keys are its own, values of type ``V`` weighed by
     ``weight``."""
 
-    def __init__(self, cache: MemoryCache, owner: Hashable, weight: Callable[[V], int]) -> None:
+    def __init__(self, cache: MemoryCache, kind: str, weight: Callable[[V], int]) -> None:
         self._cache = cache
-        self._owner = owner
+        self._scope = (kind, object())  # no other view's keys meet these
         self._weight = weight
 
     def get(self, key: Hashable) -> V | None:
-        return cast("V | None", self._cache.get((self._owner, key)))
+        return cast("V | None", self._cache.get((self._scope, key)))
 
     def put(self, key: Hashable, value: V) -> None:
-        self._cache.put((self._owner, key), value, self._weight(value))
+        self._cache.put((self._scope, key), value, self._weight(value))
 
 
 _process = MemoryCache()

@@ -103,6 +103,21 @@ class _LagCollector(Collector):
         yield family
 
 
+class _CacheCollector(Collector):
+    """What the process's cache holds, per kind of entry (``lakestats.cache``)."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "lakestats_cache_bytes",
+            "What the process's cache of table metadata and stats files holds, by kind "
+            "(estimated; within cache_size in all)",
+            labels=["kind"],
+        )
+        for kind, held in sorted(process_cache().held_by_kind().items()):
+            family.add_metric([kind], held)
+        yield family
+
+
 class Metrics:
     """Every metric the daemon exports."""
 
@@ -189,12 +204,7 @@ class Metrics:
             "SparkSessions recreated after Spark became unusable, since the daemon started",
             registry=r,
         )
-        self.cache_bytes = Gauge(
-            "lakestats_cache_bytes",
-            "What the process's cache of table metadata and stats files holds (estimated)",
-            registry=r,
-        )
-        self.cache_bytes.set_function(lambda: process_cache().held_bytes)
+        r.register(_CacheCollector())
         r.register(_LagCollector(tables, tracker))
         for table in tables:
             self.table_healthy.labels(table).set(1)

@@ -37,13 +37,17 @@ def test_entries_stay_within_the_budget_least_recently_used_first() -> None:
     assert len(memory) == 0 and memory.held_bytes == 0
 
 
-def test_views_keep_their_owners_apart() -> None:
+def test_views_keep_their_owners_apart_and_kinds_are_counted() -> None:
     memory = MemoryCache(1_000)
-    first: CacheView[str] = CacheView(memory, "one", len)
-    second: CacheView[str] = CacheView(memory, "two", len)
+    first: CacheView[str] = CacheView(memory, "manifests", len)
+    second: CacheView[str] = CacheView(memory, "manifests", len)  # another handle's
+    other: CacheView[str] = CacheView(memory, "commits", len)
     first.put("k", "value")
-    assert first.get("k") == "value" and second.get("k") is None
-    assert memory.held_bytes == len("value")
+    other.put("k", "xy")
+    assert first.get("k") == "value" and second.get("k") is None and other.get("k") == "xy"
+    second.put("k", "abc")
+    assert memory.held_bytes == 10
+    assert memory.held_by_kind() == {"manifests": 8, "commits": 2}
 
 
 def test_threads_leave_the_weights_consistent() -> None:
@@ -135,3 +139,34 @@ def test_manifests_weigh_their_files_times_the_expansion(tmp_path: Path) -> None
     # no room: read again each time, the same entries
     empty = ManifestReader(PyArrowFileIO(), MemoryCache(0))
     assert empty.entries(manifest) == reader.entries(manifest)
+
+
+def test_a_delta_checkpoint_is_kept_within_the_budget(
+    tmp_path: Path, small_process_cache: MemoryCache
+) -> None:
+    """A Delta table's checkpoint (its actions: ~2 KB a file) is cached like the rest: with
+    no room it is read again when needed, and the stats are those built with room."""
+    from deltalake import DeltaTable, write_deltalake
+
+    location = tmp_path / "delta"
+    for commit in range(3):
+        ids = list(range(commit * 200, commit * 200 + 200))
+        data = pa.table({"id": ids, "part": [i % 40 for i in ids]})
+        write_deltalake(str(location), data, partition_by=["part"], mode="append")
+        if commit == 1:
+            DeltaTable(str(location)).create_checkpoint()
+    cache.configure(0)  # nothing kept
+    tight = Config(state_dir=str(tmp_path / "tight"))
+    lakestats.analyze_table(str(location), config=tight, sketcher=None)
+    doc = lakestats.read_stats(str(location), config=tight)
+    assert cache.process_cache().held_bytes == 0
+    cache.configure(1 << 30)
+    roomy = Config(state_dir=str(tmp_path / "roomy"))
+    opened = lakestats.open_table(str(location), roomy)
+    lakestats.analyze_table(opened, config=roomy, sketcher=None)
+    want = lakestats.read_stats(opened, config=roomy)
+    for key in ("snapshot_id", "record_count", "file_count", "columns", "partitions"):
+        assert doc[key] == want[key], key
+    assert doc["record_count"] == 600 and doc["file_count"] == 120
+    # the checkpoint's 80 files, weighed as measured
+    assert cache.process_cache().held_by_kind()["delta_checkpoints"] >= 80 * 1850

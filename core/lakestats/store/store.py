@@ -145,14 +145,14 @@ class StatsStore:
         self._table_id = table_id
         self._table_dir = atomic.join(atomic.root(state_dir), table_id)
         cache = process_cache() if cache_bytes is None else MemoryCache(cache_bytes)
-        owner = object()  # this store's entries: another store reads the files itself
+        # this store's entries: another store of the table reads the files itself
         self._aggregates: CacheView[tuple[PartitionAggregate, ...]] = CacheView(
-            cache, (owner, "aggregate"), aggregate_bytes
+            cache, "store_aggregates", aggregate_bytes
         )
         self._segment_paths: CacheView[frozenset[str]] = CacheView(
-            cache, (owner, "paths"), _paths_bytes
+            cache, "store_segment_paths", _paths_bytes
         )
-        self._merged: CacheView[MergedView] = CacheView(cache, (owner, "view"), _view_bytes)
+        self._merged: CacheView[MergedView] = CacheView(cache, "store_merged_views", _view_bytes)
 
     @property
     def table_dir(self) -> atomic.StorePath:

@@ -70,6 +70,12 @@ FORMAT_NAME = "delta"
 RELIST_EVERY_S = 600.0
 
 
+def _checkpoint_bytes(actions: list[dict[str, Any]]) -> int:
+    """A checkpoint's actions in memory: measured ~2.1 KB an ``add`` with 277 bytes of
+    stats (8 columns), the stats string on top of a fixed ~1.85 KB."""
+    return sum(1850 + len(str((a.get("add") or {}).get("stats") or "")) for a in actions)
+
+
 def _commit_bytes(read: tuple[CommitLog, int]) -> int:
     """A parsed commit (and its JSON file's size) in memory: measured 2.7× its JSON."""
     return 3 * read[1]
@@ -89,9 +95,11 @@ class DeltaLakeTable:
         self._lock = threading.Lock()
         # keyed by (version, mtime, size): a log cut back and written again is a new file
         self._commits: CacheView[tuple[CommitLog, int]] = CacheView(
-            process_cache(), (object(), "commit"), _commit_bytes
+            process_cache(), "delta_commits", _commit_bytes
         )
-        self._checkpoints: dict[tuple[int, int], list[dict[str, Any]]] = {}
+        self._checkpoints: CacheView[list[dict[str, Any]]] = CacheView(
+            process_cache(), "delta_checkpoints", _checkpoint_bytes
+        )
         self._schemas: dict[int, DeltaSchema] = {}
         self._views: dict[int, tuple[LogListing, _LogView]] = {}
         self._file_versions: dict[tuple[int, int, int], bool] = {}  # commit → adds files
@@ -416,8 +424,7 @@ class DeltaLakeTable:
         cached = self._checkpoints.get(key)
         if cached is None:
             cached = read_checkpoint(self._location, checkpoint)
-            with self._lock:
-                self._checkpoints = {key: cached}  # one checkpoint kept: they can be large
+            self._checkpoints.put(key, cached)  # past the budget alone: read when needed
         return cached
 
     def _metadata_at(self, listing: LogListing, version: int) -> Mapping[str, Any]:

@@ -75,12 +75,11 @@ class ManifestReader:
     def __init__(self, file_io: FileIO, cache: MemoryCache | None = None) -> None:
         self.file_io = file_io
         shared = process_cache() if cache is None else cache
-        owner = object()
         self._lists: CacheView[tuple[tuple[ManifestFile, ...], int]] = CacheView(
-            shared, (owner, "list"), _weight
+            shared, "iceberg_manifest_lists", _weight
         )
         self._entries: CacheView[tuple[tuple[ManifestEntry, ...], int]] = CacheView(
-            shared, (owner, "manifest"), _weight
+            shared, "iceberg_manifests", _weight
         )
 
     def manifests(self, snapshot: Snapshot) -> tuple[ManifestFile, ...]:

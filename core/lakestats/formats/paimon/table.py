@@ -89,11 +89,10 @@ class PaimonTable(TableIdentity):
         self._schemas: dict[int, PaimonSchema] = {}
         self._current_schema_id: int | None = None
         self._snapshots: dict[int, PaimonSnapshot] = {}
-        owner = object()  # this handle's entries in the process's cache
         self._manifests: CacheView[tuple[ManifestEntry, ...]] = CacheView(
-            process_cache(), (owner, "manifest"), _entries_bytes
+            process_cache(), "paimon_manifests", _entries_bytes
         )
-        self._index_files: CacheView[bytes] = CacheView(process_cache(), (owner, "index"), len)
+        self._index_files: CacheView[bytes] = CacheView(process_cache(), "paimon_index_files", len)
         self._merge_rules: dict[int, KeyMerge | str] = {}
         self._merge_keys = True
         self._dirs: dict[str, bool] = {}
