@@ -12,6 +12,8 @@ is measured in ``memory.py``), reads them with the reader's, and keeps both. Aft
 table it prints the process's RSS and what the cache holds. Settings: the default budget
 (512 MiB), ``--cache-size``, and with ``--before DIR`` the code of that earlier checkout
 (``git worktree add DIR <commit>``), whose caches were bounded per handle in entries.
+Last, the same for a real ``lakestatsd`` (metadata-only stats, every table configured by
+location): its RSS once every table's stats are served, per setting.
 
     .venv/bin/python tests/bench/caches.py [--tables 20] [--files 5000] [--before DIR]
 """
@@ -144,6 +146,76 @@ def measure(
     return [(float(r["rss"]), r["held"], float(r["s"])) for r in rows]
 
 
+def daemon_rss(
+    locations: Sequence[str], work: Path, cache_size: str | None, code: Path | None
+) -> tuple[float, float | None]:
+    """A real ``lakestatsd`` over every table (``code``: an earlier checkout's): its RSS
+    (MiB) and cache gauges' sum (MiB; None before the cache) once every table's stats are
+    served (built by its worker handle, read through its reader handle)."""
+    import shutil
+    import urllib.error
+    import urllib.request
+
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    tables = "".join(
+        f'[[table]]\nname = "t{n}"\nlocation = "{loc}"\n' for n, loc in enumerate(locations)
+    )
+    budget = "" if cache_size is None else f'cache_size = "{cache_size}"\n'
+    config = work / "lakestats.toml"
+    config.write_text(
+        f'state_dir = "{work / "state"}"\n{budget}[http]\nlisten = "127.0.0.1:0"\n'
+        "[sketch]\nenabled = false\n[maintenance]\nenabled = false\n" + tables
+    )
+    root = code or REPO
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKESTATS_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "core"), str(root / "daemon")])
+    log = work / "daemon.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lakestatsd", "--config", str(config)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    try:
+        port = 0
+        deadline = time.monotonic() + 1800
+        pending = [f"t{n}" for n in range(len(locations))]
+        while pending:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"lakestatsd failed or timed out; see {log}")
+            time.sleep(0.5)
+            if not port:
+                for line in log.read_text(errors="replace").splitlines():
+                    if '"http_listening"' in line:
+                        port = int(json.loads(line)["port"])
+                continue
+            for name in list(pending):
+                url = f"http://127.0.0.1:{port}/v1/tables/{name}/stats"
+                try:
+                    with urllib.request.urlopen(url, timeout=30) as resp:
+                        if resp.status == 200:
+                            pending.remove(name)
+                except urllib.error.HTTPError:
+                    pass  # not built yet
+        time.sleep(2)  # settle
+        rss = 0.0
+        for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1]) / 1024
+        held = None
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as resp:
+            text = resp.read().decode()
+        gauges = [line for line in text.splitlines() if line.startswith("lakestats_cache_bytes{")]
+        if gauges:
+            held = sum(float(line.rsplit(" ", 1)[1]) for line in gauges) / 2**20
+        return rss, held
+    finally:
+        proc.terminate()
+        proc.wait(60)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tables", type=int, default=20)
@@ -185,6 +257,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     for label, rows in results.items():
         growth = (rows[-1][0] - rows[1][0]) / max(1, args.tables - 1)
         print(f"{label}: {growth:.1f} MiB per table after the first, {rows[-1][2]:.1f} s in all")
+    print(f"\nA real lakestatsd over the {args.tables} tables, every table's stats served:")
+    print("| setting | daemon RSS | cache gauges |")
+    print("|---|---|---|")
+    daemons: list[tuple[str, str | None, Path | None]] = [
+        ("the default budget (512 MiB)", None, None),
+        (f"cache_size = {args.cache_size}", args.cache_size, None),
+    ]
+    if args.before is not None:
+        daemons.insert(0, (f"before ({args.before})", None, args.before.resolve()))
+    for label, size, code in daemons:
+        rss, held = daemon_rss(locations, work / "daemon", size, code)
+        gauge = "—" if held is None else f"{held:.0f} MiB"
+        print(f"| {label} | {rss:.0f} MiB | {gauge} |", flush=True)
     return 0
 
 
