@@ -170,3 +170,37 @@ def test_a_delta_checkpoint_is_kept_within_the_budget(
     assert doc["record_count"] == 600 and doc["file_count"] == 120
     # the checkpoint's 80 files, weighed as measured
     assert cache.process_cache().held_by_kind()["delta_checkpoints"] >= 80 * 1850
+
+
+def test_position_delete_targets_are_cached_within_the_budget(
+    tmp_path: Path, small_process_cache: MemoryCache
+) -> None:
+    """The data files a position-delete file names (read from the file when its bounds do
+    not say) are cached by delete path; with no room they are read again, same counts."""
+    from lakestats.formats.iceberg.deletes import TargetCache
+    from lakestats.formats.iceberg.testing_deletes import add_position_deletes
+
+    memory = MemoryCache(10_000)
+    targets = TargetCache(memory)
+    paths = frozenset({"file:///wh/a/1.parquet", "file:///wh/a/2.parquet"})
+    targets.put("file:///wh/a/pos-1.parquet", paths)
+    assert targets.get("file:///wh/a/pos-1.parquet") == paths and targets.files_read == 1
+    weight = 256 + sum(len(p) + 120 for p in paths)
+    assert memory.held_by_kind() == {"iceberg_delete_targets": weight}
+
+    warehouse = IcebergWarehouse(tmp_path / "wh")
+    warehouse.create_table("t", pa.schema([("id", pa.int64())]))
+    warehouse.append("t", {"id": list(range(100))})
+    warehouse.append("t", {"id": list(range(100, 150))})
+    files = [t.file.file_path for t in warehouse.table("t").scan().plan_files()]
+    # one delete file naming both data files: its targets must be read from it
+    add_position_deletes(warehouse.table("t"), {files[0]: [1, 2], files[1]: [3]}, one_file=True)
+    counts = []
+    for budget, state in ((0, "tight"), (1 << 30, "roomy")):
+        cache.configure(budget)
+        config = Config(state_dir=str(tmp_path / state))
+        lakestats.analyze_table(warehouse.location("t"), config=config, sketcher=None)
+        counts.append(lakestats.read_stats(warehouse.location("t"), config=config))
+        held = cache.process_cache().held_by_kind()
+        assert ("iceberg_delete_targets" in held) == bool(budget)
+    assert [d["merged_record_count"] for d in counts] == [147, 147]

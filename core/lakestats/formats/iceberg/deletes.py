@@ -25,11 +25,12 @@ import io
 import struct
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
 from pyiceberg.table.snapshots import Snapshot
 
+from lakestats.cache import CacheView, MemoryCache, process_cache
 from lakestats.exceptions import MetadataError
 from lakestats.formats.iceberg.files import FileConverter, referenced_data_file, v3_field
 from lakestats.formats.iceberg.manifests import ManifestReader
@@ -58,14 +59,29 @@ _EVERY_FILE = _EveryFile()
 _PUFFIN = "PUFFIN"
 
 
-@dataclass
 class TargetCache:
     """Canonical data file paths named inside position-delete files, by delete path.
 
-    Delete files never change, so one table keeps this across commits and refreshes."""
+    Delete files never change, so one table keeps this across commits and refreshes, in
+    the process's cache (``lakestats.cache``: a table's history of delete files would grow
+    it without end); an entry dropped is read again when needed."""
 
-    by_path: dict[str, frozenset[str]] = field(default_factory=dict)
-    files_read: int = 0
+    def __init__(self, cache: MemoryCache | None = None) -> None:
+        self._targets: CacheView[frozenset[str]] = CacheView(
+            process_cache() if cache is None else cache, "iceberg_delete_targets", _paths_bytes
+        )
+        self.files_read = 0
+
+    def get(self, delete_path: str) -> frozenset[str] | None:
+        return self._targets.get(delete_path)
+
+    def put(self, delete_path: str, targets: frozenset[str]) -> None:
+        self._targets.put(delete_path, targets)
+        self.files_read += 1
+
+
+def _paths_bytes(paths: frozenset[str]) -> int:
+    return 256 + sum(len(p) + 120 for p in paths)  # a str and its set slot
 
 
 @dataclass(frozen=True)
@@ -143,7 +159,7 @@ class DeleteIndex:
         named = referenced_data_file(data_file)
         if named is not None:
             return frozenset({self._key(named)})
-        cached = self._cache.by_path.get(data_file.file_path)
+        cached = self._cache.get(data_file.file_path)
         if cached is None:
             try:
                 cached = self._read_targets(data_file.file_path, str(data_file.file_format.value))
@@ -152,8 +168,7 @@ class DeleteIndex:
                     raise
                 # a removed delete file already gone: assume it touched its whole partition
                 return _EVERY_FILE
-            self._cache.by_path[data_file.file_path] = cached
-            self._cache.files_read += 1
+            self._cache.put(data_file.file_path, cached)
         return cached
 
     def _read_targets(self, path: str, file_format: str) -> frozenset[str]:
