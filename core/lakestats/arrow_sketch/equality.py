@@ -45,6 +45,7 @@ from lakestats.arrow_sketch.file_sketch import (
     InputFooter,
     arrow_type,
     file_batches,
+    positioned_batches,
     read_footer,
     reading_job,
 )
@@ -157,7 +158,7 @@ def equality_partition(
             yield task.path, "declined", str(why)
             continue
         found = [by_path[task.path] for by_path in spilled if task.path in by_path]
-        yield task.path, "ok", DeadRows.union([dead, *found]) if found else dead
+        yield task.path, "ok", DeadRows.union([dead, *found])
 
 
 def _names(deletes: DeleteSet) -> list[str]:
@@ -247,23 +248,13 @@ def dead_in_shares(deletes: DeleteSet, job: ArrowJob, shares: int) -> dict[str, 
     each share's delete rows are indexed (``KeyLookup``) and its data rows probed a spilled
     batch at a time, marking a byte per data row."""
     names = _names(deletes)
-    rows: dict[str, int] = {}
-
-    def data() -> Iterator[pa.Table]:
-        for number, path in enumerate(deletes.data_paths):
-            start = 0
-            for n, batch in file_batches(path, job):
-                table = _keyed(deletes, batch)
-                table["input"] = pa.array(np.full(n, number, dtype=np.int32))
-                table["position"] = pa.array(np.arange(start, start + n, dtype=np.int64))
-                start += n
-                yield pa.table(table)
-            rows[path] = start
-
+    named = list(zip(names, deletes.columns, strict=True))
+    # each data file's footer read and closed: its rows size its flags
+    found = [np.zeros(read_footer(p, job).rows, dtype=bool) for p in deletes.data_paths]
     with spill_folder("equality lookup") as folder:
         deleted = spill_by_key(_delete_batches(deletes, job), names, shares, folder, "deletes")
-        probed = spill_by_key(data(), names, shares, folder, "rows")
-        found = [np.zeros(rows[path], dtype=bool) for path in deletes.data_paths]
+        data = positioned_batches(deletes.data_paths, job, named)
+        probed = spill_by_key(data, names, shares, folder, "rows")
         for delete_share, data_share in zip(deleted, probed, strict=True):
             if delete_share is None or data_share is None:
                 continue  # no key of this share on one side: nothing dies

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -223,6 +224,22 @@ def file_batches(path: str, job: ArrowJob) -> Iterator[tuple[int, dict[int, pa.A
         if batch is None:
             return
         yield batch
+
+
+def positioned_batches(
+    paths: Sequence[str], job: ArrowJob, named: Sequence[tuple[str, ArrowColumn]]
+) -> Iterator[pa.Table]:
+    """Every file's rows a batch at a time (``file_batches``; one file open at a time): the
+    ``named`` columns under their names, and each row's ``input`` (its file's number in
+    ``paths``) and ``position`` in its file."""
+    for number, path in enumerate(paths):
+        start = 0
+        for rows, columns in file_batches(path, job):
+            batch = {name: columns[c.field_id] for name, c in named}
+            batch["input"] = pa.array(np.full(rows, number, dtype=np.int32))
+            batch["position"] = pa.array(np.arange(start, start + rows, dtype=np.int64))
+            start += rows
+            yield pa.table(batch)
 
 
 def read_file_columns(

@@ -32,7 +32,7 @@ from lakestats.arrow_sketch.file_sketch import (
     Declined,
     InputFooter,
     arrow_type,
-    file_batches,
+    positioned_batches,
     read_footer,
     reading_job,
 )
@@ -216,15 +216,7 @@ def _named(group: WinnerGroup) -> list[tuple[str, ArrowColumn]]:
 def _batches(group: WinnerGroup, job: ArrowJob) -> Iterator[pa.Table]:
     """Every input's rows a batch at a time: ``k0…`` (keys), ``o0…`` (order), ``kind``,
     and each row's ``input`` (number in ``group.inputs``) and ``position`` in it."""
-    named = _named(group)
-    for n, path in enumerate(group.inputs):  # one input open at a time
-        start = 0
-        for rows, columns in file_batches(path, job):
-            batch = {name: columns[c.field_id] for name, c in named}
-            batch["input"] = pa.array(np.full(rows, n, dtype=np.int32))
-            batch["position"] = pa.array(np.arange(start, start + rows, dtype=np.int64))
-            start += rows
-            yield pa.table(batch)
+    return positioned_batches(group.inputs, job, _named(group))
 
 
 def _shares(group: WinnerGroup, job: ArrowJob, shares: int) -> Iterator[pa.Table]:
