@@ -222,7 +222,7 @@ def _rewrite_group(
     for segment in segments:
         live.extend(f for f in store.read_segment(segment.path) if f.path not in segment.dead_files)
         types.update(store.segment_types(segment.path))  # later segments win (promotions)
-        parts.extend(store.read_aggregate(segment.aggregate_path))
+        parts.extend(store.segment_aggregate(segment))
     if not live:
         return None
     snapshot_id = segments[-1].snapshot_id

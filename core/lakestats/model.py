@@ -440,6 +440,17 @@ class PartitionAggregate:
 
 
 @dataclass(frozen=True)
+class AggregateDelta:
+    """One link of an aggregate chain (a segment's aggregate or the merged view): an
+    aggregate file holding the partitions one commit changed (their merged values; a
+    partition it emptied as an all-zero entry), which replace the chain's earlier
+    entries for those partitions."""
+
+    path: str  # relative to the table's state folder
+    partitions: int  # how many partitions it holds (bounds the chain without reading it)
+
+
+@dataclass(frozen=True)
 class SegmentEntry:
     """A live segment: the files one commit added, minus tombstones."""
 
@@ -448,19 +459,19 @@ class SegmentEntry:
     aggregate_path: str  # the segment's merged aggregate over its live files
     file_count: int
     dead_files: frozenset[str] = frozenset()  # tombstones: removed by later commits
+    # The partitions removals re-merged since ``aggregate_path`` was written, applied in
+    # order (``store.StatsStore.segment_aggregate``): a removal in a segment of thousands
+    # of partitions writes the few it changed, not the whole aggregate again.
+    aggregate_deltas: tuple[AggregateDelta, ...] = ()
 
     @property
     def live_file_count(self) -> int:
         return self.file_count - len(self.dead_files)
 
-
-@dataclass(frozen=True)
-class MergedDelta:
-    """One link of a merged view's chain: an aggregate file holding the partitions one
-    commit changed (their merged values; a partition it emptied as an all-zero entry)."""
-
-    path: str  # relative to the table's state folder
-    partitions: int  # how many partitions it holds (bounds the chain without reading it)
+    @property
+    def aggregate_files(self) -> tuple[str, ...]:
+        """Every file the segment's aggregate is read from: the base, then its deltas."""
+        return (self.aggregate_path, *(d.path for d in self.aggregate_deltas))
 
 
 @dataclass(frozen=True)
@@ -506,7 +517,7 @@ class StateVersion:
     # the partitions when absent) and the chain of partitions changed since
     # ``merged_path`` was written, applied in order (``store.StatsStore.merged_view``).
     merged_table_path: str | None = None
-    merged_deltas: tuple[MergedDelta, ...] = ()
+    merged_deltas: tuple[AggregateDelta, ...] = ()
     # Whether the merged view's partition entries hold totals only, no columns (written
     # since ``MergedView`` keeps columns for the table alone). Older views hold every
     # partition's columns with their sketches.

@@ -317,7 +317,7 @@ def test_compaction_drops_dead_rows_and_keeps_stats(tmp_path: Path) -> None:
     assert after.merged_key == merge_key(after)
     fresh_store = StatsStore(opened.store.table_dir.parent, opened.store.table_id)
     carried = fresh_store.merged_view(after, SketchSettings())
-    parts = [p for s in after.segments for p in fresh_store.read_aggregate(s.aggregate_path)]
+    parts = [p for s in after.segments for p in fresh_store.segment_aggregate(s)]
     remerged = merge_partitions(parts, SketchSettings())
     assert [(p.partition, p.record_count, p.file_count) for p in carried.partitions] == [
         (p.partition, p.record_count, p.file_count) for p in remerged
@@ -350,7 +350,7 @@ def test_reader_holding_an_old_version_reads_consistent_stats(tmp_path: Path) ->
     settings = config.sketch.settings()
 
     def merged(state: Any) -> Any:
-        parts = [p for s in state.segments for p in store.read_aggregate(s.aggregate_path)]
+        parts = [p for s in state.segments for p in store.segment_aggregate(s)]
         return merge_partitions(parts, settings)
 
     expected = merged(held)

@@ -99,7 +99,7 @@ def remerged(store: StatsStore, state: StateVersion) -> MergedView:
     """The merged view from every live segment's aggregate (what no stored view helps)."""
     parts: list[PartitionAggregate] = []
     for segment in state.segments:
-        parts.extend(store.read_aggregate(segment.aggregate_path))
+        parts.extend(store.segment_aggregate(segment))
     return view_of(merge_partitions(parts, SketchSettings()), SketchSettings())
 
 
@@ -353,7 +353,7 @@ def test_a_view_stored_with_partition_sketches_is_read_and_then_rewritten(
     analyze(loc, state_dir, sketches=True)
     store, state = store_of(state_dir)
     parts = merge_partitions(
-        [p for s in state.segments for p in store.read_aggregate(s.aggregate_path)],
+        [p for s in state.segments for p in store.segment_aggregate(s)],
         SketchSettings(),
     )
     assert all(c.theta is not None for p in parts for c in p.columns.values())

@@ -283,14 +283,15 @@ def _in_day(name: str, day: int, records: int) -> DataFile:
     )
 
 
-@given(st.lists(st.integers(0, 3), min_size=1, max_size=8), st.data())
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=24), st.data())
 @settings(max_examples=40, deadline=None)
 def test_a_removal_re_merges_only_its_partitions_of_a_segment(
     days: list[int], data: st.DataObject
 ) -> None:
     """The segment's partitions holding newly dead files re-merge from their live files,
     the others stay: the result equals a re-merge of every live file, over removals in
-    turn (an emptied partition leaves the aggregate; an unreadable aggregate re-merges
+    turn, whether they go into the segment's aggregate chain or a whole new aggregate (an
+    emptied partition leaves the aggregate; an unreadable file of the chain re-merges
     all)."""
     files = tuple(_in_day(f"f{i}", day, 10 + i) for i, day in enumerate(days))
     with tempfile.TemporaryDirectory() as tmp:
@@ -301,13 +302,14 @@ def test_a_removal_re_merges_only_its_partitions_of_a_segment(
         )
         stored = writer.write(_state(store, (), 0), first)
         live = list(files)
-        for step in range(2, 4):
+        for step in range(2, 6):
             if not live:
                 break
-            gone = data.draw(st.sets(st.sampled_from([f.path for f in live]), min_size=1))
+            paths = [f.path for f in live]
+            gone = data.draw(st.sets(st.sampled_from(paths), min_size=1, max_size=3))
             if data.draw(st.booleans()):  # an aggregate lost: the whole segment re-merges
                 (seg,) = stored.segments
-                Path(store.path(seg.aggregate_path)).unlink()
+                Path(store.path(data.draw(st.sampled_from(seg.aggregate_files)))).unlink()
                 store = StatsStore(tmp, "table-1")
                 writer = SegmentWriter(store, SETTINGS)
             removed = tuple(f for f in live if f.path in gone)
@@ -326,8 +328,8 @@ def test_a_removal_re_merges_only_its_partitions_of_a_segment(
                 break
             (seg,) = stored.segments
             expected = aggregate_files(live, plan.types, SETTINGS)
-            assert store.read_aggregate(seg.aggregate_path) == expected  # as remembered
-            assert StatsStore(tmp, "table-1").read_aggregate(seg.aggregate_path) == expected
+            assert store.segment_aggregate(seg) == expected  # as remembered
+            assert StatsStore(tmp, "table-1").segment_aggregate(seg) == expected
 
 
 def test_a_view_of_column_less_partitions_without_its_table_is_re_merged(tmp_path: Path) -> None:
@@ -367,7 +369,7 @@ def test_a_removals_table_merges_in_batches_to_the_whole_merge(
             commit(step, files), schema=SCHEMA, current_schema=SCHEMA, sketches={}, located={}
         )
         state = _state(store, writer.write(state, plan).segments, step)
-    parts = [p for s in state.segments for p in store.read_aggregate(s.aggregate_path)]
+    parts = [p for s in state.segments for p in store.segment_aggregate(s)]
     keys = frozenset({parts[0].partition})
     remerged, table = store.remerge_partitions(state.segments, keys, SETTINGS, with_table=True)
     assert table == whole_table(parts, SETTINGS)

@@ -50,34 +50,67 @@ def read_table(
     file without our kind marker, is not ours. ``optional`` columns (added by a minor
     revision) are read when the file has them.
     """
+    with _opened(path, kind) as parquet:
+        return parquet.read(
+            columns=_checked(parquet, path, kind, schema=schema, columns=columns, optional=optional)
+        )
+
+
+def check_table(
+    path: atomic.PathLike,
+    kind: str,
+    schema: pa.Schema,
+    columns: list[str],
+    optional: Sequence[str] = (),
+) -> None:
+    """What ``read_table`` checks, from the file's footer alone (its body is not read):
+    ``StoreError`` naming the file if it is missing or not ours."""
+    with _opened(path, kind) as parquet:
+        _checked(parquet, path, kind, schema=schema, columns=columns, optional=optional)
+
+
+@contextmanager
+def _opened(path: atomic.PathLike, kind: str) -> Iterator[pq.ParquetFile]:
     try:
         with atomic.open_input(path) as source:
-            parquet = pq.ParquetFile(source)
-            file_schema = parquet.schema_arrow
-            metadata = file_schema.metadata or {}
-            if metadata.get(KIND_KEY) != kind.encode():
-                raise StoreError(f"{path}: not a lakestats {kind} file")
-            version = metadata.get(FORMAT_VERSION_KEY, b"?").decode(errors="replace")
-            if version != str(FORMAT_VERSION):
-                raise StoreError(f"{path}: unsupported {kind} format_version {version!r}")
-            present = [n for n in optional if file_schema.get_field_index(n) >= 0]
-            for name in [*columns, *present]:
-                expected = schema.field(name)
-                index = file_schema.get_field_index(name)
-                if index < 0:
-                    raise StoreError(f"{path}: column {name!r} is missing")
-                if not file_schema.field(index).type.equals(expected.type):
-                    raise StoreError(
-                        f"{path}: column {name!r} has type {file_schema.field(index).type}, "
-                        f"expected {expected.type}"
-                    )
-            return parquet.read(columns=[*columns, *present])
+            yield pq.ParquetFile(source)
     except StoreError:
         raise
     except FileNotFoundError as exc:
         raise StoreError(f"{path}: {kind} file is missing") from exc
     except (OSError, pa.ArrowException) as exc:
         raise StoreError(f"{path}: unreadable {kind} file: {exc}") from exc
+
+
+def _checked(
+    parquet: pq.ParquetFile,
+    path: atomic.PathLike,
+    kind: str,
+    *,
+    schema: pa.Schema,
+    columns: list[str],
+    optional: Sequence[str],
+) -> list[str]:
+    """The columns to read of a file whose schema is ours (``StoreError`` if not)."""
+    file_schema = parquet.schema_arrow
+    metadata = file_schema.metadata or {}
+    if metadata.get(KIND_KEY) != kind.encode():
+        raise StoreError(f"{path}: not a lakestats {kind} file")
+    version = metadata.get(FORMAT_VERSION_KEY, b"?").decode(errors="replace")
+    if version != str(FORMAT_VERSION):
+        raise StoreError(f"{path}: unsupported {kind} format_version {version!r}")
+    present = [n for n in optional if file_schema.get_field_index(n) >= 0]
+    for name in [*columns, *present]:
+        expected = schema.field(name)
+        index = file_schema.get_field_index(name)
+        if index < 0:
+            raise StoreError(f"{path}: column {name!r} is missing")
+        if not file_schema.field(index).type.equals(expected.type):
+            raise StoreError(
+                f"{path}: column {name!r} has type {file_schema.field(index).type}, "
+                f"expected {expected.type}"
+            )
+    return [*columns, *present]
 
 
 @contextmanager

@@ -15,6 +15,7 @@ import pyarrow as pa
 from lakestats.model import ColumnAggregate, PartitionAggregate
 from lakestats.store import atomic
 from lakestats.store._codec import (
+    check_table,
     decode_value,
     decoding,
     encode_table,
@@ -142,6 +143,12 @@ def encode_aggregate(parts: Sequence[PartitionAggregate]) -> bytes:
 def write_aggregate(path: atomic.PathLike, parts: Sequence[PartitionAggregate]) -> None:
     """Write ``parts`` durably to ``path`` (replacing it atomically if it exists)."""
     atomic.atomic_write(path, encode_aggregate(parts))
+
+
+def check_aggregate(path: atomic.PathLike) -> None:
+    """``StoreError`` naming ``path`` if it is missing or its footer is not an aggregate's
+    (its rows are not read: a big segment's aggregate costs its footer alone)."""
+    check_table(path, KIND, SCHEMA, COLUMNS, OPTIONAL_COLUMNS)
 
 
 def read_aggregate(path: atomic.PathLike) -> tuple[PartitionAggregate, ...]:

@@ -14,10 +14,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from lakestats.exceptions import StoreError
-from lakestats.model import MergedDelta, SegmentEntry, StateVersion
+from lakestats.model import AggregateDelta, SegmentEntry, StateVersion
 from lakestats.store import atomic
 
 FORMAT_VERSION = 1
+# Written instead when a segment's aggregate is a chain (``SegmentEntry.aggregate_deltas``):
+# a reader that knows only version 1 would take the chain's base for the segment's whole
+# aggregate, so it is told the version is not its own instead. Versions without a chain
+# stay 1, readable by every lakestats since.
+CHAINED_SEGMENTS_VERSION = 2
+_READABLE_VERSIONS = (FORMAT_VERSION, CHAINED_SEGMENTS_VERSION)
 LOG_DIR = "log"
 _VERSION_NAME = re.compile(r"^(\d{20})\.json$")
 
@@ -40,24 +46,16 @@ def version_path(table_dir: atomic.PathLike, version: int) -> atomic.StorePath:
 
 def version_to_json(state: StateVersion) -> bytes:
     """Stable, human-readable JSON. ``ValueError`` if ``published`` is not JSON-safe."""
+    chained = any(seg.aggregate_deltas for seg in state.segments)
     doc: dict[str, Any] = {
-        "format_version": FORMAT_VERSION,
+        "format_version": CHAINED_SEGMENTS_VERSION if chained else FORMAT_VERSION,
         "version": state.version,
         "table_id": state.table_id,
         "format": state.format,
         "location": state.location,
         "last_snapshot_id": state.last_snapshot_id,
         "created_at_ms": state.created_at_ms,
-        "segments": [
-            {
-                "snapshot_id": seg.snapshot_id,
-                "path": seg.path,
-                "aggregate_path": seg.aggregate_path,
-                "file_count": seg.file_count,
-                "dead_files": sorted(seg.dead_files),
-            }
-            for seg in state.segments
-        ],
+        "segments": [_segment_doc(seg) for seg in state.segments],
         "stats": {str(snap): state.stats[snap] for snap in sorted(state.stats)},
         "published": dict(state.published),
     }
@@ -68,9 +66,7 @@ def version_to_json(state: StateVersion) -> bytes:
         if state.merged_table_path is not None:
             merged["table"] = state.merged_table_path
         if state.merged_deltas or state.merged_counts_only:
-            merged["deltas"] = [
-                {"path": d.path, "partitions": d.partitions} for d in state.merged_deltas
-            ]
+            merged["deltas"] = _deltas_doc(state.merged_deltas)
         # Each shape under its own name, so that a reader not knowing it re-merges instead
         # of misreading it: one knowing only "merged" would take a chain's base alone for
         # the whole view, one knowing "merged_chain" would re-merge the table from
@@ -84,6 +80,23 @@ def version_to_json(state: StateVersion) -> bytes:
     if state.last_fingerprint is not None:  # optional, likewise
         doc["last_fingerprint"] = state.last_fingerprint
     return (json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n").encode()
+
+
+def _segment_doc(segment: SegmentEntry) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "snapshot_id": segment.snapshot_id,
+        "path": segment.path,
+        "aggregate_path": segment.aggregate_path,
+        "file_count": segment.file_count,
+        "dead_files": sorted(segment.dead_files),
+    }
+    if segment.aggregate_deltas:  # only then: the version is CHAINED_SEGMENTS_VERSION
+        doc["aggregate_deltas"] = _deltas_doc(segment.aggregate_deltas)
+    return doc
+
+
+def _deltas_doc(deltas: tuple[AggregateDelta, ...]) -> list[dict[str, Any]]:
+    return [{"path": d.path, "partitions": d.partitions} for d in deltas]
 
 
 def _get(doc: Mapping[str, Any], key: str, kind: type, *, nullable: bool = False) -> Any:
@@ -110,17 +123,18 @@ def _segment(raw: Any) -> SegmentEntry:
         aggregate_path=_get(raw, "aggregate_path", str),
         file_count=_get(raw, "file_count", int),
         dead_files=frozenset(dead),
+        aggregate_deltas=_deltas(raw.get("aggregate_deltas", [])),
     )
 
 
-def _deltas(raw: Any) -> tuple[MergedDelta, ...]:
+def _deltas(raw: Any) -> tuple[AggregateDelta, ...]:
     if not isinstance(raw, list):
-        raise ValueError("field 'deltas' must be a list")
+        raise ValueError("the deltas of an aggregate chain must be a list")
     deltas = []
     for entry in raw:
         if not isinstance(entry, dict):
-            raise ValueError(f"merged delta entry is not an object: {entry!r}")
-        deltas.append(MergedDelta(_get(entry, "path", str), _get(entry, "partitions", int)))
+            raise ValueError(f"aggregate delta entry is not an object: {entry!r}")
+        deltas.append(AggregateDelta(_get(entry, "path", str), _get(entry, "partitions", int)))
     return tuple(deltas)
 
 
@@ -160,7 +174,7 @@ def version_from_json(data: bytes, source: str) -> StateVersion:
         if merged is not None and not isinstance(merged, dict):
             raise ValueError("field 'merged' must be an object")
         fmt = doc.get("format_version")
-        if fmt != FORMAT_VERSION or isinstance(fmt, bool):
+        if fmt not in _READABLE_VERSIONS or isinstance(fmt, bool):
             raise ValueError(f"unsupported format_version {fmt!r}")
         return StateVersion(
             version=_get(doc, "version", int),

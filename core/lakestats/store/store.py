@@ -25,8 +25,8 @@ from lakestats.merge import (
     whole_table,
 )
 from lakestats.model import (
+    AggregateDelta,
     DataFile,
-    MergedDelta,
     MergedView,
     PartitionAggregate,
     PartitionKey,
@@ -42,6 +42,11 @@ STATS_DIR = "stats"
 # A merged view's chain: at most this many deltas, holding at most half as many partition
 # entries as the view, before a commit writes the whole view again (``write_merged_view``)
 MAX_MERGED_DELTAS = 32
+# A segment's aggregate chain (``SegmentEntry.aggregate_deltas``): a removal writes only the
+# partitions it changed while the chain has fewer deltas than this and at most a quarter as
+# many entries as the segment has files (a small segment is rewritten whole: cheaper than
+# a chain to read); else the whole aggregate again (``chain_extends``)
+MAX_SEGMENT_DELTAS = 32
 # A removal's table re-merge merges this many partition entries at a time into what it has
 # so far: memory bounded by a batch, not the table's partitions × columns
 _TABLE_MERGE_BATCH = 256
@@ -79,8 +84,19 @@ def merge_key(state: StateVersion) -> str:
     """
     digest = hashlib.sha256(state.table_id.encode())
     for segment in state.segments:
-        digest.update(b"\0" + segment.aggregate_path.encode())
+        # a segment without a chain names itself as before chains existed: stored views
+        # keep their keys
+        for rel in segment.aggregate_files:
+            digest.update(b"\0" + rel.encode())
     return digest.hexdigest()
+
+
+def chain_extends(segment: SegmentEntry, changed: int) -> bool:
+    """Whether a removal's ``changed`` partition entries go into ``segment``'s aggregate
+    as one more delta (within the chain's bounds: ``MAX_SEGMENT_DELTAS``), rather than a
+    whole aggregate written again."""
+    entries = sum(d.partitions for d in segment.aggregate_deltas) + changed
+    return len(segment.aggregate_deltas) < MAX_SEGMENT_DELTAS and entries <= segment.file_count // 4
 
 
 def referenced_files(state: StateVersion | None) -> set[str]:
@@ -89,7 +105,7 @@ def referenced_files(state: StateVersion | None) -> set[str]:
     if state is None:
         return set()
     refs = {seg.path for seg in state.segments}
-    refs.update(seg.aggregate_path for seg in state.segments)
+    refs.update(rel for seg in state.segments for rel in seg.aggregate_files)
     refs.update(state.stats.values())
     if state.merged_path is not None:
         refs.add(state.merged_path)
@@ -294,6 +310,25 @@ class StatsStore:
             self._aggregates.put(rel, cached)
         return cached
 
+    def check_aggregate(self, rel: str) -> None:
+        """``StoreError`` naming the file unless the aggregate at ``rel`` is held in memory
+        or its footer is an aggregate's (its rows are not read)."""
+        if self._aggregates.get(rel) is None:
+            aggregates.check_aggregate(self.path(rel))
+
+    def segment_aggregate(self, segment: SegmentEntry) -> tuple[PartitionAggregate, ...]:
+        """The segment's aggregate: its base file with each delta's entries in place of
+        theirs, in order (an emptied partition removed). Cached: treat as read-only."""
+        if not segment.aggregate_deltas:
+            return self.read_aggregate(segment.aggregate_path)
+        key = "\0".join(segment.aggregate_files)  # files are immutable: the chain's name
+        cached = self._aggregates.get(key)
+        if cached is None:
+            changed = [p for d in segment.aggregate_deltas for p in self._read_uncached(d.path)]
+            cached = overlay_partitions(self._read_uncached(segment.aggregate_path), changed)
+            self._aggregates.put(key, cached)
+        return cached
+
     def merged_view(self, state: StateVersion, settings: SketchSettings) -> MergedView:
         """The merge of all live segments' aggregates of ``state``: THE merged-view cache.
 
@@ -313,7 +348,7 @@ class StatsStore:
         if view is None:
             parts: list[PartitionAggregate] = []
             for segment in state.segments:
-                parts.extend(self.read_aggregate(segment.aggregate_path))
+                parts.extend(self.segment_aggregate(segment))
             view = view_of(merge_partitions(parts, settings), settings)
         self._merged.put(key, view)
         return view
@@ -355,14 +390,14 @@ class StatsStore:
         (``None``: unknown), which alone are written when ``previous``'s files can carry
         them as one more delta; else the whole view is, and the chain starts again."""
         base: str | None = None
-        deltas: tuple[MergedDelta, ...] = ()
+        deltas: tuple[AggregateDelta, ...] = ()
         if changed is not None and self._extendable(previous, len(changed), len(view.partitions)):
             by_key = {p.partition: p for p in view.partitions}
             entries = [
                 by_key.get(key) or PartitionAggregate(partition=key)
                 for key in sorted(changed, key=partition_sort_key)
             ]
-            delta = MergedDelta(self.write_aggregate(snapshot_id, entries), len(entries))
+            delta = AggregateDelta(self.write_aggregate(snapshot_id, entries), len(entries))
             base, deltas = previous.merged_path, (*previous.merged_deltas, delta)
         table_path: str | None = None
         if base is None and len(view.partitions) <= 1:
@@ -420,7 +455,7 @@ class StatsStore:
         table = whole_table((), settings) if with_table else None  # empty: merges as nothing
         pending: list[PartitionAggregate] = []
         for segment in segments:
-            parts = self.read_aggregate(segment.aggregate_path)
+            parts = self.segment_aggregate(segment)
             matching.extend(part for part in parts if part.partition in keys)
             if table is not None:
                 pending.extend(parts)

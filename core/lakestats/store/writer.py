@@ -2,21 +2,25 @@
 
 ``SegmentWriter.write`` executes a ``CommitPlan``: the files the commit added become one new
 segment (and its aggregate); the segments that held the files it removed get tombstones and
-an aggregate whose partitions holding those files are re-merged from their remaining live
-files (no data read); a segment whose files are all dead leaves the state. Everything
+their partitions holding those files re-merged from their remaining live files (no data
+read), written as one more delta of the segment's aggregate chain (a big segment: its other
+partitions are not written again) or as a whole new aggregate; a segment whose files are
+all dead leaves the state. Everything
 written is durable before ``write`` returns and nothing is committed: the caller commits a
 state version pointing at it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import structlog
 
 from lakestats.exceptions import StoreError
-from lakestats.merge import aggregate_files, overlay_partitions
+from lakestats.merge import aggregate_files, overlay_partitions, partition_sort_key
 from lakestats.model import (
+    AggregateDelta,
     PartitionAggregate,
     PartitionKey,
     SegmentEntry,
@@ -24,7 +28,7 @@ from lakestats.model import (
     StateVersion,
 )
 from lakestats.plan import CommitPlan
-from lakestats.store.store import StatsStore
+from lakestats.store.store import StatsStore, chain_extends
 
 _log = structlog.get_logger(__name__)
 
@@ -62,11 +66,9 @@ class SegmentWriter:
                 # fully dead: the segment leaves the state (cleanup deletes it)
                 touched.update(self._partitions(segment))
                 continue
-            aggregate, here = self._remerged(segment, newly_dead, dead, plan)
+            tombstoned, here = self._tombstoned(segment, newly_dead, dead, plan)
             touched.update(here)
-            aggregate_path = self._store.write_aggregate(segment.snapshot_id, aggregate)
-            self._store.remember_aggregate(aggregate_path, aggregate)
-            segments.append(replace(segment, aggregate_path=aggregate_path, dead_files=dead))
+            segments.append(tombstoned)
         added: tuple[PartitionAggregate, ...] = ()
         snapshot_id = plan.commit.snapshot_id
         if plan.added:
@@ -89,30 +91,61 @@ class SegmentWriter:
             tombstoned_partitions=frozenset(touched),
         )
 
-    def _remerged(
+    def _tombstoned(
         self,
         segment: SegmentEntry,
         newly_dead: frozenset[str],
         dead: frozenset[str],
         plan: CommitPlan,
-    ) -> tuple[tuple[PartitionAggregate, ...], set[PartitionKey]]:
-        """The segment's aggregate without ``dead`` and the partitions the newly dead
-        files are in: only those change, re-merged from their live files; the others stay
-        as the segment's aggregate has them (re-merged too when it cannot be read)."""
+    ) -> tuple[SegmentEntry, set[PartitionKey]]:
+        """The segment with ``dead`` tombstoned, and the partitions the newly dead files
+        are in: only those change, re-merged from their live files, and go into the
+        segment's aggregate chain as one delta while it has room; else the whole aggregate
+        is written, the others as the segment's aggregate has them (re-merged too when it
+        cannot be read)."""
         files = self._store.read_segment(segment.path, partitions_of=newly_dead)
         here = {f.partition for f in files if f.path in newly_dead}
         remerged = aggregate_files(
             [f for f in files if f.path not in dead], plan.types, self._settings
         )
         if len(files) >= segment.file_count:  # those partitions are the whole segment
-            return remerged, here
+            return self._rewritten(segment, remerged, dead), here
+        emptied = sorted(here - {p.partition for p in remerged}, key=partition_sort_key)
+        changed = (*remerged, *(PartitionAggregate(partition=key) for key in emptied))
+        if chain_extends(segment, len(changed)) and self._chain_readable(segment):
+            delta_path = self._store.write_aggregate(segment.snapshot_id, changed)
+            self._store.remember_aggregate(delta_path, changed)
+            delta = AggregateDelta(delta_path, len(changed))
+            chained = (*segment.aggregate_deltas, delta)
+            return replace(segment, dead_files=dead, aggregate_deltas=chained), here
         before = self._aggregate(segment)
         if before is None:  # unreadable: the whole segment re-merges
             live = [f for f in self._store.read_segment(segment.path) if f.path not in dead]
-            return aggregate_files(live, plan.types, self._settings), here
-        emptied = here - {p.partition for p in remerged}
-        changed = [*remerged, *(PartitionAggregate(partition=key) for key in emptied)]
-        return overlay_partitions(before, changed), here
+            return self._rewritten(
+                segment, aggregate_files(live, plan.types, self._settings), dead
+            ), here
+        return self._rewritten(segment, overlay_partitions(before, changed), dead), here
+
+    def _rewritten(
+        self, segment: SegmentEntry, aggregate: Sequence[PartitionAggregate], dead: frozenset[str]
+    ) -> SegmentEntry:
+        """The segment with ``dead`` tombstoned and ``aggregate`` as its whole aggregate,
+        written anew (the chain, if any, ends)."""
+        aggregate_path = self._store.write_aggregate(segment.snapshot_id, aggregate)
+        self._store.remember_aggregate(aggregate_path, aggregate)
+        return replace(segment, aggregate_path=aggregate_path, dead_files=dead, aggregate_deltas=())
+
+    def _chain_readable(self, segment: SegmentEntry) -> bool:
+        """Whether the files of the segment's aggregate chain are there to extend (their
+        footers; ``False``, logged, when not: the caller re-merges as for an unreadable
+        aggregate, rather than leave a chain no merge can read)."""
+        try:
+            for rel in segment.aggregate_files:
+                self._store.check_aggregate(rel)
+        except StoreError as exc:
+            _log.warning("segment_aggregate_unreadable", segment=segment.path, error=str(exc))
+            return False
+        return True
 
     def _partitions(self, segment: SegmentEntry) -> set[PartitionKey]:
         """The partitions of a segment's live files (from its files when its aggregate
@@ -127,7 +160,7 @@ class SegmentWriter:
         """The segment's aggregate; ``None`` (logged) when it cannot be read, and the
         caller goes to the segment's files instead."""
         try:
-            return self._store.read_aggregate(segment.aggregate_path)
+            return self._store.segment_aggregate(segment)
         except StoreError as exc:
             _log.warning("segment_aggregate_unreadable", segment=segment.path, error=str(exc))
             return None

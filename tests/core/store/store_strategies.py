@@ -11,13 +11,13 @@ from typing import Any
 from hypothesis import strategies as st
 
 from lakestats.model import (
+    AggregateDelta,
     ColumnAggregate,
     ColumnMetrics,
     ColumnSketch,
     DataFile,
     FileContent,
     JsonScalar,
-    MergedDelta,
     PartitionAggregate,
     PartitionKey,
     SegmentEntry,
@@ -188,12 +188,15 @@ SEGMENT_ENTRIES = st.builds(
     aggregate_path=REL_PATHS,
     file_count=st.integers(0, 10**6),
     dead_files=st.frozensets(TEXT, max_size=4),
+    aggregate_deltas=st.lists(
+        st.builds(AggregateDelta, REL_PATHS, st.integers(0, 10**6)), max_size=3
+    ).map(tuple),
 )
 _MERGED = st.none() | st.tuples(
     REL_PATHS,
     st.text("0123456789abcdef", min_size=64, max_size=64),
     st.none() | REL_PATHS,
-    st.lists(st.builds(MergedDelta, REL_PATHS, st.integers(0, 10**6)), max_size=3).map(tuple),
+    st.lists(st.builds(AggregateDelta, REL_PATHS, st.integers(0, 10**6)), max_size=3).map(tuple),
     st.booleans(),  # merged_counts_only
 )
 STATE_VERSIONS = st.builds(
