@@ -27,7 +27,17 @@ from lakestats.formats.base import SupportsFormatTerms
 from lakestats.lineage import pending_commits
 from lakestats.locations import LocationMap
 from lakestats.maintenance import expire_stats, stale_stats
-from lakestats.merge import extend_view, only_partitions, replace_partitions, view_of, whole_table
+from lakestats.merge import (
+    TABLE_GROUPS,
+    extend_view,
+    group_of,
+    only_partitions,
+    regroup,
+    replace_partitions,
+    table_of_groups,
+    view_of,
+    whole_table,
+)
 from lakestats.model import (
     Commit,
     DataFile,
@@ -241,28 +251,44 @@ class _CommitPath:
             plan = with_earlier_stats(plan, located, self.store)
         return plan
 
-    def merge(self, state: StateVersion, plan: CommitPlan, stored: StoredCommit) -> SnapshotStats:
-        """The table merged once; publishers and the native document read this value.
+    def merge(self, state: StateVersion, plan: CommitPlan, stored: StoredCommit) -> MergedView:
+        """The table merged once (its ``SnapshotStats``, which publishers and the native
+        document read, are this view's: ``snapshot_stats``).
 
         An append merges its files into the previous merged view; a removal re-merges
-        the partitions it touched from their live segments; a baseline re-merges all."""
+        the partitions it touched from their live segments, and the table from the view's
+        groups, re-merging those the partitions are in (``MergedView.groups``); a baseline
+        re-merges all."""
         changed = _changed_partitions(plan, stored)
         if changed is None:
             view = self.store.merged_view(replace(state, segments=stored.segments), self.settings)
         elif plan.full_merge:
             previous = self.store.merged_view(state, self.settings)
-            # the removal's partitions may be all the table has (unpartitioned): their
-            # re-merge is the table, with no other partition to merge again
-            alone = only_partitions(previous, changed)
-            remerged, table = self.store.remerge_partitions(
-                stored.segments, changed, self.settings, with_table=not alone
-            )
-            if table is None:
+            if only_partitions(previous, changed):
+                # the removal's partitions are all the table has (unpartitioned): their
+                # re-merge is the table, with no other partition to merge again
+                remerged, _ = self.store.remerge_partitions(stored.segments, changed, self.settings)
                 table = whole_table(remerged, self.settings)
-            view = replace_partitions(previous, changed, remerged, table)
+                view = replace_partitions(previous, changed, remerged, table)
+            else:
+                # every group the first time (then kept), later the removal's partitions'
+                wanted = (
+                    range(TABLE_GROUPS)
+                    if previous.groups is None
+                    else {group_of(key) for key in changed}
+                )
+                remerged, merged_groups = self.store.remerge_partitions(
+                    stored.segments, changed, self.settings, groups=wanted
+                )
+                groups = regroup(previous, merged_groups)
+                table = table_of_groups(groups, self.settings)
+                view = replace_partitions(previous, changed, remerged, table, groups)
         else:
             previous = self.store.merged_view(state, self.settings)
             view = extend_view(previous, stored.added, self.settings)
+        return view
+
+    def snapshot_stats(self, plan: CommitPlan, view: MergedView) -> SnapshotStats:
         return SnapshotStats(
             snapshot_id=plan.commit.snapshot_id,
             schema=plan.schema,
@@ -273,7 +299,12 @@ class _CommitPath:
         )
 
     def commit(
-        self, state: StateVersion, plan: CommitPlan, stored: StoredCommit, stats: SnapshotStats
+        self,
+        state: StateVersion,
+        plan: CommitPlan,
+        stored: StoredCommit,
+        stats: SnapshotStats,
+        view: MergedView,
     ) -> StateVersion:
         """The stats document and merged view made durable, then one new state version."""
         doc = stats_doc(
@@ -304,7 +335,6 @@ class _CommitPath:
             created_at_ms=int(time.time() * 1000),
             last_fingerprint=plan.commit.fingerprint,
         )
-        view = MergedView(stats.partitions, stats.table)
         next_state = self.store.write_merged_view(
             next_state,
             view,
@@ -336,9 +366,10 @@ class _CommitPath:
         plan = self.plan(state, commit, sketches)
         stored = self.writer.write(state, plan)
         times.append(time.perf_counter())
-        stats = self.merge(state, plan, stored)
+        view = self.merge(state, plan, stored)
+        stats = self.snapshot_stats(plan, view)
         times.append(time.perf_counter())
-        committed = self.commit(state, plan, stored, stats)
+        committed = self.commit(state, plan, stored, stats, view)
         times.append(time.perf_counter())
         self.stage(stats, state.published)
         times.append(time.perf_counter())

@@ -88,6 +88,15 @@ class MemoryCache:
             self._total += weight
             self._shrink()
 
+    def pop(self, key: Hashable) -> Any | None:
+        """Drop ``key``'s entry (superseded: no reader will ask for it again); its value."""
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is None:
+                return None
+            self._total -= old[1]
+            return old[0]
+
     def _shrink(self) -> None:
         while self._total > self._max_bytes and self._items:
             _, (_, dropped) = self._items.popitem(last=False)
@@ -109,6 +118,9 @@ class CacheView(Generic[V]):
 
     def put(self, key: Hashable, value: V) -> None:
         self._cache.put((self._scope, key), value, self._weight(value))
+
+    def pop(self, key: Hashable) -> V | None:
+        return cast("V | None", self._cache.pop((self._scope, key)))
 
 
 _process = MemoryCache()

@@ -52,7 +52,10 @@ def _parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="lakestats",
-        description="Incremental statistics for lakehouse tables (Apache Iceberg).",
+        description=(
+            "Incremental statistics for lakehouse tables "
+            "(Apache Iceberg, Delta Lake, Apache Paimon)."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"lakestats {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

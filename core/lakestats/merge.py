@@ -29,6 +29,10 @@ from lakestats.sketches.merge import merge_kll, union_theta
 from lakestats.sketches.value_sample import union_value_samples
 
 TABLE_KEY = PartitionKey(spec_id=-1)  # the key of a whole-table aggregate
+# A merged view's groups (``MergedView.groups``): a removal re-merges the groups its
+# partitions are in (about P / 16 partitions each) and the table from 16 groups, instead of
+# the table from P partitions; 16 groups of sketches is the memory it costs.
+TABLE_GROUPS = 16
 
 
 def _sum_known(values: Iterable[int | None]) -> int | None:
@@ -285,6 +289,20 @@ def whole_table(
     return merge_partition(list(parts), settings, TABLE_KEY)
 
 
+def group_of(key: PartitionKey) -> int:
+    """The group of ``MergedView.groups`` that partition ``key`` is merged in (by its hash:
+    groups live in one process's memory, never in the store)."""
+    return hash(key) % TABLE_GROUPS
+
+
+def table_of_groups(
+    groups: Sequence[PartitionAggregate], settings: SketchSettings
+) -> PartitionAggregate:
+    """The whole table from its groups (merging is associative: the merge of every
+    partition), the empty ones left out."""
+    return whole_table([g for g in groups if not is_empty(g)], settings)
+
+
 def counts_only(part: PartitionAggregate) -> PartitionAggregate:
     """``part`` with its totals (rows, files, sizes, deletes) and no columns: what the
     merged view keeps per partition (``MergedView.partitions``). A table wrongly merged
@@ -308,9 +326,17 @@ def extend_view(
     touched = {p.partition for p in added}
     before = [p for p in view.partitions if p.partition in touched]
     merged = merge_partitions((*before, *(counts_only(p) for p in added)), settings)
+    groups = view.groups
+    if groups is not None:  # kept up to date: each added partition into its group
+        regrouped = list(groups)
+        for index in {group_of(p.partition) for p in added}:
+            into = [p for p in added if group_of(p.partition) == index]
+            regrouped[index] = merge_partition([groups[index], *into], settings, TABLE_KEY)
+        groups = tuple(regrouped)
     return MergedView(
         overlay_partitions(view.partitions, merged),
         merge_partition([view.table, *added], settings, TABLE_KEY),
+        groups,
     )
 
 
@@ -319,14 +345,30 @@ def replace_partitions(
     keys: frozenset[PartitionKey],
     remerged: Sequence[PartitionAggregate],
     table: PartitionAggregate,
+    groups: tuple[PartitionAggregate, ...] | None = None,
 ) -> MergedView:
     """``view`` with partitions ``keys`` replaced by ``remerged`` (their merge from the
     live segments after a removal; a key missing there was emptied) and ``table``, the
-    whole table merged again from the live segments: a removal cannot be subtracted."""
+    whole table merged again from the live segments (a removal cannot be subtracted),
+    with ``groups`` when the table was merged from them (``regroup``)."""
     changed = [counts_only(p) for p in remerged]
     found = {p.partition for p in remerged}
     changed.extend(PartitionAggregate(partition=key) for key in keys - found)
-    return MergedView(overlay_partitions(view.partitions, changed), table)
+    return MergedView(overlay_partitions(view.partitions, changed), table, groups)
+
+
+def regroup(
+    view: MergedView, remerged: Mapping[int, PartitionAggregate]
+) -> tuple[PartitionAggregate, ...]:
+    """``view``'s groups with ``remerged`` (group index → its merge from the live
+    segments) in place of theirs; every group when ``view`` keeps none.
+    ``ValueError`` if a group is then missing."""
+    if view.groups is not None:
+        return tuple(remerged.get(i, group) for i, group in enumerate(view.groups))
+    missing = set(range(TABLE_GROUPS)) - set(remerged)
+    if missing:
+        raise ValueError(f"a view without groups needs all of them re-merged: {sorted(missing)}")
+    return tuple(remerged[i] for i in range(TABLE_GROUPS))
 
 
 def only_partitions(view: MergedView, keys: frozenset[PartitionKey]) -> bool:

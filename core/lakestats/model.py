@@ -484,10 +484,17 @@ class MergedView:
     outputs use nothing else, and every partition's columns would cost memory and store
     bytes in proportion to the partition count (~35 KiB of KLL and ~32–54 KiB of theta per
     column of a saturated partition). Only ``table`` has columns; a removal re-merges it
-    from the live segments' aggregates."""
+    from the live segments' aggregates.
+
+    ``groups``: the partitions merged in ``merge.TABLE_GROUPS`` groups by key hash, with
+    their columns (``merge.group_of``), which ``table`` is the merge of. Kept in memory only
+    (never stored), from the first removal that re-merges the table on: later removals
+    re-merge the groups their partitions are in and the table from the groups, not every
+    partition. ``None``: not kept (a view read from the store, an unpartitioned table)."""
 
     partitions: tuple[PartitionAggregate, ...]
     table: PartitionAggregate
+    groups: tuple[PartitionAggregate, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,15 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.transforms import DayTransform, IdentityTransform
 
+from lakestats.analyze import analyze_table
 from lakestats.cli import main
-from lakestats.merge import merge_partitions, view_of
+from lakestats.config import load_config
+from lakestats.merge import TABLE_GROUPS, group_of, merge_partitions, view_of, whole_table
 from lakestats.model import MergedView, PartitionAggregate, SketchSettings, StateVersion
 from lakestats.sketches.merge import kll_count, kll_normalized_rank_error
 from lakestats.store import StatsStore
 from lakestats.store.store import MAX_MERGED_DELTAS, merge_key
+from lakestats.tables import open_table
 from lakestats.testing import IcebergWarehouse, exact_stats
 from lakestats.values import to_json
 
@@ -263,12 +266,15 @@ def test_an_unpartitioned_table_writes_the_whole_view(wh: IcebergWarehouse, tmp_
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("daemon", [False, True], ids=["runs", "daemon"])
 def test_sketches_of_a_partitioned_table_match_a_from_scratch_run(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, daemon: bool
 ) -> None:
     """The table aggregate an append extends (never re-merged from its partitions) and the
     partitions a removal re-merges give what a from-scratch run gives: the same exact
-    counts, bounds and theta NDV; quantiles within KLL's bound of exact ranks."""
+    counts, bounds and theta NDV; quantiles within KLL's bound of exact ranks. ``runs``:
+    a new process per commit (the view read from the store); ``daemon``: one open table
+    (as lakestatsd), whose removals merge the table from the view's groups."""
     monkeypatch.setenv("LAKESTATS_SKETCH__KLL_K", "200")
     rng = random.Random(7)
     wh = IcebergWarehouse(tmp_path / "wh")
@@ -289,17 +295,31 @@ def test_sketches_of_a_partitioned_table_match_a_from_scratch_run(
         )
 
     every = tmp_path / "every"
+    config = load_config(None).model_copy(update={"state_dir": every})
+    opened = open_table(loc, config) if daemon else None
+
+    def run() -> None:
+        if opened is None:
+            analyze(loc, every, sketches=True)
+        else:
+            analyze_table(opened, config=config)
+
     wh.append("t", batch(0, 4000, 12))
-    analyze(loc, every, sketches=True)
+    run()
     for i in range(3):
         wh.append("t", batch(10_000 * (i + 1), 300, 2))  # two partitions per commit
-        analyze(loc, every, sketches=True)
+        run()
     _, state = store_of(every)
     assert state.merged_deltas, "appends of two partitions out of 12 extend the chain"
     wh.delete("t", "g = 1 and id < 2000")  # rewrites one partition's file
-    analyze(loc, every, sketches=True)
+    run()
     wh.append("t", batch(90_000, 200, 12))
-    analyze(loc, every, sketches=True)
+    run()
+    wh.delete("t", "g = 5 and id < 3000")  # a second removal: its group alone, in a daemon
+    run()
+    if opened is not None:
+        view = opened.store.merged_view(opened.store.current() or state, config.sketch.settings())
+        assert view.groups is not None
 
     once = tmp_path / "once"
     analyze(loc, once, sketches=True)
@@ -396,3 +416,73 @@ def test_a_view_stored_with_partition_sketches_is_read_and_then_rewritten(
     for name in ("id", "day", "price", "name"):
         for key in ("null_count", "min", "max", "ndv"):
             assert final["columns"][name][key] == scratch["columns"][name][key], (name, key)
+
+
+def _groups_match_their_partitions(
+    store: StatsStore, state: StateVersion, view: MergedView
+) -> None:
+    """Each kept group is the merge of its partitions' live segment entries, and the table
+    the merge of the groups: what a re-merge of every partition gives (exact fields)."""
+    assert view.groups is not None and len(view.groups) == TABLE_GROUPS
+    parts = [p for s in state.segments for p in store.segment_aggregate(s)]
+    settings = SketchSettings()
+    for index, group in enumerate(view.groups):
+        mine = whole_table([p for p in parts if group_of(p.partition) == index], settings)
+        assert replace(group, columns={}) == replace(mine, columns={}), index
+        assert group.columns.keys() == mine.columns.keys()
+        for field_id, column in group.columns.items():
+            assert replace(column, kll=None) == replace(mine.columns[field_id], kll=None)
+    table = remerged(store, state).table
+    assert replace(view.table, columns={}) == replace(table, columns={})
+
+
+def test_a_daemon_keeps_groups_and_re_merges_only_the_removals_groups(
+    wh: IcebergWarehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One open table across commits (as lakestatsd keeps it): the first removal re-merges
+    every group, later ones only the groups of their partitions (counted), appends keep
+    the groups up to date, and every state's stats equal a from-scratch run's."""
+    wh.create_table("t", SCHEMA, partition_by=[("day", DayTransform())])
+    loc = wh.location("t")
+    state_dir = tmp_path / "state"
+    config = load_config(None).model_copy(update={"state_dir": state_dir})
+    config = config.model_copy(
+        update={"sketch": config.sketch.model_copy(update={"enabled": False})}
+    )
+    opened = open_table(loc, config)
+    wh.append("t", rows(0, 4 * DAYS))
+    analyze_table(opened, config=config)
+    asked: list[frozenset[int]] = []
+    real = StatsStore.remerge_partitions
+
+    def counting(self: StatsStore, *args: Any, **kwargs: Any) -> Any:
+        asked.append(frozenset(kwargs.get("groups", ())))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(StatsStore, "remerge_partitions", counting)
+    steps = [
+        ("delete", lambda: wh.delete("t", "day = '2026-01-05'")),  # empties a day
+        ("append", lambda: wh.append("t", rows(500, 6, day=9))),
+        ("delete", lambda: wh.delete("t", "id = 9 or id = 500")),  # rewrites day 9's files
+        ("delete", lambda: wh.delete("t", "day = '2026-01-20' or day = '2026-01-21'")),
+        ("append", lambda: wh.append("t", rows(900, 40))),
+        ("delete", lambda: wh.overwrite("t", rows(2000, 3, day=30), "day = '2026-01-31'")),
+    ]
+    for number, (kind, step) in enumerate(steps):
+        step()
+        before = len(asked)
+        analyze_table(opened, config=config)
+        state = opened.store.current()
+        assert state is not None
+        view = opened.store.merged_view(state, config.sketch.settings())
+        if kind == "delete":
+            assert len(asked) == before + 1
+            if before == 0:
+                assert asked[-1] == frozenset(range(TABLE_GROUPS))  # the first: all of them
+            else:  # a day or two: their groups alone
+                assert 1 <= len(asked[-1]) <= 2
+        _groups_match_their_partitions(opened.store, state, view)
+        once = tmp_path / f"once-{number}"
+        analyze(loc, once)
+        assert show(loc, state_dir) == show(loc, once)
+        assert_exact(show(loc, state_dir), wh, "t")

@@ -12,7 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakestats.exceptions import StoreError
-from lakestats.merge import aggregate_files, counts_only, merge_partitions, view_of, whole_table
+from lakestats.merge import (
+    TABLE_GROUPS,
+    aggregate_files,
+    counts_only,
+    group_of,
+    merge_partitions,
+    table_of_groups,
+    view_of,
+    whole_table,
+)
 from lakestats.model import (
     Column,
     ColumnMetrics,
@@ -357,8 +366,9 @@ def test_a_view_of_column_less_partitions_without_its_table_is_re_merged(tmp_pat
 def test_a_removals_table_merges_in_batches_to_the_whole_merge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
 ) -> None:
-    """The table a removal re-merges, a batch of partition entries at a time, equals one
-    merge of them all; the partitions it asks for come back merged across segments."""
+    """The table a removal re-merges from its groups, each merged a batch of partition
+    entries at a time, equals one merge of them all, and each group the merge of its
+    partitions; the partitions it asks for come back merged across segments."""
     monkeypatch.setattr("lakestats.store.store._TABLE_MERGE_BATCH", batch)
     store = StatsStore(tmp_path, "table-1")
     writer = SegmentWriter(store, SETTINGS)
@@ -371,7 +381,18 @@ def test_a_removals_table_merges_in_batches_to_the_whole_merge(
         state = _state(store, writer.write(state, plan).segments, step)
     parts = [p for s in state.segments for p in store.segment_aggregate(s)]
     keys = frozenset({parts[0].partition})
-    remerged, table = store.remerge_partitions(state.segments, keys, SETTINGS, with_table=True)
+    every = range(TABLE_GROUPS)
+    remerged, groups = store.remerge_partitions(state.segments, keys, SETTINGS, groups=every)
+    assert sorted(groups) == list(every)
+    table = table_of_groups([groups[i] for i in every], SETTINGS)
     assert table == whole_table(parts, SETTINGS)
+    for index, group in groups.items():
+        mine = [p for p in parts if group_of(p.partition) == index]
+        assert group == whole_table(mine, SETTINGS)
     assert remerged == merge_partitions([p for p in parts if p.partition in keys], SETTINGS)
-    assert store.remerge_partitions(state.segments, keys, SETTINGS) == (remerged, None)
+    assert store.remerge_partitions(state.segments, keys, SETTINGS) == (remerged, {})
+    last = parts[-1].partition
+    _, one = store.remerge_partitions(
+        state.segments, frozenset({last}), SETTINGS, groups={group_of(last)}
+    )
+    assert one == {group_of(last): groups[group_of(last)]}  # the group asked for alone

@@ -18,6 +18,7 @@ from lakestats.exceptions import ConcurrentUpdateError, StoreError
 from lakestats.expiry import StoreFile, VersionInfo
 from lakestats.merge import (
     counts_only,
+    group_of,
     merge_partitions,
     overlay_partitions,
     partition_sort_key,
@@ -47,8 +48,8 @@ MAX_MERGED_DELTAS = 32
 # many entries as the segment has files (a small segment is rewritten whole: cheaper than
 # a chain to read); else the whole aggregate again (``chain_extends``)
 MAX_SEGMENT_DELTAS = 32
-# A removal's table re-merge merges this many partition entries at a time into what it has
-# so far: memory bounded by a batch, not the table's partitions × columns
+# A removal's re-merge of table groups merges this many partition entries at a time into
+# what it has so far: memory bounded by a batch, not the table's partitions × columns
 _TABLE_MERGE_BATCH = 256
 
 _log = structlog.get_logger(__name__)
@@ -69,7 +70,20 @@ def aggregate_bytes(parts: Sequence[PartitionAggregate]) -> int:
 
 
 def _view_bytes(view: MergedView) -> int:
-    return aggregate_bytes(view.partitions) + aggregate_bytes((view.table,))
+    groups = aggregate_bytes(view.groups) if view.groups is not None else 0
+    return aggregate_bytes(view.partitions) + aggregate_bytes((view.table,)) + groups
+
+
+def _merge_pending(
+    merged: dict[int, PartitionAggregate],
+    pending: dict[int, list[PartitionAggregate]],
+    settings: SketchSettings,
+) -> None:
+    """Each group's pending entries merged into it, and the lists emptied."""
+    for index, parts in pending.items():
+        if parts:
+            merged[index] = whole_table([merged[index], *parts], settings)
+            parts.clear()
 
 
 def _paths_bytes(paths: frozenset[str]) -> int:
@@ -89,6 +103,12 @@ def merge_key(state: StateVersion) -> str:
         for rel in segment.aggregate_files:
             digest.update(b"\0" + rel.encode())
     return digest.hexdigest()
+
+
+def _chain_key(files: Sequence[str]) -> str:
+    """A segment's aggregate in the cache: its files (immutable) name it; one file alone
+    is the key ``read_aggregate`` caches it under."""
+    return "\0".join(files)
 
 
 def chain_extends(segment: SegmentEntry, changed: int) -> bool:
@@ -319,14 +339,26 @@ class StatsStore:
     def segment_aggregate(self, segment: SegmentEntry) -> tuple[PartitionAggregate, ...]:
         """The segment's aggregate: its base file with each delta's entries in place of
         theirs, in order (an emptied partition removed). Cached: treat as read-only."""
-        if not segment.aggregate_deltas:
-            return self.read_aggregate(segment.aggregate_path)
-        key = "\0".join(segment.aggregate_files)  # files are immutable: the chain's name
-        cached = self._aggregates.get(key)
-        if cached is None:
-            changed = [p for d in segment.aggregate_deltas for p in self._read_uncached(d.path)]
-            cached = overlay_partitions(self._read_uncached(segment.aggregate_path), changed)
-            self._aggregates.put(key, cached)
+        files = segment.aggregate_files
+        if len(files) == 1:
+            return self.read_aggregate(files[0])
+        cached = self._aggregates.get(_chain_key(files))
+        if cached is not None:
+            return cached
+        # The chain one removal shorter is what this process held before that removal
+        # (its merge read it): only the newer deltas go on it, the base is not decoded
+        # again. The shorter chain's entry is dropped: its state is superseded.
+        known, start = None, 1
+        for n in range(len(files) - 1, 1, -1):
+            known = self._aggregates.pop(_chain_key(files[:n]))
+            if known is not None:
+                start = n
+                break
+        if known is None:
+            known = self._aggregates.pop(files[0]) or self._read_uncached(files[0])
+        changed = [p for rel in files[start:] for p in self._read_uncached(rel)]
+        cached = overlay_partitions(known, changed)
+        self._aggregates.put(_chain_key(files), cached)
         return cached
 
     def merged_view(self, state: StateVersion, settings: SketchSettings) -> MergedView:
@@ -444,26 +476,34 @@ class StatsStore:
         keys: frozenset[PartitionKey],
         settings: SketchSettings,
         *,
-        with_table: bool = False,
-    ) -> tuple[tuple[PartitionAggregate, ...], PartitionAggregate | None]:
+        groups: Collection[int] = (),
+    ) -> tuple[tuple[PartitionAggregate, ...], dict[int, PartitionAggregate]]:
         """The partitions ``keys`` merged from the aggregates of ``segments`` (after a
-        removal: only the partitions it touched), sorted by key; ``with_table``: and the
-        whole table merged from them all (merging is associative: it equals the merge of
-        the merged partitions), else ``None``. One pass over the aggregates, the table
-        merged as it goes (a removal holds a batch of them at a time, not all)."""
+        removal: only the partitions it touched), sorted by key, and the table groups
+        ``groups`` (``merge.group_of``: index → the merge of its partitions; merging is
+        associative, so the table is the merge of all groups). One pass over the
+        aggregates, the groups merged as it goes (a removal holds a batch of entries at a
+        time, not all)."""
         matching: list[PartitionAggregate] = []
-        table = whole_table((), settings) if with_table else None  # empty: merges as nothing
-        pending: list[PartitionAggregate] = []
+        wanted = frozenset(groups)
+        merged = {index: whole_table((), settings) for index in wanted}  # empty: merges as nothing
+        pending: dict[int, list[PartitionAggregate]] = {index: [] for index in wanted}
+        held = 0
         for segment in segments:
             parts = self.segment_aggregate(segment)
             matching.extend(part for part in parts if part.partition in keys)
-            if table is not None:
-                pending.extend(parts)
-                if len(pending) >= _TABLE_MERGE_BATCH:
-                    table, pending = whole_table([table, *pending], settings), []
-        if table is not None:
-            table = whole_table([table, *pending], settings)
-        return merge_partitions(matching, settings), table
+            if not wanted:
+                continue
+            for part in parts:
+                index = group_of(part.partition)
+                if index in wanted:
+                    pending[index].append(part)
+                    held += 1
+            if held >= _TABLE_MERGE_BATCH:
+                _merge_pending(merged, pending, settings)
+                held = 0
+        _merge_pending(merged, pending, settings)
+        return merge_partitions(matching, settings), merged
 
     def remember_aggregate(self, rel: str, parts: Sequence[PartitionAggregate]) -> None:
         """Record the partitions of an aggregate this process wrote to ``rel`` (what a read
