@@ -35,6 +35,7 @@ from lakestats.store.store import MAX_MERGED_DELTAS, merge_key
 from lakestats.tables import open_table
 from lakestats.testing import IcebergWarehouse, exact_stats
 from lakestats.values import to_json
+from stores import store_of
 
 SCHEMA = pa.schema(
     [
@@ -87,15 +88,6 @@ def show(location: str, state: Path, *extra: str) -> dict[str, Any]:
     )
     doc.pop("computed_at_ms")
     return doc
-
-
-def store_of(state_dir: Path) -> tuple[StatsStore, StateVersion]:
-    """A new store object (nothing cached: what a new process sees) and its state."""
-    (table_dir,) = [p for p in state_dir.iterdir() if p.is_dir()]
-    store = StatsStore(state_dir, table_dir.name)
-    state = store.current()
-    assert state is not None
-    return store, state
 
 
 def remerged(store: StatsStore, state: StateVersion) -> MergedView:

@@ -28,6 +28,7 @@ from lakestats.store import store as store_module
 from lakestats.store.store import merge_key, referenced_files
 from lakestats.testing import IcebergWarehouse, exact_stats
 from lakestats.values import to_json
+from stores import store_of
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("day", pa.date32())])
 DAYS = 40  # one file per day in the first append: a segment of 40 files and partitions
@@ -55,15 +56,6 @@ def show(location: str, state: Path) -> dict[str, Any]:
     doc: dict[str, Any] = json.loads(cli("show", location, "--state-dir", str(state), "--json"))
     doc.pop("computed_at_ms")
     return doc
-
-
-def store_of(state_dir: Path) -> tuple[StatsStore, StateVersion]:
-    """A new store object (nothing cached: what a new process sees) and its state."""
-    (table_dir,) = [p for p in state_dir.iterdir() if p.is_dir()]
-    store = StatsStore(state_dir, table_dir.name)
-    state = store.current()
-    assert state is not None
-    return store, state
 
 
 def log_doc(store: StatsStore, state: StateVersion) -> dict[str, Any]:
