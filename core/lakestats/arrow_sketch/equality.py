@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakestats.arrow_sketch.arrays import key_hashes
-from lakestats.arrow_sketch.dead_rows import DeadRows
+from lakestats.arrow_sketch.dead_rows import DeadRows, RowFlags
 from lakestats.arrow_sketch.file_sketch import (
     ArrowColumn,
     ArrowJob,
@@ -246,11 +246,11 @@ def dead_in_shares(deletes: DeleteSet, job: ArrowJob, shares: int) -> dict[str, 
     """Each data file's rows that a row of an applying delete file equals, found a share of
     the keys at a time: both sides are read once, a batch at a time, and spilled by key;
     each share's delete rows are indexed (``KeyLookup``) and its data rows probed a spilled
-    batch at a time, marking a byte per data row."""
+    batch at a time, marking a bit per data row."""
     names = _names(deletes)
     named = list(zip(names, deletes.columns, strict=True))
     # each data file's footer read and closed: its rows size its flags
-    found = [np.zeros(read_footer(p, job).rows, dtype=bool) for p in deletes.data_paths]
+    found = [RowFlags(read_footer(p, job).rows) for p in deletes.data_paths]
     with spill_folder("equality lookup") as folder:
         deleted = spill_by_key(_delete_batches(deletes, job), names, shares, folder, "deletes")
         data = positioned_batches(deletes.data_paths, job, named)
@@ -268,11 +268,9 @@ def dead_in_shares(deletes: DeleteSet, job: ArrowJob, shares: int) -> dict[str, 
                 hit = lookup.contains(probe, deletes.applies, inputs)
                 positions = batch.column("position").to_numpy()
                 for number in np.unique(inputs[hit]):
-                    found[number][positions[hit & (inputs == number)]] = True
+                    found[number].mark(positions[hit & (inputs == number)])
             del lookup  # before the next share's: one share's delete rows at a time
-    return {
-        path: DeadRows.from_mask(dead) for path, dead in zip(deletes.data_paths, found, strict=True)
-    }
+    return {path: flags.dead_rows() for path, flags in zip(deletes.data_paths, found, strict=True)}
 
 
 class KeyLookup:

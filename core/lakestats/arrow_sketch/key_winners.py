@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.arrow_sketch.dead_rows import DeadRows
+from lakestats.arrow_sketch.dead_rows import DeadRows, RowFlags
 from lakestats.arrow_sketch.file_sketch import (
     ArrowColumn,
     ArrowJob,
@@ -153,7 +153,7 @@ def dead_rows(
     at a time (``merge_shares``; ``shares`` overrides it), as a grace hash join does: the
     inputs are read once, a batch at a time, each row's merge columns spilled to its key's
     share on local disk (``spill``), then each share is merged alone. Every row of a key
-    is in one share, so each share finds its keys' winners exactly; they mark a byte per
+    is in one share, so each share finds its keys' winners exactly; they mark a bit per
     row of the requested files."""
     job = reading_job(_merge_columns(group), "field_id")
     # each input's footer read and closed: a bucket of many sorted runs holds no descriptors
@@ -162,21 +162,21 @@ def dead_rows(
         shares = merge_shares(footers, share_bytes)
     number = {path: n for n, path in enumerate(group.inputs)}
     rows = {footer.path: footer.rows for footer in footers}
-    found = {path: np.zeros(rows[path], dtype=bool) for path in group.requested}
+    found = {path: RowFlags(rows[path]) for path in group.requested}
     for data in _shares(group, job, shares):
         _mark_dead(data, group, number, found)
         del data  # before the next share is read: one share's rows in memory at a time
-    return {path: DeadRows.from_mask(dead) for path, dead in found.items()}
+    return {path: flags.dead_rows() for path, flags in found.items()}
 
 
 def _mark_dead(
     data: pa.Table,
     group: WinnerGroup,
     number: Mapping[str, int],
-    found: Mapping[str, np.ndarray],
+    found: Mapping[str, RowFlags],
 ) -> None:
-    """Mark in ``found`` (requested path → a flag per row) the dead rows among ``data``'s
-    rows (``_batches``' columns)."""
+    """Mark in ``found`` (requested path → its rows' flags) the dead rows among
+    ``data``'s rows (``_batches``' columns)."""
     alive = surviving_rows(
         data.select([f"k{i}" for i in range(len(group.keys))]),
         data.select([f"o{i}" for i in range(len(group.order))]),
@@ -189,7 +189,7 @@ def _mark_dead(
     numbers = data.column("input").to_numpy()
     positions = data.column("position").to_numpy()
     for path, flags in found.items():
-        flags[positions[dead & (numbers == number[path])]] = True
+        flags.mark(positions[dead & (numbers == number[path])])
 
 
 def merge_shares(footers: Sequence[InputFooter], share_bytes: int) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lakestats.arrow_sketch.dead_rows import DeadRows
+from lakestats.arrow_sketch.dead_rows import DeadRows, RowFlags
 
 
 def _reference(positions: np.ndarray, start: int, rows: int) -> np.ndarray:
@@ -85,3 +85,25 @@ def test_a_mask_of_the_files_rows_gives_what_its_positions_give(dead_share: floa
         from_positions.nbytes,
     )
     assert (from_mask.bits is None) == (from_positions.bits is None)
+
+
+@pytest.mark.parametrize("rows", [0, 1, 7, 8, 9, 50_003])
+def test_row_flags_marked_in_pieces_give_the_dead_rows_of_their_mask(rows: int) -> None:
+    """Flags set a share at a time (any order, repeats) are the rows of one mask, one bit
+    a row while they are being found."""
+    rng = np.random.default_rng(rows)
+    flags = RowFlags(rows)
+    mask = np.zeros(rows, dtype=bool)
+    for _ in range(4):
+        positions = rng.integers(0, rows, size=rows // 3) if rows else np.zeros(0, np.int64)
+        flags.mark(positions)
+        flags.mark(positions[: len(positions) // 2])  # repeats change nothing
+        mask[positions] = True
+    if rows:
+        flags.mark(np.array([rows - 1]))  # the last row: the bitmap's last byte
+        mask[rows - 1] = True
+    dead = flags.dead_rows()
+    want = DeadRows.from_mask(mask)
+    assert dead.to_positions().tolist() == np.flatnonzero(mask).tolist()
+    assert (dead.length, len(dead), dead.nbytes) == (want.length, len(want), want.nbytes)
+    assert flags.nbytes == (rows + 7) // 8
