@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakestats.exceptions import StoreError
@@ -28,12 +29,20 @@ def schema_with_kind(fields: Sequence[pa.Field], kind: str) -> pa.Schema:
     )
 
 
-def encode_table(columns: dict[str, list[Any]], schema: pa.Schema) -> bytes:
-    """Serialise to Parquet in memory, so the bytes go through ``atomic_write`` whole."""
+def encode_table(
+    columns: dict[str, list[Any]], schema: pa.Schema, *, row_group_bytes: int | None = None
+) -> bytes:
+    """Serialise to Parquet in memory, so the bytes go through ``atomic_write`` whole.
+    ``row_group_bytes``: row groups of about that many bytes (in memory, before
+    compression), which ``read_rows`` reads alone; else Parquet's default (one group for
+    any file lakestats writes)."""
     table = pa.Table.from_pydict(columns, schema=schema)
     table.validate(full=True)  # catches nulls in required columns before they hit disk
     sink = io.BytesIO()
-    pq.write_table(table, sink, compression="zstd")
+    rows_per_group = None
+    if row_group_bytes is not None and table.num_rows:
+        rows_per_group = max(1, table.num_rows * row_group_bytes // max(1, table.nbytes))
+    pq.write_table(table, sink, compression="zstd", row_group_size=rows_per_group)
     return sink.getvalue()
 
 
@@ -54,6 +63,38 @@ def read_table(
         return parquet.read(
             columns=_checked(parquet, path, kind, schema=schema, columns=columns, optional=optional)
         )
+
+
+def read_rows(
+    path: atomic.PathLike,
+    kind: str,
+    schema: pa.Schema,
+    columns: list[str],
+    optional: Sequence[str] = (),
+    *,
+    keys: list[str],
+    wanted: Callable[[pa.Table], pa.Array | pa.ChunkedArray],
+) -> Any:
+    """The rows of ``read_table``'s table that ``wanted`` keeps: it is given the ``keys``
+    columns of every row and returns a boolean mask. Only the row groups holding a kept
+    row are read whole (a removal in a big segment reads its partitions' groups, not the
+    file)."""
+    with _opened(path, kind) as parquet:
+        names = _checked(parquet, path, kind, schema=schema, columns=columns, optional=optional)
+        mask = wanted(parquet.read(columns=keys))
+        if isinstance(mask, pa.ChunkedArray):
+            mask = mask.combine_chunks()
+        metadata = parquet.metadata
+        pieces: list[tuple[int, pa.Array]] = []  # (row group, its rows' mask)
+        start = 0
+        for index in range(metadata.num_row_groups):
+            rows = metadata.row_group(index).num_rows
+            piece = mask.slice(start, rows)
+            if pc.any(piece).as_py():
+                pieces.append((index, piece))
+            start += rows
+        table = parquet.read_row_groups([index for index, _ in pieces], columns=names)
+        return table.filter(pa.concat_arrays([p for _, p in pieces] or [pa.array([], pa.bool_())]))
 
 
 def check_table(

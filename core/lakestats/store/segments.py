@@ -26,11 +26,17 @@ from lakestats.store._codec import (
     partition_fields_json,
     partition_from_json,
     partition_json,
+    read_rows,
     read_table,
     schema_with_kind,
 )
 
 KIND = "segment"
+# Row groups of about this many bytes (in memory): a removal reads the groups holding its
+# partitions' rows, not the whole segment (a baseline of every partition's per-file
+# sketches can be hundreds of MB). Files are written in order, so a partition's files are
+# near each other when the commit wrote them so.
+SEGMENT_ROW_GROUP_BYTES = 4 * 2**20
 
 _FILE_FIELDS = [
     pa.field("file_ordinal", pa.int32(), nullable=False),
@@ -180,7 +186,7 @@ def encode_segment(files: Sequence[DataFile], types: Mapping[int, str]) -> bytes
                     **_sketch_cells(data_file.sketches.get(field_id), type_str, where),
                 }
             )
-    return encode_table(columns, SCHEMA)
+    return encode_table(columns, SCHEMA, row_group_bytes=SEGMENT_ROW_GROUP_BYTES)
 
 
 def write_segment(
@@ -230,9 +236,18 @@ def read_segment(
 
     ``partitions_of`` (data file paths): only the files in the partitions those files are
     in — what a removal re-merges — decoding nothing else."""
-    table = read_table(path, KIND, SCHEMA, COLUMNS, OPTIONAL_COLUMNS)
-    if partitions_of is not None:
-        table = _in_partitions_of(table, partitions_of)
+    if partitions_of is None:
+        table = read_table(path, KIND, SCHEMA, COLUMNS, OPTIONAL_COLUMNS)
+    else:
+        table = read_rows(
+            path,
+            KIND,
+            SCHEMA,
+            COLUMNS,
+            OPTIONAL_COLUMNS,
+            keys=["file_path", "spec_id", "partition"],
+            wanted=lambda keys: _in_partitions_of(keys, partitions_of),
+        )
     data = table.to_pydict()
     with decoding(path, KIND):
         groups: dict[int, list[int]] = {}
@@ -279,11 +294,11 @@ def read_segment(
     return tuple(files)
 
 
-def _in_partitions_of(table: pa.Table, paths: Collection[str]) -> pa.Table:
-    """The rows of ``table`` in the partitions (spec id and stored rendering: one writer,
-    one rendering per partition) of the files ``paths``."""
+def _in_partitions_of(table: pa.Table, paths: Collection[str]) -> pa.ChunkedArray:
+    """Whether each row of ``table`` is in the partitions (spec id and stored rendering:
+    one writer, one rendering per partition) of the files ``paths``."""
     of_paths = table.filter(pc.is_in(table["file_path"], pa.array(list(paths), pa.string())))
-    return table.filter(pc.is_in(_partition_ids(table), pc.unique(_partition_ids(of_paths))))
+    return pc.is_in(_partition_ids(table), pc.unique(_partition_ids(of_paths)))
 
 
 def _partition_ids(table: pa.Table) -> pa.Array:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
+from unittest import mock
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -69,6 +71,69 @@ def test_segment_round_trip(tmp_path: Path, case: tuple[list[DataFile], dict[int
     assert back == tuple(files)
     assert exact(back) == exact(tuple(files))
     assert read_segment_paths(path) == list(dict.fromkeys(f.path for f in files))
+
+
+@ROUND_TRIP
+@given(case=segments(), data=st.data(), group_bytes=st.sampled_from([1, 2_000, 2**30]))
+def test_a_segment_read_for_some_partitions_is_the_full_reads_files_of_them(
+    tmp_path: Path,
+    case: tuple[list[DataFile], dict[int, str]],
+    data: st.DataObject,
+    group_bytes: int,
+) -> None:
+    """``partitions_of`` keeps exactly the files in the partitions of the given files,
+    in order, whatever the row groups (one row each, a few, one for all)."""
+    files, types = case
+    path = tmp_path / "seg.parquet"
+    with mock.patch("lakestats.store.segments.SEGMENT_ROW_GROUP_BYTES", group_bytes):
+        write_segment(path, files, types)
+    paths = sorted({f.path for f in files})
+    chosen = data.draw(st.lists(st.sampled_from(paths), max_size=3)) if paths else []
+    keys = {f.partition for f in files if f.path in chosen}
+    want = tuple(f for f in files if f.partition in keys)
+    assert exact(read_segment(path, partitions_of=chosen)) == exact(want)
+
+
+def test_a_segment_read_for_some_partitions_reads_only_their_row_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A removal's read of a big segment (``partitions_of``) decodes the row groups that
+    hold its partitions' rows and no other: one of the others damaged, the full read fails
+    and the partial one still gives exactly the full read's files of those partitions."""
+    monkeypatch.setattr("lakestats.store.segments.SEGMENT_ROW_GROUP_BYTES", 64 * 1024)
+    rng = random.Random(3)
+    files = [
+        _file(
+            f"file:///t/d{day}-{i}.parquet",
+            partition=PartitionKey(1, (("day", day),)),
+            sketches={1: ColumnSketch(theta=rng.randbytes(20_000), kll=rng.randbytes(5_000))},
+        )
+        for day in range(6)
+        for i in range(5)
+    ]
+    path = tmp_path / "seg.parquet"
+    write_segment(path, files, {})
+    metadata = pq.ParquetFile(path).metadata
+    assert metadata.num_row_groups >= 6
+    day_two = [f for f in read_segment(path) if f.partition.values == (("day", 2),)]
+    assert len(day_two) == 5
+    assert read_segment(path, partitions_of=[day_two[0].path]) == tuple(day_two)
+
+    # the last row group holds day 5's files alone: overwrite its pages, but for those of
+    # the columns that tell each row's partition (read in every group to find the others)
+    last = metadata.row_group(metadata.num_row_groups - 1)
+    data = bytearray(path.read_bytes())
+    for column in range(last.num_columns):
+        chunk = last.column(column)
+        if chunk.path_in_schema in ("file_path", "spec_id", "partition"):
+            continue
+        start = chunk.dictionary_page_offset or chunk.data_page_offset
+        data[start : start + chunk.total_compressed_size] = b"\xff" * chunk.total_compressed_size
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError):
+        read_segment(path)
+    assert read_segment(path, partitions_of=[day_two[0].path]) == tuple(day_two)
+    assert read_segment(path, partitions_of=["file:///t/unknown.parquet"]) == ()
 
 
 def test_segment_keeps_empty_objects_apart_from_absent(tmp_path: Path) -> None:
