@@ -16,14 +16,29 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from test_store_api import TABLE, _commit_snapshot, _state
 
 from lakestats.config import Config
 from lakestats.exceptions import ConcurrentUpdateError, StoreError
 from lakestats.maintenance import MaintenanceSettings, cleanup
+from lakestats.merge import aggregate_files
+from lakestats.model import (
+    Column,
+    ColumnMetrics,
+    Commit,
+    DataFile,
+    FileContent,
+    PartitionField,
+    PartitionKey,
+    SketchSettings,
+    TableSchema,
+)
+from lakestats.plan import plan_commit
 from lakestats.store import StatsStore, atomic, list_files, referenced_files
 from lakestats.store.statelog import version_path
+from lakestats.store.writer import SegmentWriter
 from object_store import S3Server
 
 
@@ -160,3 +175,76 @@ def test_a_state_dir_on_s3_without_boto3_names_the_extra(tmp_path: Path) -> None
     assert done.returncode == 2, done.stderr
     assert "install the `lakestats[s3]` extra" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_removal_on_s3_chains_the_segments_aggregate_and_reads_its_row_groups(
+    state_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A removal in a big segment of a store on S3: the partitions it changed go into the
+    segment's aggregate chain (footers checked over S3), the segment's row groups holding
+    them are read, a new store object reads the chain back, and cleanup keeps it."""
+    monkeypatch.setattr("lakestats.store.segments.SEGMENT_ROW_GROUP_BYTES", 512)
+    schema = TableSchema(1, (Column(1, "id", "long"),))
+    part = PartitionField(1000, "int")
+
+    def in_day(i: int) -> DataFile:
+        return DataFile(
+            path=f"s3://data/t/{i}.parquet",
+            content=FileContent.DATA,
+            file_format="PARQUET",
+            record_count=10 + i,
+            file_size_bytes=1000 + i,
+            partition=PartitionKey(1, (("day", i % 8),), (part,)),
+            columns={1: ColumnMetrics(value_count=10 + i, null_count=0, lower=i, upper=i + 9)},
+            field_ids=frozenset({1}),
+        )
+
+    def change(snapshot: int, added: tuple[DataFile, ...], removed: tuple[DataFile, ...]) -> Commit:
+        return Commit(
+            snapshot,
+            snapshot - 1 or None,
+            snapshot,
+            snapshot * 1000,
+            "overwrite",
+            1,
+            added,
+            removed,
+        )
+
+    files = tuple(in_day(i) for i in range(40))  # 8 days of 5 files
+    store = StatsStore(state_uri, TABLE)
+    writer = SegmentWriter(store, SketchSettings())
+    first = plan_commit(
+        change(1, files, ()), schema=schema, current_schema=schema, sketches={}, located={}
+    )
+    written = writer.write(_state(1), first)
+    state = store.commit(_state(1, segments=written.segments, last_snapshot_id=1))
+    assert (
+        pq.ParquetFile(
+            atomic.open_input(store.path(state.segments[0].path))
+        ).metadata.num_row_groups
+        > 1
+    )
+    gone = (files[3],)
+    plan = plan_commit(
+        change(2, (), gone),
+        schema=schema,
+        current_schema=schema,
+        sketches={},
+        located={f.path: state.segments[0] for f in gone},
+    )
+    stored = writer.write(state, plan)
+    state = store.commit(_state(2, segments=stored.segments, last_snapshot_id=2))
+    (segment,) = state.segments
+    assert [d.partitions for d in segment.aggregate_deltas] == [1]
+    live = [f for f in files if f not in gone]
+    fresh = StatsStore(state_uri, TABLE)
+    assert fresh.current() == state
+    assert fresh.segment_aggregate(segment) == aggregate_files(live, plan.types, SketchSettings())
+    report = cleanup(
+        fresh, MaintenanceSettings(grace_ms=0, log_retention_ms=0, min_log_versions=1), now_ms=2**62
+    )
+    assert not set(report.files_deleted) & set(segment.aggregate_files)
+    assert StatsStore(state_uri, TABLE).segment_aggregate(segment) == aggregate_files(
+        live, plan.types, SketchSettings()
+    )
