@@ -5,9 +5,8 @@ segment (and its aggregate); the segments that held the files it removed get tom
 their partitions holding those files re-merged from their remaining live files (no data
 read), written as one more delta of the segment's aggregate chain (a big segment: its other
 partitions are not written again) or as a whole new aggregate; a segment whose files are
-all dead leaves the state. Everything
-written is durable before ``write`` returns and nothing is committed: the caller commits a
-state version pointing at it.
+all dead leaves the state. Everything written is durable before ``write`` returns and
+nothing is committed: the caller commits a state version pointing at it.
 """
 
 from __future__ import annotations
