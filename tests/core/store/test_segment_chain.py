@@ -12,6 +12,7 @@ import datetime as dt
 import hashlib
 import io
 import json
+import random
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,15 @@ import pyarrow as pa
 import pytest
 from pyiceberg.transforms import DayTransform
 
+from lakestats.analyze import analyze_table
 from lakestats.cli import main
-from lakestats.maintenance import MaintenanceSettings, cleanup
+from lakestats.config import load_config
+from lakestats.maintenance import MaintenanceSettings, cleanup, compact
 from lakestats.model import AggregateDelta, SegmentEntry, SketchSettings, StateVersion
 from lakestats.store import StatsStore
 from lakestats.store import store as store_module
 from lakestats.store.store import merge_key, referenced_files
+from lakestats.tables import open_table
 from lakestats.testing import IcebergWarehouse, exact_stats
 from lakestats.values import to_json
 from stores import store_of
@@ -214,3 +218,48 @@ def test_a_chain_renames_the_merged_view_key() -> None:
     assert len({merge_key(plain), merge_key(chained), merge_key(longer)}) == 3
     documented = hashlib.sha256(b"table-1" + b"\0" + b"a/b.parquet").hexdigest()
     assert merge_key(plain) == documented
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.filterwarnings("ignore:Delete operation did not match any records")  # a no-op
+def test_random_commits_in_a_daemon_agree_with_a_from_scratch_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """Appends, deletes of days and rows, overwrites and compactions in a random order,
+    through one open table (groups kept in memory) with short chains and one-file row
+    groups: after each, the stats equal a from-scratch run's and a scan's."""
+    monkeypatch.setattr(store_module, "MAX_SEGMENT_DELTAS", 2)
+    monkeypatch.setattr("lakestats.store.segments.SEGMENT_ROW_GROUP_BYTES", 256)
+    rng = random.Random(seed)
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", SCHEMA, partition_by=[("day", DayTransform())])
+    location = wh.location("t")
+    state = tmp_path / "state"
+    config = load_config(None).model_copy(update={"state_dir": state})
+    config = config.model_copy(
+        update={"sketch": config.sketch.model_copy(update={"enabled": False})}
+    )
+    wh.append("t", rows(0, 4 * DAYS))
+    opened = open_table(location, config)
+    analyze_table(opened, config=config)
+    next_id = 10_000
+    for _ in range(10):
+        kind = rng.choice(["append", "day", "rows", "overwrite", "compact"])
+        day = FIRST + dt.timedelta(days=rng.randrange(DAYS))
+        if kind == "append":
+            wh.append("t", rows(next_id, rng.randrange(1, 60)))
+            next_id += 100
+        elif kind == "day":
+            wh.delete("t", f"day = '{day}'")
+        elif kind == "rows":
+            ids = ", ".join(str(rng.randrange(next_id)) for _ in range(rng.randrange(1, 30)))
+            wh.delete("t", f"id in ({ids})")
+        elif kind == "overwrite":
+            wh.overwrite("t", rows(next_id, 5), f"day = '{day}'")
+            next_id += 100
+        else:
+            few = {"max_segments": 2, "segment_target_files": 8}
+            maintenance = config.maintenance.model_copy(update=few)
+            compact(opened, config.model_copy(update={"maintenance": maintenance}))
+        analyze_table(opened, config=config)
+        assert_from_scratch(wh, location, state, tmp_path)
