@@ -390,20 +390,21 @@ def overlay_partitions(
     empty entry (``is_empty``) removes the partition. Sorted by key, as merges are."""
     entries = list(partitions)
     at = {p.partition: i for i, p in enumerate(entries)}
-    reorder = False  # a partition came or went: sort again (else the order stands)
+    came = went = False  # a partition came: sort again; one went: drop it (order stands)
     for part in changed:
         i = at.get(part.partition)
         if i is None:
             if not is_empty(part):
                 at[part.partition] = len(entries)
                 entries.append(part)
-                reorder = True
+                came = True
         elif is_empty(part):
             entries[i] = part  # dropped below
-            reorder = True
+            went = True
         else:
             entries[i] = part
-    if not reorder:
-        return tuple(entries)
-    kept = (p for p in entries if not is_empty(p))
-    return tuple(sorted(kept, key=lambda p: partition_sort_key(p.partition)))
+    if went:
+        entries = [p for p in entries if not is_empty(p)]
+    if came:
+        entries.sort(key=lambda p: partition_sort_key(p.partition))
+    return tuple(entries)

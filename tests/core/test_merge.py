@@ -14,6 +14,7 @@ from lakestats.merge import (
     extend_view,
     merge_partitions,
     only_partitions,
+    overlay_partitions,
     replace_partitions,
     view_of,
     whole_table,
@@ -244,3 +245,40 @@ def test_delete_files_count_apart_from_data() -> None:
     table = whole_table(aggregate_files([data, pos], TYPES, SETTINGS), SETTINGS)
     assert (table.record_count, table.file_count) == (100, 1)
     assert (table.position_delete_files, table.position_delete_records) == (1, 7)
+
+
+@given(
+    st.sets(st.integers(0, 40), max_size=20),
+    st.lists(st.tuples(st.integers(0, 60), st.integers(0, 3)), max_size=12),
+    st.booleans(),
+)
+def test_overlaying_partitions_replaces_adds_and_drops_in_key_order(
+    days: set[int], changes: list[tuple[int, int]], read_back: bool
+) -> None:
+    """A sorted list of partitions with changes laid over it (later ones win; an entry
+    without files drops its partition) is what replacing them in a dict and sorting
+    gives, whether the keys are typed or read back as JSON scalars (``read_back``)."""
+    field = (PartitionField(1000, "date"),)
+
+    def key(day: int, typed: bool) -> PartitionKey:
+        value = dt.date(2026, 1, 1) + dt.timedelta(days=day)
+        if typed:
+            return PartitionKey(1, (("day", value),), field)
+        return PartitionKey(1, (("day", value.isoformat()),))
+
+    base = tuple(
+        PartitionAggregate(partition=key(d, not read_back), record_count=d, file_count=1)
+        for d in sorted(days)
+    )
+    changed = [
+        PartitionAggregate(partition=key(d, True), record_count=100 + d, file_count=files)
+        for d, files in changes
+    ]
+    want: dict[int, PartitionAggregate] = dict(zip(sorted(days), base, strict=True))
+    for (d, _), part in zip(changes, changed, strict=True):
+        want[d] = part
+    expected = [want[d] for d in sorted(want) if want[d].file_count]
+    got = overlay_partitions(base, changed)
+    assert [(p.record_count, p.file_count) for p in got] == [
+        (p.record_count, p.file_count) for p in expected
+    ]
