@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lakestats.config import Config, load_config
 from lakestats.model import StateVersion
 from lakestats.store import StatsStore
+
+
+def metadata_only_config(state_dir: Path) -> Config:
+    """The default config (and environment) with ``state_dir``, sketches off: what
+    ``--no-sketches`` runs get, for a table opened and analyzed in the test's process."""
+    config = load_config(None).model_copy(update={"state_dir": state_dir})
+    sketch = config.sketch.model_copy(update={"enabled": False})
+    return config.model_copy(update={"sketch": sketch})
 
 
 def store_of(state_dir: Path) -> tuple[StatsStore, StateVersion]:

@@ -328,11 +328,13 @@ def extend_view(
     merged = merge_partitions((*before, *(counts_only(p) for p in added)), settings)
     groups = view.groups
     if groups is not None:  # kept up to date: each added partition into its group
-        regrouped = list(groups)
-        for index in {group_of(p.partition) for p in added}:
-            into = [p for p in added if group_of(p.partition) == index]
-            regrouped[index] = merge_partition([groups[index], *into], settings, TABLE_KEY)
-        groups = tuple(regrouped)
+        into: dict[int, list[PartitionAggregate]] = {}
+        for part in added:
+            into.setdefault(group_of(part.partition), []).append(part)
+        groups = tuple(
+            merge_partition([group, *into[i]], settings, TABLE_KEY) if i in into else group
+            for i, group in enumerate(groups)
+        )
     return MergedView(
         overlay_partitions(view.partitions, merged),
         merge_partition([view.table, *added], settings, TABLE_KEY),

@@ -35,7 +35,7 @@ from lakestats.store.store import MAX_MERGED_DELTAS, merge_key
 from lakestats.tables import open_table
 from lakestats.testing import IcebergWarehouse, exact_stats
 from lakestats.values import to_json
-from stores import store_of
+from stores import metadata_only_config, store_of
 
 SCHEMA = pa.schema(
     [
@@ -437,10 +437,7 @@ def test_a_daemon_keeps_groups_and_re_merges_only_the_removals_groups(
     wh.create_table("t", SCHEMA, partition_by=[("day", DayTransform())])
     loc = wh.location("t")
     state_dir = tmp_path / "state"
-    config = load_config(None).model_copy(update={"state_dir": state_dir})
-    config = config.model_copy(
-        update={"sketch": config.sketch.model_copy(update={"enabled": False})}
-    )
+    config = metadata_only_config(state_dir)
     opened = open_table(loc, config)
     wh.append("t", rows(0, 4 * DAYS))
     analyze_table(opened, config=config)

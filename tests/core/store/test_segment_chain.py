@@ -23,7 +23,6 @@ from pyiceberg.transforms import DayTransform
 
 from lakestats.analyze import analyze_table
 from lakestats.cli import main
-from lakestats.config import load_config
 from lakestats.maintenance import MaintenanceSettings, cleanup, compact
 from lakestats.model import AggregateDelta, SegmentEntry, SketchSettings, StateVersion
 from lakestats.store import StatsStore
@@ -32,7 +31,7 @@ from lakestats.store.store import merge_key, referenced_files
 from lakestats.tables import open_table
 from lakestats.testing import IcebergWarehouse, exact_stats
 from lakestats.values import to_json
-from stores import store_of
+from stores import metadata_only_config, store_of
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("day", pa.date32())])
 DAYS = 40  # one file per day in the first append: a segment of 40 files and partitions
@@ -235,10 +234,7 @@ def test_random_commits_in_a_daemon_agree_with_a_from_scratch_run(
     wh.create_table("t", SCHEMA, partition_by=[("day", DayTransform())])
     location = wh.location("t")
     state = tmp_path / "state"
-    config = load_config(None).model_copy(update={"state_dir": state})
-    config = config.model_copy(
-        update={"sketch": config.sketch.model_copy(update={"enabled": False})}
-    )
+    config = metadata_only_config(state)
     wh.append("t", rows(0, 4 * DAYS))
     opened = open_table(location, config)
     analyze_table(opened, config=config)
