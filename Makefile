@@ -30,8 +30,13 @@ lint: install
 	$(BIN)/ruff format --check core daemon tests
 	$(BIN)/mypy
 
+# Two pytest-xdist workers, each with its own SparkSession, take whole test files (half the
+# suite's time on 2 cores: much of it is waiting on processes and JVMs). `TEST_ARGS=` runs
+# it in one process; `make test TEST_ARGS="-n 0 -k name"` picks tests.
+TEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
+
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest $(TEST_ARGS)
 
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

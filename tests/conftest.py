@@ -10,14 +10,30 @@ import structlog
 
 from object_store import S3Server, export_environment
 
-# Before any Spark starts: its Python workers inherit the S3 endpoint (tests/object_store.py)
-export_environment()
-
 # The in-process CLI tests share this process with the session's SparkSession, so the CLI
 # warns that its own Spark settings are ignored. Keeping structlog's default output (stdout,
 # looked up per message) here leaves stderr to what those tests assert on; the CLI's own
 # routing of log events to stderr is tested in a subprocess (tests/core/test_cli_ops.py).
 structlog.configure(logger_factory=structlog.PrintLoggerFactory())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Before any Spark starts: its Python workers inherit the S3 endpoint
+    # (tests/object_store.py). Under pytest-xdist only the workers run tests, and each
+    # needs a port of its own: the controller exports nothing for them to inherit.
+    distributing = bool(getattr(config.option, "numprocesses", None))
+    if hasattr(config, "workerinput") or not distributing:
+        export_environment()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # `make test` hands whole files to two workers in collection order
+    # (`--dist loadfile --no-loadscope-reorder`): the files with long-running (`slow`)
+    # tests go first, so that none is left to run alone at the end while the other worker
+    # idles.
+    if hasattr(config, "workerinput"):
+        slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+        items.sort(key=lambda item: item.path not in slow_files)
 
 
 @pytest.fixture(scope="session")
