@@ -211,6 +211,42 @@ def test_versions_whose_files_were_vacuumed_are_not_followed(tmp_path: Path) -> 
     )
 
 
+@pytest.mark.parametrize("column_mapping", [False, True])
+def test_a_baseline_reads_each_file_with_the_schema_it_was_written_under(
+    tmp_path: Path, column_mapping: bool
+) -> None:
+    """Metadata only: a baseline after a VACUUM, whose log still holds every commit, knows
+    which files were written before a column was added (all null there: counted, as an
+    incremental run counts them) and keeps no stats of a column dropped since."""
+    writer = DeltaWriter(tmp_path / "t")
+    writer.create(COLUMNS, partition_by=["part"], column_mapping=column_mapping)
+    writer.append(batch(range(0, 10), "a"))
+    writer.append(batch(range(10, 20), "b"))
+    writer.add_column("extra", "long")
+    writer.append({**batch(range(20, 25), "c"), "extra": [1, None, 3, 4, 5]})
+    writer.delete("part = 'b'")
+    if column_mapping:  # delta-rs drops columns of column-mapping tables only
+        writer.drop_column("name")
+        writer.append({"id": [30], "part": ["d"], "extra": [9]})
+    assert len(writer.vacuum()) == 1
+    table = open_table(writer.path)
+    baseline = table.commits_since(None)[0]
+    assert baseline.operation == "baseline"
+    extra = next(c.field_id for c in table.schema().columns if c.name == "extra")
+    written_before = [f for f in baseline.added_files if extra not in f.field_ids]
+    assert len(written_before) == 1  # part a's file: 10 rows without the column
+    assert all(set(f.columns) <= set(f.field_ids) for f in baseline.added_files)
+
+    state = tmp_path / "state"
+    config = tmp_path / "lakestats.toml"
+    config.write_text(f'state_dir = "{state}"\n')
+    cli(config, "analyze", writer.path, "-q", "--no-sketches")
+    doc = json.loads(cli(config, "show", writer.path, "--json"))
+    data = live_rows(writer.path)
+    assert doc["columns"]["extra"]["null_count"] == data.column("extra").null_count == 11
+    assert_describes_live_rows(doc, data, ndv=False, partition="part")
+
+
 @needs_fixtures
 def test_a_vacuumed_deletion_vector_file_ends_the_versions_that_need_it(tmp_path: Path) -> None:
     """Spark's DELETE at version 3 gave the file a vector that version 4 replaced: VACUUM

@@ -129,10 +129,15 @@ class ReplayState:
     files: dict[FileKey, Mapping[str, Any]] = field(default_factory=dict)
     metadata: Mapping[str, Any] | None = None
     protocol: Mapping[str, Any] | None = None
+    # the metadata (schema) each file was written under, for files added by a replayed
+    # commit: a column added later is absent from the file, not of unknown stats. Files
+    # listed by a checkpoint are not here (a checkpoint does not say).
+    written_under: dict[FileKey, Mapping[str, Any]] = field(default_factory=dict)
 
     def load_checkpoint(self, version: int, actions: Iterable[Mapping[str, Any]]) -> None:
         self.version = version
         self.files = {}
+        self.written_under = {}
         for action in actions:
             if (add := action.get("add")) is not None:
                 self.files[file_key(add)] = add
@@ -142,16 +147,29 @@ class ReplayState:
                 self.protocol = found
 
     def apply(self, commit: CommitLog, *, with_files: bool = True) -> None:
-        if with_files:
-            added, removed = commit.net_changes()
-            for key in removed:
-                self.files.pop(key, None)
-            self.files.update(added)
         if commit.metadata is not None:
             self.metadata = commit.metadata
         if commit.protocol is not None:
             self.protocol = commit.protocol
+        if with_files:
+            added, removed = commit.net_changes()
+            for key in removed:
+                self.files.pop(key, None)
+                self.written_under.pop(key, None)
+            self.files.update(added)
+            if self.metadata is not None:  # files of a commit are written under its schema
+                self.written_under.update(dict.fromkeys(added, self.metadata))
         self.version = commit.version
+
+    def files_by_metadata(self) -> list[tuple[Mapping[str, Any], list[Mapping[str, Any]]]]:
+        """The live files grouped by the metadata they were written under (the current
+        metadata where not known); ``metadata`` must be set."""
+        assert self.metadata is not None
+        groups: dict[int, tuple[Mapping[str, Any], list[Mapping[str, Any]]]] = {}
+        for key, add in self.files.items():
+            metadata = self.written_under.get(key, self.metadata)
+            groups.setdefault(id(metadata), (metadata, []))[1].append(add)
+        return list(groups.values())
 
 
 def check_protocol(protocol: Mapping[str, Any] | None, *, where: str) -> None:
