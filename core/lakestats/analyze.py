@@ -24,7 +24,7 @@ import structlog
 from lakestats.config import Config
 from lakestats.exceptions import ConcurrentUpdateError, LakestatsError, StoreError
 from lakestats.formats.base import SupportsFormatTerms
-from lakestats.lineage import pending_commits
+from lakestats.lineage import pending_commits, rebased_baseline
 from lakestats.locations import LocationMap
 from lakestats.maintenance import expire_stats, stale_stats
 from lakestats.merge import (
@@ -227,12 +227,20 @@ class _CommitPath:
         if pending.started_over is None:
             return state, pending.commits
         _log.warning("lineage_restart", table=self.opened.name, reason=pending.started_over)
+        commits = pending.commits
+        if not pending.id_reused and commits and commits[0].is_baseline and state.segments:
+            # history was cut past the processed commit: the files the store holds keep
+            # their stats, and the baseline reads only the others
+            held = self.store.live_file_contents(state)
+            commits = [rebased_baseline(commits[0], held), *commits[1:]]
+            state = replace(state, last_snapshot_id=None, last_fingerprint=None)
+            return state, commits
         state = replace(state, last_snapshot_id=None, segments=(), last_fingerprint=None)
         if pending.id_reused:
             # the stats of older snapshots may describe commits that were replaced too
             # (which ones the state cannot tell): the walk writes them again
             state = replace(state, stats={})
-        return state, pending.commits
+        return state, commits
 
     # -- per commit ----------------------------------------------------------------------
 

@@ -14,12 +14,12 @@ random snapshot ids are never reused) is trusted as before.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from lakestats.exceptions import LineageError
 from lakestats.formats.base import SupportsCommitFingerprint, TableFormat
-from lakestats.model import Commit, StateVersion
+from lakestats.model import Commit, DataFile, FileContent, PartitionKey, StateVersion
 
 
 @dataclass(frozen=True)
@@ -61,3 +61,37 @@ def pending_commits(table: TableFormat, state: StateVersion | None) -> Pending:
         return Pending(table.commits_since(last))
     except LineageError as exc:  # rolled back past the stats
         return Pending(table.commits_since(None), str(exc))
+
+
+def rebased_baseline(baseline: Commit, held: Mapping[str, tuple[FileContent, bool]]) -> Commit:
+    """A baseline that starts a run over (the processed commit was cut from the table's
+    history), as a change to the files the stats already hold (``held``:
+    ``StatsStore.live_file_contents``): a data file the store holds whose stored stats
+    describe every row, listed again with no row-level deletes, is the same file (data
+    files are never rewritten in place) and stays as it is, not read again; the
+    baseline's other files are added, and the held files it does not keep are removed.
+    Still a baseline: what it replaces is re-merged whole."""
+    kept = {
+        f.path
+        for f in baseline.added_files
+        if not f.deletes and held.get(f.path, (FileContent.DATA, False))[1]
+    }
+    removed = [_removed(path, content) for path, (content, _) in held.items() if path not in kept]
+    return replace(
+        baseline,
+        added_files=tuple(f for f in baseline.added_files if f.path not in kept),
+        removed_files=tuple(f for f in removed if f.content == FileContent.DATA),
+        removed_delete_files=tuple(f for f in removed if f.content != FileContent.DATA),
+    )
+
+
+def _removed(path: str, content: FileContent) -> DataFile:
+    """A removed file by its path: the store holds its stats."""
+    return DataFile(
+        path=path,
+        content=content,
+        file_format="PARQUET",
+        record_count=0,
+        file_size_bytes=0,
+        partition=PartitionKey(0),
+    )

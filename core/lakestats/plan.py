@@ -274,18 +274,46 @@ def plan_commit(
         tombstones.setdefault(segment.path, set()).add(f.path)
     names = {c.field_id: c.name for c in current_schema.columns}
     names.update({c.field_id: c.name for c in schema.columns})
+    types = schema_types(current_schema, schema)
     return CommitPlan(
         commit=commit,
         schema=schema,
-        types=schema_types(current_schema, schema),
+        types=types,
         names=names,
         added=(
-            *attach_sketches(commit.added_files, sketches, commit.snapshot_id),
+            *_typed_fields_only(
+                attach_sketches(commit.added_files, sketches, commit.snapshot_id), types
+            ),
             *commit.added_delete_files,
         ),
         removed=removed,
         tombstones={path: frozenset(files) for path, files in tombstones.items()},
     )
+
+
+def _typed_fields_only(files: Sequence[DataFile], types: Mapping[int, str]) -> tuple[DataFile, ...]:
+    """The files without the fields neither the commit's schema nor the current one has.
+
+    A baseline lists files written long before it, with the metrics of the schema each
+    was written under (Paimon's entries, Iceberg's and Delta's writer schemas): a column
+    dropped since is in them and in no schema of the commit. It is in no output either,
+    and the store could not encode its bounds (their type is gone)."""
+    out = []
+    for f in files:
+        fields = set(f.field_ids) | set(f.columns) | set(f.sketches) | set(f.constants)
+        if fields <= types.keys():
+            out.append(f)
+            continue
+        out.append(
+            replace(
+                f,
+                field_ids=frozenset(i for i in f.field_ids if i in types),
+                columns={i: m for i, m in f.columns.items() if i in types},
+                sketches={i: k for i, k in f.sketches.items() if i in types},
+                constants={i: v for i, v in f.constants.items() if i in types},
+            )
+        )
+    return tuple(out)
 
 
 def live_metrics(

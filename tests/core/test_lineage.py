@@ -18,7 +18,15 @@ from lakestats.cli import behind_note
 from lakestats.config import Config, TableConfig
 from lakestats.formats.memory import MemoryTable
 from lakestats.freshness import freshness
-from lakestats.lineage import pending_commits, replaced_commit
+from lakestats.lineage import pending_commits, rebased_baseline, replaced_commit
+from lakestats.model import (
+    BASELINE_OPERATION,
+    Commit,
+    DataFile,
+    DeletionVector,
+    FileContent,
+    PartitionKey,
+)
 from lakestats.store import StatsStore
 from lakestats.tables import OpenedTable
 
@@ -141,3 +149,60 @@ def test_a_rollback_past_the_stats_is_still_a_start_over(
     assert pending.started_over is not None and not pending.id_reused
     assert [c.snapshot_id for c in pending.commits] == [1, 2]
     assert _analyze(opened) == [1, 2]
+
+
+def _data_file(path: str, **kwargs: Any) -> DataFile:
+    return DataFile(
+        path=path,
+        content=kwargs.pop("content", FileContent.DATA),
+        file_format="PARQUET",
+        record_count=10,
+        file_size_bytes=100,
+        partition=PartitionKey(0),
+        **kwargs,
+    )
+
+
+def test_a_rebased_baseline_keeps_only_held_files_whose_stats_hold_every_row() -> None:
+    vector = DeletionVector(bitmap=b"", cardinality=1)
+    baseline = Commit(
+        snapshot_id=9,
+        parent_id=None,
+        sequence_number=9,
+        timestamp_ms=0,
+        operation=BASELINE_OPERATION,
+        schema_id=0,
+        added_files=(
+            _data_file("same"),
+            _data_file("new"),
+            _data_file("now with a vector", deletes=(vector,)),
+            _data_file("held with deletes applied"),
+        ),
+        added_delete_files=(_data_file("positions", content=FileContent.POSITION_DELETES),),
+    )
+    held = {
+        "same": (FileContent.DATA, True),
+        "now with a vector": (FileContent.DATA, True),
+        "held with deletes applied": (FileContent.DATA, False),
+        "gone": (FileContent.DATA, True),
+        "positions": (FileContent.POSITION_DELETES, False),
+    }
+
+    rebased = rebased_baseline(baseline, held)
+
+    assert rebased.is_baseline and rebased.snapshot_id == 9
+    assert [f.path for f in rebased.added_files] == [
+        "new",
+        "now with a vector",
+        "held with deletes applied",
+    ]
+    assert rebased.added_delete_files == baseline.added_delete_files  # read again, always
+    assert sorted(f.path for f in rebased.removed_files) == [
+        "gone",
+        "held with deletes applied",
+        "now with a vector",
+    ]
+    assert [(f.path, f.content) for f in rebased.removed_delete_files] == [
+        ("positions", FileContent.POSITION_DELETES)
+    ]
+    assert rebased_baseline(baseline, {}) == baseline  # nothing held: the baseline itself

@@ -31,7 +31,12 @@ present; at worst it leaves unreferenced files (orphans, hidden temporaries) tha
 
 from lakestats.store.aggregates import read_aggregate, write_aggregate
 from lakestats.store.atomic import atomic_write, create_exclusive
-from lakestats.store.segments import read_segment, read_segment_paths, write_segment
+from lakestats.store.segments import (
+    read_segment,
+    read_segment_contents,
+    read_segment_paths,
+    write_segment,
+)
 from lakestats.store.statelog import (
     latest_version,
     list_versions,
@@ -51,6 +56,7 @@ __all__ = [
     "merge_key",
     "read_aggregate",
     "read_segment",
+    "read_segment_contents",
     "read_segment_paths",
     "read_version",
     "referenced_files",

@@ -319,6 +319,31 @@ def read_segment_paths(path: atomic.PathLike) -> list[str]:
         return list(dict.fromkeys(table.column("file_path").to_pylist()))
 
 
+def read_segment_contents(path: atomic.PathLike) -> dict[str, tuple[FileContent, bool]]:
+    """Every file path the segment holds → (its content, whether its stats describe every
+    row it holds: a data file whose stats had no row-level deletes applied, and no deletes
+    left unapplied). Files of segments written before the store recorded deletes
+    (``live_record_count``) are not vouched for."""
+    columns = ["file_path", "content", "record_count"]
+    optional = ["live_record_count", "live_rows_unknown"]
+    table = read_table(path, KIND, SCHEMA, columns, optional)
+    with decoding(path, KIND):
+        data = table.to_pydict()
+        recorded = all(name in data for name in optional)
+        out: dict[str, tuple[FileContent, bool]] = {}
+        for row, file_path in enumerate(data["file_path"]):
+            content = FileContent(data["content"][row])
+            live = _optional(data, "live_record_count", row)
+            whole = (
+                recorded
+                and content == FileContent.DATA
+                and not _optional(data, "live_rows_unknown", row)
+                and live in (None, data["record_count"][row])
+            )
+            out[file_path] = (content, whole)
+        return out
+
+
 def read_segment_types(path: atomic.PathLike) -> dict[int, str]:
     """field id → the Iceberg type string the segment's bounds are encoded with."""
     table = read_table(path, KIND, SCHEMA, ["field_id", "field_type"])

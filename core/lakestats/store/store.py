@@ -28,6 +28,7 @@ from lakestats.merge import (
 from lakestats.model import (
     AggregateDelta,
     DataFile,
+    FileContent,
     MergedView,
     PartitionAggregate,
     PartitionKey,
@@ -294,6 +295,17 @@ class StatsStore:
             cached = frozenset(segments.read_segment_paths(self.path(rel)))
             self._segment_paths.put(rel, cached)
         return cached
+
+    def live_file_contents(self, state: StateVersion) -> dict[str, tuple[FileContent, bool]]:
+        """Every live file of ``state`` → (its content, whether its stored stats describe
+        every row it holds: ``segments.read_segment_contents``). Reads each live segment's
+        path and count columns, not its stats."""
+        out: dict[str, tuple[FileContent, bool]] = {}
+        for segment in state.segments:
+            for path, found in segments.read_segment_contents(self.path(segment.path)).items():
+                if path not in segment.dead_files:
+                    out[path] = found
+        return out
 
     def locate(self, paths: Iterable[str], state: StateVersion) -> dict[str, SegmentEntry]:
         """Map data file paths to the live segment of ``state`` that added them.

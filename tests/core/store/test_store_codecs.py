@@ -35,6 +35,7 @@ from lakestats.model import (
 from lakestats.store import (
     read_aggregate,
     read_segment,
+    read_segment_contents,
     read_segment_paths,
     version_from_json,
     version_to_json,
@@ -147,6 +148,35 @@ def test_segment_keeps_empty_objects_apart_from_absent(tmp_path: Path) -> None:
     write_segment(path, files, {})
     assert read_segment(path) == tuple(files)
     assert read_segment_paths(path) == ["a", "b", "c"]
+
+
+def test_segment_contents_say_which_files_stats_hold_every_row(tmp_path: Path) -> None:
+    files = [
+        _file("plain", field_ids=frozenset({1})),
+        _file("deletes applied", live_record_count=7),
+        _file("deletes that deleted none", live_record_count=10),
+        _file("deletes unapplied", live_rows_unknown=True),
+        _file("positions", content=FileContent.POSITION_DELETES),
+    ]
+    path = tmp_path / "seg.parquet"
+    write_segment(path, files, {})
+    assert read_segment_contents(path) == {
+        "plain": (FileContent.DATA, True),
+        "deletes applied": (FileContent.DATA, False),
+        "deletes that deleted none": (FileContent.DATA, True),
+        "deletes unapplied": (FileContent.DATA, False),
+        "positions": (FileContent.POSITION_DELETES, False),
+    }
+    # a segment written before the store recorded deletes vouches for no file
+    older = tmp_path / "older.parquet"
+    table = pq.read_table(path)
+    pq.write_table(
+        table.drop_columns(["live_record_count", "live_rows_unknown"]).replace_schema_metadata(
+            table.schema.metadata
+        ),
+        older,
+    )
+    assert {whole for _, whole in read_segment_contents(older).values()} == {False}
 
 
 def test_segment_special_floats_and_partition_order(tmp_path: Path) -> None:

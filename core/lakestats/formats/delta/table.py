@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -254,28 +254,15 @@ class DeltaLakeTable:
 
     def _state_files(self, state: ReplayState, where: str) -> list[DataFile]:
         """The live files of ``state``, each read with the schema it was written under
-        where the log says (``ReplayState.written_under``: a column added since is known
-        absent from the file, not of unknown stats), kept to the columns of ``state``'s
-        schema (a column dropped since has no stats in it)."""
-        current = self._delta_schema(self._require_metadata(state))
-        ids = frozenset(c.column.field_id for c in current.columns)
-        files = []
-        for metadata, adds in state.files_by_metadata():
-            schema = self._delta_schema(metadata)
-            if schema.schema_id == current.schema_id:
-                files += [self._data_file(add, schema, where) for add in adds]
-                continue
-            for add in adds:
-                written = self._data_file(add, schema, where)
-                files.append(
-                    replace(
-                        written,
-                        columns={i: m for i, m in written.columns.items() if i in ids},
-                        field_ids=written.field_ids & ids,
-                        constants={i: v for i, v in written.constants.items() if i in ids},
-                    )
-                )
-        return files
+        where the log says (``ReplayState.written_under``): a column added since is known
+        absent from the file, not of unknown stats (a column dropped since is left to the
+        core, which keeps only the fields of the commit's schemas)."""
+        self._require_metadata(state)
+        return [
+            self._data_file(add, self._delta_schema(metadata), where)
+            for metadata, adds in state.files_by_metadata()
+            for add in adds
+        ]
 
     # --- building commits -------------------------------------------------------------------
 
