@@ -227,15 +227,14 @@ class _CommitPath:
         if pending.started_over is None:
             return state, pending.commits
         _log.warning("lineage_restart", table=self.opened.name, reason=pending.started_over)
+        state = replace(state, last_snapshot_id=None, last_fingerprint=None)
         commits = pending.commits
         if not pending.id_reused and commits and commits[0].is_baseline and state.segments:
             # history was cut past the processed commit: the files the store holds keep
             # their stats, and the baseline reads only the others
             held = self.store.live_file_contents(state)
-            commits = [rebased_baseline(commits[0], held), *commits[1:]]
-            state = replace(state, last_snapshot_id=None, last_fingerprint=None)
-            return state, commits
-        state = replace(state, last_snapshot_id=None, segments=(), last_fingerprint=None)
+            return state, [rebased_baseline(commits[0], held), *commits[1:]]
+        state = replace(state, segments=())
         if pending.id_reused:
             # the stats of older snapshots may describe commits that were replaced too
             # (which ones the state cannot tell): the walk writes them again

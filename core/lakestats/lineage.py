@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from lakestats.exceptions import LineageError
 from lakestats.formats.base import SupportsCommitFingerprint, TableFormat
-from lakestats.model import Commit, DataFile, FileContent, PartitionKey, StateVersion
+from lakestats.model import UNPARTITIONED, Commit, DataFile, FileContent, StateVersion
 
 
 @dataclass(frozen=True)
@@ -93,5 +93,5 @@ def _removed(path: str, content: FileContent) -> DataFile:
         file_format="PARQUET",
         record_count=0,
         file_size_bytes=0,
-        partition=PartitionKey(0),
+        partition=UNPARTITIONED,
     )
