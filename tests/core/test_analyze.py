@@ -183,6 +183,31 @@ def test_a_baseline_after_expiry_lists_files_written_with_a_dropped_column(
     assert_matches_exact(doc, wh, "t")
 
 
+def test_a_baseline_after_expiry_counts_a_column_added_since_as_null(
+    wh: IcebergWarehouse, tmp_path: Path
+) -> None:
+    """The snapshot that wrote a file before a column was added is expired: the baseline
+    takes the schema its manifest was written with (pyiceberg records it in the header's
+    schema JSON only), so the column is absent from the file (null), not unknown, as for
+    the incremental run that saw the commit."""
+    wh.create_table("t", SCHEMA)
+    wh.append("t", rows(0, 50))
+    incremental = tmp_path / "incremental"
+    analyze(wh.location("t"), incremental)
+    wh.add_column("t", "extra", LongType())
+    table = wh.table("t")
+    later = rows(50, 10).append_column("extra", pa.array(range(10), pa.int64()))
+    wh.append("t", later.cast(table.schema().as_arrow()))
+    analyze(wh.location("t"), incremental)
+    wh.expire_snapshots("t", wh.lineage("t")[:-1])
+    scratch = tmp_path / "scratch"
+    analyze(wh.location("t"), scratch)
+    doc = show_json(wh.location("t"), scratch)
+    assert doc["columns"]["extra"]["null_count"] == 50
+    assert_matches_exact(doc, wh, "t")
+    assert doc["columns"] == show_json(wh.location("t"), incremental)["columns"]
+
+
 def test_partitioned_table(wh: IcebergWarehouse, tmp_path: Path) -> None:
     wh.create_table(
         "p", SCHEMA, partition_by=[("day", DayTransform()), ("flag", IdentityTransform())]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import os
 import shutil
@@ -43,6 +44,7 @@ from lakestats.formats.iceberg import (
     open_iceberg_location,
     opening,
 )
+from lakestats.formats.iceberg.manifests import _written_schema_id, avro_container_problem
 from lakestats.formats.iceberg.opening import WRITE_GRACE_S, environment_io_properties
 from lakestats.formats.registry import detect_format, open_table
 from lakestats.locations import resolve_location
@@ -938,3 +940,25 @@ def test_s3_endpoint_and_region_come_from_the_aws_environment_unless_set(
     monkeypatch.delenv("AWS_ENDPOINT_URL_S3")
     monkeypatch.delenv("AWS_DEFAULT_REGION")
     assert environment_io_properties({}) == {"s3.endpoint": "http://general:9000"}
+
+
+@pytest.mark.parametrize(
+    ("metadata", "written"),
+    [
+        ({"schema-id": "3", "schema": json.dumps({"schema-id": 5})}, 3),  # Java: the header
+        ({"schema": json.dumps({"type": "struct", "fields": [], "schema-id": 5})}, 5),  # pyiceberg
+        ({"schema": "not json"}, None),
+        ({}, None),
+    ],
+)
+def test_the_schema_a_manifest_was_written_with(
+    tmp_path: Path, metadata: dict[str, str], written: int | None
+) -> None:
+    import fastavro
+
+    out = io.BytesIO()
+    record = {"type": "record", "name": "r", "fields": [{"name": "x", "type": "long"}]}
+    fastavro.writer(out, record, [{"x": 1}], metadata=metadata)
+    data = out.getvalue()
+    assert avro_container_problem(data) is None
+    assert _written_schema_id(data) == written

@@ -157,10 +157,15 @@ def live_files_of(
     data: list[DataFile] = []
     deletes: list[DataFile] = []
     for manifest in reader.manifests(snapshot):
+        # where the adding snapshot is gone (expired), the schema the manifest was written
+        # with: its files were written with no later one, so a column added since is absent
+        # from them (all null), not of unknown stats
+        written = reader.written_schema_id(manifest)
+        default = written if written is not None and conv.knows_schema(written) else schema_id
         for entry in reader.entries(manifest):
             if entry.status == ManifestEntryStatus.DELETED:
                 continue
-            converted = conv.convert(entry.data_file, _writer_schema(entry, conv, schema_id))
+            converted = conv.convert(entry.data_file, _writer_schema(entry, conv, default))
             is_data = entry.data_file.content == DataFileContent.DATA
             (data if is_data else deletes).append(converted)
     key = _path_key(reader)

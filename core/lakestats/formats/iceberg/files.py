@@ -136,6 +136,10 @@ class FileConverter:
             return self._schema_by_sequence.get(file_sequence_number, default)
         return default
 
+    def knows_schema(self, schema_id: int) -> bool:
+        """Whether the table metadata holds schema ``schema_id``."""
+        return self._metadata.schema_by_id(schema_id) is not None
+
     def _view(self, schema_id: int) -> _SchemaView:
         view = self._views.get(schema_id)
         if view is None:

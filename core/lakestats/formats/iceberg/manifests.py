@@ -14,8 +14,9 @@ truncation that length check was meant to catch.
 from __future__ import annotations
 
 import io as _io
+import json
 import zlib
-from typing import cast
+from typing import Any, cast
 
 from pyiceberg.avro.file import AvroFile
 from pyiceberg.exceptions import ResolveError
@@ -78,7 +79,8 @@ class ManifestReader:
         self._lists: CacheView[tuple[tuple[ManifestFile, ...], int]] = CacheView(
             shared, "iceberg_manifest_lists", _weight
         )
-        self._entries: CacheView[tuple[tuple[ManifestEntry, ...], int]] = CacheView(
+        # (entries, Avro size, the schema id the manifest was written with)
+        self._entries: CacheView[tuple[tuple[ManifestEntry, ...], int, int | None]] = CacheView(
             shared, "iceberg_manifests", _weight
         )
 
@@ -98,10 +100,21 @@ class ManifestReader:
 
     def entries(self, manifest: ManifestFile) -> tuple[ManifestEntry, ...]:
         """Every entry of a manifest, deleted ones included, snapshot ids inherited."""
+        return self._read_manifest(manifest)[0]
+
+    def written_schema_id(self, manifest: ManifestFile) -> int | None:
+        """The id of the table schema the manifest was written with (its header's
+        ``schema-id``), ``None`` when it records none. No file it lists was written with a
+        later schema."""
+        return self._read_manifest(manifest)[2]
+
+    def _read_manifest(
+        self, manifest: ManifestFile
+    ) -> tuple[tuple[ManifestEntry, ...], int, int | None]:
         path = manifest.manifest_path
         cached = self._entries.get(path)
         if cached is not None:
-            return cached[0]
+            return cached
         what = f"manifest {path}"
         data = self._read(path, what)
         try:
@@ -115,8 +128,9 @@ class ManifestReader:
                 f"{what} has {len(entries)} entries but the manifest list counts {expected} "
                 "(truncated or replaced?)"
             )
-        self._entries.put(path, (entries, len(data)))
-        return entries
+        read = (entries, len(data), _written_schema_id(data))
+        self._entries.put(path, read)
+        return read
 
     def live_entries(self, snapshot: Snapshot, content: ManifestContent) -> list[ManifestEntry]:
         """The entries of ``content`` manifests that are live in ``snapshot`` (not DELETED)."""
@@ -142,10 +156,10 @@ class ManifestReader:
         return data
 
 
-def _weight(read: tuple[object, int]) -> int:
-    """A cached read (its objects, its file's size) weighs its file's size times the
+def _weight(read: tuple[Any, ...]) -> int:
+    """A cached read (its objects, its file's size, …) weighs its file's size times the
     objects' expansion."""
-    return read[1] * ENTRY_BYTES_PER_AVRO_BYTE
+    return int(read[1]) * ENTRY_BYTES_PER_AVRO_BYTE
 
 
 def _read_entries(manifest: ManifestFile, file_io: FileIO) -> tuple[ManifestEntry, ...]:
@@ -194,7 +208,14 @@ def avro_container_problem(data: bytes) -> str | None:
 
 def _header_sync(data: bytes) -> bytes:
     """The 16-byte sync marker after the header's metadata map (Avro spec, object files)."""
+    return _header(data)[1]
+
+
+def _header(data: bytes) -> tuple[dict[bytes, bytes], bytes]:
+    """The header's metadata map and the 16-byte sync marker after it (Avro spec, object
+    container files); ``IndexError``/``ValueError`` on a damaged header."""
     pos = len(_AVRO_MAGIC)
+    meta: dict[bytes, bytes] = {}
     while True:
         count, pos = _read_long(data, pos)
         if count == 0:
@@ -202,15 +223,37 @@ def _header_sync(data: bytes) -> bytes:
         if count < 0:  # a negative block count is followed by the block's byte size
             count = -count
             _, pos = _read_long(data, pos)
-        for _ in range(2 * count):  # key and value, both length-prefixed
-            length, pos = _read_long(data, pos)
-            if length < 0:
-                raise ValueError("negative length")
-            pos += length
+        for _ in range(count):  # key and value, both length-prefixed
+            pair = []
+            for _ in range(2):
+                length, pos = _read_long(data, pos)
+                if length < 0:
+                    raise ValueError("negative length")
+                pair.append(data[pos : pos + length])
+                pos += length
+            meta[pair[0]] = pair[1]
     sync = data[pos : pos + _SYNC_SIZE]
     if len(sync) != _SYNC_SIZE:
         raise ValueError("short sync marker")
-    return sync
+    return meta, sync
+
+
+def _written_schema_id(data: bytes) -> int | None:
+    """The id of the table schema a manifest was written with (Iceberg spec "Manifests":
+    its header's ``schema-id``, which pyiceberg leaves out, else the ``schema-id`` of the
+    header's ``schema`` JSON); ``None`` when neither says."""
+    meta = _header(data)[0]
+    raw: object = meta.get(b"schema-id")
+    if raw is None and b"schema" in meta:
+        try:
+            schema = json.loads(meta[b"schema"])
+        except ValueError:  # not JSON (UnicodeDecodeError is one): says nothing
+            return None
+        raw = schema.get("schema-id") if isinstance(schema, dict) else None
+    try:
+        return int(raw) if isinstance(raw, int | bytes | str) else None
+    except ValueError:
+        return None
 
 
 def _read_long(data: bytes, pos: int) -> tuple[int, int]:
