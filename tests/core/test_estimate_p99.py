@@ -17,6 +17,7 @@ value samples and frequent items on; exact values by pyarrow over the table's ow
 from __future__ import annotations
 
 import copy
+import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -253,9 +254,24 @@ def test_a_sparse_tail_bucket_places_its_values_and_rows_by_its_cuts(
         variants[drop] = _q(_estimate(variant, predicate), exact)
     assert variants[("count_cuts",)] <= 1.35 and variants[("ndv_cuts",)] <= 1.35, variants
     assert variants[("count_cuts", "ndv_cuts")] > 10, variants
+    histogram = doc["columns"]["key"]["histogram"]
     for kind in ("ndv_cuts", "count_cuts"):
-        # tests at 3 standard errors / KLL's 99 % rank error: by chance in ~1 % of buckets
-        assert sum(1 for b in doc["columns"]["key"]["histogram"] if b[kind]) <= 3, kind
+        # tests at 3 standard errors / KLL's 99 % rank error: by chance in ~1 % of buckets,
+        # so the count is Binomial(buckets, 1 %) — at most 3 of 100 failed ~2 % of runs
+        # (KLL's randomized compaction moves the bucket bounds); its 99.99th percentile
+        # bounds it (6 of 100), far below what evenly spaced keys flagged wrongly would give
+        flagged = sum(1 for b in histogram if b[kind])
+        assert flagged <= _chance_bound(len(histogram), 0.01, 1e-4), (kind, flagged)
+
+
+def _chance_bound(trials: int, rate: float, tail: float) -> int:
+    """The smallest m with P(Binomial(trials, rate) > m) < tail."""
+    below = 0.0
+    for m in range(trials + 1):
+        below += math.comb(trials, m) * rate**m * (1 - rate) ** (trials - m)
+        if 1 - below < tail:
+            return m
+    return trials
 
 
 def test_in_counts_each_bucket_at_most_once() -> None:
