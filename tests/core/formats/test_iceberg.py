@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 import os
 import shutil
@@ -44,7 +43,7 @@ from lakestats.formats.iceberg import (
     open_iceberg_location,
     opening,
 )
-from lakestats.formats.iceberg.manifests import _written_schema_id, avro_container_problem
+from lakestats.formats.iceberg.manifests import _written_schema_id
 from lakestats.formats.iceberg.opening import WRITE_GRACE_S, environment_io_properties
 from lakestats.formats.registry import detect_format, open_table
 from lakestats.locations import resolve_location
@@ -954,11 +953,18 @@ def test_s3_endpoint_and_region_come_from_the_aws_environment_unless_set(
 def test_the_schema_a_manifest_was_written_with(
     tmp_path: Path, metadata: dict[str, str], written: int | None
 ) -> None:
+    """The header as pyiceberg's Avro reader reads it (what ``ManifestReader`` gives)."""
     import fastavro
+    from pyiceberg.avro.file import AvroFile
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
 
-    out = io.BytesIO()
-    record = {"type": "record", "name": "r", "fields": [{"name": "x", "type": "long"}]}
-    fastavro.writer(out, record, [{"x": 1}], metadata=metadata)
-    data = out.getvalue()
-    assert avro_container_problem(data) is None
-    assert _written_schema_id(data) == written
+    path = tmp_path / "m.avro"
+    field = {"name": "x", "type": "long", "field-id": 1}
+    record = {"type": "record", "name": "r", "fields": [field]}
+    with path.open("wb") as out:
+        fastavro.writer(out, record, [{"x": 1}], metadata=metadata)
+    schema = Schema(NestedField(1, "x", LongType(), required=True))
+    with AvroFile[Any](PyArrowFileIO().new_input(str(path)), schema) as reader:
+        assert _written_schema_id(reader.header.meta) == written

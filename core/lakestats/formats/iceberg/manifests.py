@@ -16,6 +16,7 @@ from __future__ import annotations
 import io as _io
 import json
 import zlib
+from collections.abc import Mapping
 from typing import Any, cast
 
 from pyiceberg.avro.file import AvroFile
@@ -103,9 +104,8 @@ class ManifestReader:
         return self._read_manifest(manifest)[0]
 
     def written_schema_id(self, manifest: ManifestFile) -> int | None:
-        """The id of the table schema the manifest was written with (its header's
-        ``schema-id``), ``None`` when it records none. No file it lists was written with a
-        later schema."""
+        """The id of the table schema the manifest was written with (``_written_schema_id``),
+        ``None`` when it records none. No file it lists was written with a later schema."""
         return self._read_manifest(manifest)[2]
 
     def _read_manifest(
@@ -118,7 +118,7 @@ class ManifestReader:
         what = f"manifest {path}"
         data = self._read(path, what)
         try:
-            entries = _read_entries(manifest, _OneFileIO(path, data))
+            entries, written = _read_entries(manifest, _OneFileIO(path, data))
         except _DECODE_ERRORS as exc:
             raise MetadataError(f"{what} is not a valid Avro file ({first_line(exc)})") from exc
         expected = _listed_entry_count(manifest)
@@ -128,7 +128,7 @@ class ManifestReader:
                 f"{what} has {len(entries)} entries but the manifest list counts {expected} "
                 "(truncated or replaced?)"
             )
-        read = (entries, len(data), _written_schema_id(data))
+        read = (entries, len(data), written)
         self._entries.put(path, read)
         return read
 
@@ -162,7 +162,9 @@ def _weight(read: tuple[Any, ...]) -> int:
     return int(read[1]) * ENTRY_BYTES_PER_AVRO_BYTE
 
 
-def _read_entries(manifest: ManifestFile, file_io: FileIO) -> tuple[ManifestEntry, ...]:
+def _read_entries(
+    manifest: ManifestFile, file_io: FileIO
+) -> tuple[tuple[ManifestEntry, ...], int | None]:
     """Every entry, read with the v3 schema (pyiceberg's ``fetch_manifest_entry`` reads
     v2 fields only, losing ``referenced_data_file`` and the deletion vectors' offsets);
     older manifests read the same, their missing optional fields as null."""
@@ -172,7 +174,8 @@ def _read_entries(manifest: ManifestFile, file_io: FileIO) -> tuple[ManifestEntr
         read_types={-1: ManifestEntry, 2: DataFile},
         read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
     ) as reader:
-        return tuple(_inherit_from_manifest(entry, manifest) for entry in reader)
+        entries = tuple(_inherit_from_manifest(entry, manifest) for entry in reader)
+        return entries, _written_schema_id(reader.header.meta)
 
 
 def _listed_entry_count(manifest: ManifestFile) -> int | None:
@@ -208,14 +211,7 @@ def avro_container_problem(data: bytes) -> str | None:
 
 def _header_sync(data: bytes) -> bytes:
     """The 16-byte sync marker after the header's metadata map (Avro spec, object files)."""
-    return _header(data)[1]
-
-
-def _header(data: bytes) -> tuple[dict[bytes, bytes], bytes]:
-    """The header's metadata map and the 16-byte sync marker after it (Avro spec, object
-    container files); ``IndexError``/``ValueError`` on a damaged header."""
     pos = len(_AVRO_MAGIC)
-    meta: dict[bytes, bytes] = {}
     while True:
         count, pos = _read_long(data, pos)
         if count == 0:
@@ -223,35 +219,30 @@ def _header(data: bytes) -> tuple[dict[bytes, bytes], bytes]:
         if count < 0:  # a negative block count is followed by the block's byte size
             count = -count
             _, pos = _read_long(data, pos)
-        for _ in range(count):  # key and value, both length-prefixed
-            pair = []
-            for _ in range(2):
-                length, pos = _read_long(data, pos)
-                if length < 0:
-                    raise ValueError("negative length")
-                pair.append(data[pos : pos + length])
-                pos += length
-            meta[pair[0]] = pair[1]
+        for _ in range(2 * count):  # key and value, both length-prefixed
+            length, pos = _read_long(data, pos)
+            if length < 0:
+                raise ValueError("negative length")
+            pos += length
     sync = data[pos : pos + _SYNC_SIZE]
     if len(sync) != _SYNC_SIZE:
         raise ValueError("short sync marker")
-    return meta, sync
+    return sync
 
 
-def _written_schema_id(data: bytes) -> int | None:
-    """The id of the table schema a manifest was written with (Iceberg spec "Manifests":
-    its header's ``schema-id``, which pyiceberg leaves out, else the ``schema-id`` of the
-    header's ``schema`` JSON); ``None`` when neither says."""
-    meta = _header(data)[0]
-    raw: object = meta.get(b"schema-id")
-    if raw is None and b"schema" in meta:
+def _written_schema_id(meta: Mapping[str, str]) -> int | None:
+    """The id of the table schema a manifest was written with, from its Avro header's
+    metadata (Iceberg spec "Manifests": ``schema-id``, which pyiceberg leaves out, else the
+    ``schema-id`` of the ``schema`` JSON); ``None`` when neither says."""
+    raw: object = meta.get("schema-id")
+    if raw is None and "schema" in meta:
         try:
-            schema = json.loads(meta[b"schema"])
-        except ValueError:  # not JSON (UnicodeDecodeError is one): says nothing
+            schema = json.loads(meta["schema"])
+        except ValueError:  # not JSON: says nothing
             return None
         raw = schema.get("schema-id") if isinstance(schema, dict) else None
     try:
-        return int(raw) if isinstance(raw, int | bytes | str) else None
+        return int(raw) if isinstance(raw, int | str) else None
     except ValueError:
         return None
 
