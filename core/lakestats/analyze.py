@@ -15,7 +15,7 @@ from it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,7 +24,7 @@ import structlog
 from lakestats.config import Config
 from lakestats.exceptions import ConcurrentUpdateError, LakestatsError, StoreError
 from lakestats.formats.base import SupportsFormatTerms
-from lakestats.lineage import pending_commits, rebased_baseline
+from lakestats.lineage import pending_commits, rebased_baseline, reusable_sketches
 from lakestats.locations import LocationMap
 from lakestats.maintenance import expire_stats, stale_stats
 from lakestats.merge import (
@@ -39,6 +39,7 @@ from lakestats.merge import (
     whole_table,
 )
 from lakestats.model import (
+    ColumnSketch,
     Commit,
     DataFile,
     MergedView,
@@ -60,6 +61,7 @@ from lakestats.publish.native import commit_doc, stats_doc
 from lakestats.publish.registry import publisher_for
 from lakestats.read import list_commit_docs, read_stats
 from lakestats.sketching import (
+    ReusingSketcher,
     Sketcher,
     SparkSketcher,
     make_sketcher,
@@ -116,6 +118,8 @@ class CommitReport:
     # data files re-read with their row-level deletes applied, and the rows they hold
     deletes_reread_files: int = 0
     deletes_reread_rows: int = 0
+    # data files not read: a walk that started over took the sketches the store held
+    reused_files: int = 0
 
     def log_fields(self) -> dict[str, Any]:
         """The ``commit_processed`` log event's fields (CLI JSON lines and the daemon)."""
@@ -136,6 +140,7 @@ class CommitReport:
             "spark_start_s": round(self.spark_start_s, 4),
             "deletes_reread_files": self.deletes_reread_files,
             "deletes_reread_rows": self.deletes_reread_rows,
+            "reused_files": self.reused_files,
         }
 
 
@@ -196,6 +201,10 @@ class _CommitPath:
             sketcher if (config.sketch.enabled and opened.config.sketches) else None,
             self.location_map,
         )
+        # stands in for ``sketcher`` in a walk that starts over after a rollback (``pending``),
+        # for the files ``reusable`` names
+        self.reusing: ReusingSketcher | None = None
+        self.reusable: frozenset[str] = frozenset()
         self.writer = SegmentWriter(self.store, self.settings)
         self.publisher: Publisher = publisher_for(opened)
         self.grace_s = config.maintenance.grace_period_s
@@ -229,17 +238,35 @@ class _CommitPath:
         _log.warning("lineage_restart", table=self.opened.name, reason=pending.started_over)
         state = replace(state, last_snapshot_id=None, last_fingerprint=None)
         commits = pending.commits
-        if not pending.id_reused and commits and commits[0].is_baseline and state.segments:
-            # history was cut past the processed commit: the files the store holds keep
-            # their stats, and the baseline reads only the others
-            held = self.store.live_file_contents(state)
-            return state, [rebased_baseline(commits[0], held), *commits[1:]]
-        state = replace(state, segments=())
         if pending.id_reused:
             # the stats of older snapshots may describe commits that were replaced too
-            # (which ones the state cannot tell): the walk writes them again
-            state = replace(state, stats={})
-        return state, commits
+            # (which ones the state cannot tell): the walk writes them again, reading every
+            # file (a path the store holds may name another file now)
+            return replace(state, segments=(), stats={}), commits
+        if commits and commits[0].is_baseline and state.segments:
+            # history was cut past the processed commit: the files the store holds keep
+            # their stats, and the baseline reads only the others
+            held = self.store.held_files(state)
+            return state, [rebased_baseline(commits[0], held), *commits[1:]]
+        if state.segments and self.sketcher is not None:
+            # a rollback: the walk from the table's first commit adds again files the
+            # store sketched before (live, or removed since, even by the commits the
+            # rollback undid); their stored sketches stand in
+            added = {f.path for c in commits for f in c.added_files}
+            held = self.store.held_before(state, added, versions=_MAX_VERSIONS_READ)
+            reusable = reusable_sketches(commits, held)
+            if reusable:
+                self.reusable = frozenset(reusable)
+                self.reusing = ReusingSketcher(
+                    self.sketcher, lambda paths: self._stored_sketches(reusable, paths)
+                )
+                self.sketcher = self.reusing
+        return replace(state, segments=()), commits
+
+    def _stored_sketches(
+        self, reusable: Mapping[str, str], paths: Sequence[str]
+    ) -> Mapping[str, Mapping[int, ColumnSketch]]:
+        return self.store.stored_sketches({p: reusable[p] for p in paths if p in reusable})
 
     # -- per commit ----------------------------------------------------------------------
 
@@ -388,6 +415,7 @@ class _CommitPath:
             if (read := live.get((commit.snapshot_id, f.path))) is not None and read.data_read
         ]
         reread_keys = {(commit.snapshot_id, f.path) for f in reread}
+        reused = self.reusing.reused if self.reusing is not None else frozenset()
         report = CommitReport(
             table=self.opened.name,
             snapshot_id=commit.snapshot_id,
@@ -399,8 +427,10 @@ class _CommitPath:
             sketched_files=sum(
                 1
                 for f in commit.added_files
-                if (commit.snapshot_id, f.path) in reread_keys or f.path in sketches
+                if (commit.snapshot_id, f.path) in reread_keys
+                or (f.path in sketches and f.path not in reused)
             ),
+            reused_files=sum(1 for f in commit.added_files if f.path in reused),
             timings={
                 "sketch": sketch_seconds,
                 **{p: times[i + 1] - times[i] for i, p in enumerate(phases)},
@@ -562,11 +592,15 @@ class _Progress:
         listener: Callable[[BatchProgress], None] | None,
         *,
         sketching: bool,
+        reused: Collection[str] = (),
     ) -> None:
         self._table = table
         self._listener = listener
         self._sketching = sketching
-        files = [f for c in commits for f in c.added_files] if sketching else []
+        # files a walk that started over takes the stored sketches of: nothing to read
+        self._reused = frozenset(reused)
+        files = [f for c in commits for f in c.added_files if f.path not in self._reused]
+        files = files if sketching else []
         self._files_total = len(files)
         self._rows_total = sum(f.record_count for f in files)
         self._files_done = 0
@@ -575,8 +609,11 @@ class _Progress:
     def _rows(self, batch: BatchPlan) -> int:
         if not self._sketching:
             return 0
-        wanted = set(batch.paths)
+        wanted = set(batch.paths) - self._reused
         return sum(f.record_count for c in batch.commits for f in c.added_files if f.path in wanted)
+
+    def _files(self, batch: BatchPlan) -> int:
+        return sum(1 for p in batch.paths if p not in self._reused) if self._sketching else 0
 
     def _event(self, number: int, batches: int, batch: BatchPlan, **extra: Any) -> None:
         if self._listener is None:
@@ -587,7 +624,7 @@ class _Progress:
                 batch=number,
                 batches=batches,
                 commits=len(batch.commits),
-                files=batch.file_count if self._sketching else 0,
+                files=self._files(batch),
                 rows=self._rows(batch),
                 files_total=self._files_total,
                 rows_total=self._rows_total,
@@ -603,9 +640,8 @@ class _Progress:
     def sketched(
         self, number: int, batches: int, batch: BatchPlan, seconds: float, startup: float
     ) -> None:
-        if self._sketching:
-            self._files_done += batch.file_count
-            self._rows_done += self._rows(batch)
+        self._files_done += self._files(batch)
+        self._rows_done += self._rows(batch)
         self._event(number, batches, batch, sketched=True, sketch_s=seconds, spark_start_s=startup)
 
 
@@ -688,7 +724,13 @@ def _analyze_once(
         return should_stop is not None and should_stop()
 
     current_schema = opened.table.schema()
-    progress = _Progress(opened.name, commits, on_progress, sketching=path.sketcher is not None)
+    progress = _Progress(
+        opened.name,
+        commits,
+        on_progress,
+        sketching=path.sketcher is not None,
+        reused=path.reusable,
+    )
     start = number = 0
     while start < len(commits):
         batch = path.batches.next(commits, start)

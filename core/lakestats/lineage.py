@@ -19,7 +19,14 @@ from dataclasses import dataclass, replace
 
 from lakestats.exceptions import LineageError
 from lakestats.formats.base import SupportsCommitFingerprint, TableFormat
-from lakestats.model import UNPARTITIONED, Commit, DataFile, FileContent, StateVersion
+from lakestats.model import (
+    UNPARTITIONED,
+    Commit,
+    DataFile,
+    FileContent,
+    HeldFile,
+    StateVersion,
+)
 
 
 @dataclass(frozen=True)
@@ -63,26 +70,42 @@ def pending_commits(table: TableFormat, state: StateVersion | None) -> Pending:
         return Pending(table.commits_since(None), str(exc))
 
 
-def rebased_baseline(baseline: Commit, held: Mapping[str, tuple[FileContent, bool]]) -> Commit:
+def rebased_baseline(baseline: Commit, held: Mapping[str, HeldFile]) -> Commit:
     """A baseline that starts a run over (the processed commit was cut from the table's
-    history), as a change to the files the stats already hold (``held``:
-    ``StatsStore.live_file_contents``): a data file the store holds whose stored stats
-    describe every row, listed again with no row-level deletes, is the same file (data
-    files are never rewritten in place) and stays as it is, not read again; the
-    baseline's other files are added, and the held files it does not keep are removed.
-    Still a baseline: what it replaces is re-merged whole."""
+    history), as a change to the files the stats already hold (``held``: the live files
+    of ``StatsStore.held_files``): a held data file whose stored stats describe every row,
+    listed again as the same file (``HeldFile.describes``) with no row-level deletes,
+    stays as it is, not read again; the baseline's other files are added, and the held
+    files it does not keep are removed. Still a baseline: what it replaces is re-merged
+    whole."""
     kept = {
         f.path
         for f in baseline.added_files
-        if not f.deletes and held.get(f.path, (FileContent.DATA, False))[1]
+        if (found := held.get(f.path)) is not None and not found.dead and found.describes(f)
     }
-    removed = [_removed(path, content) for path, (content, _) in held.items() if path not in kept]
+    removed = [
+        _removed(path, found.content)
+        for path, found in held.items()
+        if path not in kept and not found.dead
+    ]
     return replace(
         baseline,
         added_files=tuple(f for f in baseline.added_files if f.path not in kept),
         removed_files=tuple(f for f in removed if f.content == FileContent.DATA),
         removed_delete_files=tuple(f for f in removed if f.content != FileContent.DATA),
     )
+
+
+def reusable_sketches(commits: Sequence[Commit], held: Mapping[str, HeldFile]) -> dict[str, str]:
+    """The files a walk that starts over adds again as the same files the store holds
+    stats of (live or tombstoned: ``HeldFile.describes``) → the segment holding them:
+    their stored sketches stand in for reading them again."""
+    return {
+        f.path: found.segment
+        for commit in commits
+        for f in commit.added_files
+        if (found := held.get(f.path)) is not None and found.describes(f)
+    }
 
 
 def _removed(path: str, content: FileContent) -> DataFile:

@@ -440,6 +440,33 @@ class PartitionAggregate:
 
 
 @dataclass(frozen=True)
+class HeldFile:
+    """A file whose stats the store holds, as a run that starts over matches it against
+    what the table lists now (``lakestats.lineage``)."""
+
+    content: FileContent
+    record_count: int
+    file_size_bytes: int
+    # the stored stats describe every row the file holds: a data file with no row-level
+    # deletes applied to them and none left unapplied
+    whole: bool
+    segment: str = ""  # the segment holding them, relative to the table's state folder
+    dead: bool = False  # tombstoned in the state: a later commit removed the file
+
+    def describes(self, data_file: DataFile) -> bool:
+        """Whether these stats are ``data_file``'s as the table lists it now, every row of
+        it live. Data files are never rewritten in place, so the same path with the same
+        rows and bytes is the same file."""
+        return (
+            self.whole
+            and self.content == FileContent.DATA == data_file.content
+            and not data_file.deletes
+            and self.record_count == data_file.record_count
+            and self.file_size_bytes == data_file.file_size_bytes
+        )
+
+
+@dataclass(frozen=True)
 class AggregateDelta:
     """One link of an aggregate chain (a segment's aggregate or the merged view): an
     aggregate file holding the partitions one commit changed (their merged values; a

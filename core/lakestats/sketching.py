@@ -8,14 +8,14 @@ import, and metadata-only runs need none.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal, Protocol
 
 import structlog
 
 from lakestats.config import Config
-from lakestats.exceptions import DataFileError, SketchError
+from lakestats.exceptions import DataFileError, LakestatsError, SketchError
 from lakestats.locations import LocationMap
 from lakestats.model import (
     ColumnSketch,
@@ -189,6 +189,47 @@ class MappedSketcher:
                 {p: sketches.live_rows[w] for p, w in mapped.items() if w in sketches.live_rows},
             )
         return out
+
+
+StoredSketches = Callable[[Sequence[str]], Mapping[str, Mapping[int, ColumnSketch]]]
+"""Paths → the block sketches the store already holds of those of them it holds."""
+
+
+class ReusingSketcher:
+    """Answers from ``stored`` for the files the store already holds sketches of (a walk
+    that starts over adds them again), asks ``inner`` for the rest. Files read with their
+    deletes always go to ``inner``. ``reused``: the paths answered from the store."""
+
+    def __init__(self, inner: Sketcher, stored: StoredSketches) -> None:
+        self.inner = inner
+        self.stored = stored
+        self.reused: set[str] = set()
+        self.startup_s = 0.0  # the inner sketcher's Spark start-up in the last call
+
+    def __call__(
+        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int], **kw: Any
+    ) -> Mapping[str, Mapping[int, ColumnSketch]]:
+        inner: Any = self.inner  # extra keywords (file_format) only when the caller gave them
+        self.startup_s = 0.0
+        found: Mapping[str, Mapping[int, ColumnSketch]] = {}
+        if not kw.get("deletes"):
+            try:
+                found = self.stored(paths)
+            except (LakestatsError, OSError) as exc:  # e.g. swept meanwhile: read the files
+                _log.warning("stored_sketches_unreadable", error=str(exc))
+        rest = [p for p in paths if p not in found]
+        if not rest:
+            self.reused.update(found)
+            return found
+        if found and kw.get("retyped"):
+            unread = set(rest)
+            kw = {**kw, "retyped": {p: r for p, r in kw["retyped"].items() if p in unread}}
+        read: Mapping[str, Mapping[int, ColumnSketch]] = inner(rest, schema, bounds_for, **kw)
+        self.startup_s = float(getattr(self.inner, "startup_s", 0.0))
+        self.reused.update(found)
+        if not found:
+            return read
+        return {**found, **read}
 
 
 def _mapped_delete(source: DeleteSource, mapping: LocationMap) -> DeleteSource:

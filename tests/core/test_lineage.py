@@ -7,24 +7,32 @@ Metadata-only (no Spark): the real writers' versions are in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lakestats.analyze import analyze_table, read_stats
+from lakestats.analyze import BatchProgress, analyze_table, read_stats
 from lakestats.cli import behind_note
 from lakestats.config import Config, TableConfig
 from lakestats.formats.memory import MemoryTable
 from lakestats.freshness import freshness
-from lakestats.lineage import pending_commits, rebased_baseline, replaced_commit
+from lakestats.lineage import (
+    pending_commits,
+    rebased_baseline,
+    replaced_commit,
+    reusable_sketches,
+)
 from lakestats.model import (
     BASELINE_OPERATION,
+    ColumnSketch,
     Commit,
     DataFile,
     DeletionVector,
     FileContent,
+    HeldFile,
     PartitionKey,
 )
 from lakestats.store import StatsStore
@@ -156,11 +164,22 @@ def _data_file(path: str, **kwargs: Any) -> DataFile:
         path=path,
         content=kwargs.pop("content", FileContent.DATA),
         file_format="PARQUET",
-        record_count=10,
-        file_size_bytes=100,
+        record_count=kwargs.pop("record_count", 10),
+        file_size_bytes=kwargs.pop("file_size_bytes", 100),
         partition=PartitionKey(0),
         **kwargs,
     )
+
+
+def _held(**kwargs: Any) -> HeldFile:
+    facts: dict[str, Any] = {
+        "content": FileContent.DATA,
+        "record_count": 10,
+        "file_size_bytes": 100,
+        "whole": True,
+        "segment": "segments/1.parquet",
+    }
+    return HeldFile(**{**facts, **kwargs})
 
 
 def test_a_rebased_baseline_keeps_only_held_files_whose_stats_hold_every_row() -> None:
@@ -181,11 +200,12 @@ def test_a_rebased_baseline_keeps_only_held_files_whose_stats_hold_every_row() -
         added_delete_files=(_data_file("positions", content=FileContent.POSITION_DELETES),),
     )
     held = {
-        "same": (FileContent.DATA, True),
-        "now with a vector": (FileContent.DATA, True),
-        "held with deletes applied": (FileContent.DATA, False),
-        "gone": (FileContent.DATA, True),
-        "positions": (FileContent.POSITION_DELETES, False),
+        "same": _held(),
+        "now with a vector": _held(),
+        "held with deletes applied": _held(whole=False),
+        "gone": _held(),
+        "positions": _held(content=FileContent.POSITION_DELETES, whole=False),
+        "removed before": _held(dead=True),  # tombstoned: not live, so not removed again
     }
 
     rebased = rebased_baseline(baseline, held)
@@ -206,3 +226,106 @@ def test_a_rebased_baseline_keeps_only_held_files_whose_stats_hold_every_row() -
         ("positions", FileContent.POSITION_DELETES)
     ]
     assert rebased_baseline(baseline, {}) == baseline  # nothing held: the baseline itself
+
+
+def test_a_walk_reuses_the_sketches_of_held_files_that_are_the_same_files() -> None:
+    """Same path, rows and bytes, every row live then and now: the same file (data files
+    are never rewritten in place); anything else is read again."""
+    vector = DeletionVector(bitmap=b"", cardinality=1)
+    walk = [
+        Commit(
+            snapshot_id=1,
+            parent_id=None,
+            sequence_number=1,
+            timestamp_ms=0,
+            operation="append",
+            schema_id=0,
+            added_files=(
+                _data_file("same"),
+                _data_file("same, removed since"),
+                _data_file("other rows", record_count=11),
+                _data_file("other bytes", file_size_bytes=101),
+                _data_file("stats after deletes"),
+                _data_file("never held"),
+            ),
+        ),
+        Commit(
+            snapshot_id=2,
+            parent_id=1,
+            sequence_number=2,
+            timestamp_ms=0,
+            operation="overwrite",
+            schema_id=0,
+            added_files=(_data_file("now with a vector", deletes=(vector,)),),
+        ),
+    ]
+    held = {
+        "same": _held(),
+        "same, removed since": _held(dead=True, segment="segments/0.parquet"),
+        "other rows": _held(),
+        "other bytes": _held(),
+        "stats after deletes": _held(whole=False),
+        "now with a vector": _held(),
+    }
+
+    assert reusable_sketches(walk, held) == {
+        "same": "segments/1.parquet",
+        "same, removed since": "segments/0.parquet",
+    }
+    assert reusable_sketches(walk, {}) == {}
+
+
+class _RecordingSketcher:
+    def __init__(self) -> None:
+        self.read: list[str] = []
+
+    def __call__(self, paths: Sequence[str], schema: Any, bounds_for: Any) -> dict[str, Any]:
+        self.read.extend(paths)
+        return {path: {1: ColumnSketch(null_count=0)} for path in paths}
+
+
+def test_after_a_reused_id_every_file_is_read_again(table: MemoryTable, tmp_path: Path) -> None:
+    """A reused id says nothing recorded can be trusted: no stored sketch stands in, even
+    for a file the store holds under the same path."""
+    opened = _opened(table, tmp_path / "state")
+    sketcher = _RecordingSketcher()
+    config = Config(state_dir=str(tmp_path / "state"))
+    analyze_table(opened, config=config, sketcher=sketcher)
+    assert len(sketcher.read) == 3
+    table.cut_back(2)
+    _append(table, "d", [10])  # takes id 3: the processed id, another commit
+    sketcher.read.clear()
+
+    reports = analyze_table(opened, config=config, sketcher=sketcher).commits
+
+    assert sorted(sketcher.read) == sorted(
+        f"memory://t/data/{name}.parquet" for name in ("a", "b", "d")
+    )
+    assert [r.reused_files for r in reports] == [0, 0, 0]
+
+
+def test_after_a_rollback_held_files_are_not_read_again(table: MemoryTable, tmp_path: Path) -> None:
+    opened = _opened(table, tmp_path / "state")
+    sketcher = _RecordingSketcher()
+    config = Config(state_dir=str(tmp_path / "state"))
+    analyze_table(opened, config=config, sketcher=sketcher)
+    table.rollback(2)  # as Iceberg does: snapshot 3 leaves the lineage, its id stays taken
+    _append(table, "d", [10, 11])  # the walk reads this one file
+    sketcher.read.clear()
+    progress: list[BatchProgress] = []
+
+    reports = analyze_table(
+        opened, config=config, sketcher=sketcher, on_progress=progress.append
+    ).commits
+
+    assert sketcher.read == ["memory://t/data/d.parquet"]
+    assert {(p.files_total, p.rows_total) for p in progress} == {(1, 2)}  # nothing else to read
+    assert progress[-1].files_done == 1
+    assert [(r.snapshot_id, r.sketched_files, r.reused_files) for r in reports] == [
+        (1, 0, 1),
+        (2, 0, 1),
+        (4, 1, 0),
+    ]
+    scratch = _opened(table, tmp_path / "scratch")
+    analyze_table(scratch, config=Config(state_dir=str(tmp_path / "scratch")), sketcher=sketcher)
+    assert _stable(read_stats(opened)) == _stable(read_stats(scratch))

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakestats.model import ColumnMetrics, ColumnSketch, DataFile, FileContent
+from lakestats.model import ColumnMetrics, ColumnSketch, DataFile, FileContent, HeldFile
 from lakestats.store import atomic
 from lakestats.store._codec import (
     decode_value,
@@ -230,13 +230,28 @@ def _sketch(cells: Mapping[str, Any], type_str: str | None) -> ColumnSketch:
 
 
 def read_segment(
-    path: atomic.PathLike, *, partitions_of: Collection[str] | None = None
+    path: atomic.PathLike,
+    *,
+    partitions_of: Collection[str] | None = None,
+    only: Collection[str] | None = None,
 ) -> tuple[DataFile, ...]:
     """The segment's files, in the order written. ``StoreError`` naming ``path`` if unreadable.
 
     ``partitions_of`` (data file paths): only the files in the partitions those files are
-    in — what a removal re-merges — decoding nothing else."""
-    if partitions_of is None:
+    in — what a removal re-merges — decoding nothing else. ``only`` (data file paths):
+    only those files."""
+    if only is not None:
+        wanted = pa.array(list(only), pa.string())
+        table = read_rows(
+            path,
+            KIND,
+            SCHEMA,
+            COLUMNS,
+            OPTIONAL_COLUMNS,
+            keys=["file_path"],
+            wanted=lambda keys: pc.is_in(keys["file_path"], wanted),
+        )
+    elif partitions_of is None:
         table = read_table(path, KIND, SCHEMA, COLUMNS, OPTIONAL_COLUMNS)
     else:
         table = read_rows(
@@ -319,28 +334,35 @@ def read_segment_paths(path: atomic.PathLike) -> list[str]:
         return list(dict.fromkeys(table.column("file_path").to_pylist()))
 
 
-def read_segment_contents(path: atomic.PathLike) -> dict[str, tuple[FileContent, bool]]:
-    """Every file path the segment holds → (its content, whether its stats describe every
-    row it holds: a data file whose stats had no row-level deletes applied, and no deletes
-    left unapplied). Files of segments written before the store recorded deletes
-    (``live_record_count``) are not vouched for."""
-    columns = ["file_path", "content", "record_count"]
+def read_segment_contents(path: atomic.PathLike) -> dict[str, HeldFile]:
+    """Every file path the segment holds → what it is (``HeldFile``, without ``segment``):
+    its content, rows, bytes, and whether its stats describe every row it holds. Files of
+    segments written before the store recorded deletes (``live_record_count``) are not
+    vouched for. A path listed twice (removed, then added again with deletes) keeps the
+    entry that describes every row, if one does."""
+    columns = ["file_path", "content", "record_count", "file_size_bytes"]
     optional = ["live_record_count", "live_rows_unknown"]
     table = read_table(path, KIND, SCHEMA, columns, optional)
     with decoding(path, KIND):
         data = table.to_pydict()
         recorded = all(name in data for name in optional)
-        out: dict[str, tuple[FileContent, bool]] = {}
+        out: dict[str, HeldFile] = {}
         for row, file_path in enumerate(data["file_path"]):
             content = FileContent(data["content"][row])
             live = _optional(data, "live_record_count", row)
-            whole = (
-                recorded
-                and content == FileContent.DATA
-                and not _optional(data, "live_rows_unknown", row)
-                and live in (None, data["record_count"][row])
+            held = HeldFile(
+                content=content,
+                record_count=data["record_count"][row],
+                file_size_bytes=data["file_size_bytes"][row],
+                whole=(
+                    recorded
+                    and content == FileContent.DATA
+                    and not _optional(data, "live_rows_unknown", row)
+                    and live in (None, data["record_count"][row])
+                ),
             )
-            out[file_path] = (content, whole)
+            if file_path not in out or not out[file_path].whole:
+                out[file_path] = held
         return out
 
 

@@ -27,8 +27,9 @@ from lakestats.merge import (
 )
 from lakestats.model import (
     AggregateDelta,
+    ColumnSketch,
     DataFile,
-    FileContent,
+    HeldFile,
     MergedView,
     PartitionAggregate,
     PartitionKey,
@@ -296,15 +297,76 @@ class StatsStore:
             self._segment_paths.put(rel, cached)
         return cached
 
-    def live_file_contents(self, state: StateVersion) -> dict[str, tuple[FileContent, bool]]:
-        """Every live file of ``state`` → (its content, whether its stored stats describe
-        every row it holds: ``segments.read_segment_contents``). Reads each live segment's
-        path and count columns, not its stats."""
-        out: dict[str, tuple[FileContent, bool]] = {}
+    def held_files(self, state: StateVersion) -> dict[str, HeldFile]:
+        """Every live file of ``state`` → what the store holds of it (``HeldFile``). Reads
+        each segment's path and count columns, not its stats
+        (``segments.read_segment_contents``)."""
+        out: dict[str, HeldFile] = {}
         for segment in state.segments:
-            for path, found in segments.read_segment_contents(self.path(segment.path)).items():
+            held = segments.read_segment_contents(self.path(segment.path))
+            for path, found in held.items():
                 if path not in segment.dead_files:
-                    out[path] = found
+                    out[path] = replace(found, segment=segment.path)
+        return out
+
+    def held_before(
+        self, state: StateVersion, wanted: Collection[str], *, versions: int
+    ) -> dict[str, HeldFile]:
+        """The files of ``wanted`` whose stats the store still holds, live or not: in the
+        segments of ``state`` (tombstoned files too) and, for those not found there, of up
+        to ``versions`` earlier state versions, newest first (a segment whose files were
+        all removed leaves the state, not at once the store). A file in several segments
+        keeps an entry whose stats describe every row, if one does. Segments or versions
+        deleted meanwhile are skipped."""
+        missing = set(wanted)
+        out: dict[str, HeldFile] = {}
+        seen: set[str] = set()
+        numbers = (n for n in sorted(self.versions(), reverse=True) if n < state.version)
+        version: StateVersion | None = state
+        for _ in range(versions + 1):
+            if version is not None:
+                for segment in version.segments:
+                    if segment.path not in seen:
+                        seen.add(segment.path)
+                        self._hold(segment, missing, out)
+            if not missing or (number := next(numbers, None)) is None:
+                break
+            try:
+                version = self.read_version(number)
+            except (StoreError, OSError, ValueError):
+                version = None  # deleted by cleanup meanwhile, or unreadable
+        return out
+
+    def _hold(self, segment: SegmentEntry, missing: set[str], out: dict[str, HeldFile]) -> None:
+        try:
+            held = segments.read_segment_contents(self.path(segment.path))
+        except (StoreError, OSError):
+            return  # swept: its files are read again
+        for path, found in held.items():
+            if path in missing or (path in out and not out[path].whole):
+                out[path] = replace(found, segment=segment.path, dead=path in segment.dead_files)
+                if found.whole:
+                    missing.discard(path)
+
+    def stored_sketches(self, held: Mapping[str, str]) -> dict[str, Mapping[int, ColumnSketch]]:
+        """The block sketches the store holds of files (path → the segment holding them),
+        reading only the row groups that hold them. Files stored without any, or whose
+        segment is gone or unreadable now (swept meanwhile), are left out: they are read
+        again."""
+        by_segment: dict[str, list[str]] = {}
+        for path, rel in held.items():
+            by_segment.setdefault(rel, []).append(path)
+        out: dict[str, Mapping[int, ColumnSketch]] = {}
+        for rel, paths in by_segment.items():
+            try:
+                found = segments.read_segment(self.path(rel), only=paths)
+            except (StoreError, OSError) as exc:
+                _log.warning("stored_sketches_unreadable", segment=rel, error=str(exc))
+                continue
+            for stored in found:
+                every_row = not stored.live_rows_unknown and stored.live_rows == stored.record_count
+                if stored.sketches and every_row and stored.path not in out:
+                    out[stored.path] = stored.sketches
         return out
 
     def locate(self, paths: Iterable[str], state: StateVersion) -> dict[str, SegmentEntry]:

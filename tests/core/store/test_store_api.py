@@ -248,6 +248,38 @@ def test_locate_finds_live_segments(store: StatsStore) -> None:
     }
 
 
+def test_held_files_are_the_live_ones_held_before_looks_back(store: StatsStore) -> None:
+    """``held_before``: tombstoned files, and files of segments that left the state in an
+    earlier version, are still held while their segment is there; a swept one is not."""
+    _commit_snapshot(store, 1)
+    _commit_snapshot(store, 2)
+    state = _commit_snapshot(store, 3)
+    one, two, three = state.segments
+    dead = "file:///wh/t/data/2-0.parquet"
+    # snapshot 1's segment left the state (all its files removed), 2's has a tombstone
+    state = store.commit(
+        replace(
+            state,
+            version=state.version + 1,
+            segments=(replace(two, dead_files=frozenset({dead})), three),
+        )
+    )
+    store.table_dir.joinpath(three.path).unlink()  # swept (as cleanup would, later)
+    wanted = [f.path for n in (1, 2, 3) for f in _files(n)]
+
+    live = store.held_files(replace(state, segments=state.segments[:1]))
+    assert sorted(live) == ["file:///wh/t/data/2-1.parquet", "file:///wh/t/data/2-2.parquet"]
+    assert all(not held.dead and held.segment == two.path for held in live.values())
+
+    held = store.held_before(state, wanted, versions=10)
+    assert sorted(held) == sorted(f.path for n in (1, 2) for f in _files(n))
+    assert held[dead].dead and held[dead].segment == two.path
+    assert {held[f.path].segment for f in _files(1)} == {one.path}
+    assert held["file:///wh/t/data/1-2.parquet"].record_count == 20
+    # no earlier version read: snapshot 1's files are not found
+    assert sorted(store.held_before(state, wanted, versions=0)) == sorted(f.path for f in _files(2))
+
+
 def test_locate_reads_only_paths_and_caches(
     store: StatsStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -160,7 +160,8 @@ def test_segment_contents_say_which_files_stats_hold_every_row(tmp_path: Path) -
     ]
     path = tmp_path / "seg.parquet"
     write_segment(path, files, {})
-    assert read_segment_contents(path) == {
+    contents = read_segment_contents(path)
+    assert {p: (held.content, held.whole) for p, held in contents.items()} == {
         "plain": (FileContent.DATA, True),
         "deletes applied": (FileContent.DATA, False),
         "deletes that deleted none": (FileContent.DATA, True),
@@ -176,7 +177,27 @@ def test_segment_contents_say_which_files_stats_hold_every_row(tmp_path: Path) -
         ),
         older,
     )
-    assert {whole for _, whole in read_segment_contents(older).values()} == {False}
+    assert {held.whole for held in read_segment_contents(older).values()} == {False}
+    # the facts that tell a file listed again apart from another under its path
+    assert (contents["plain"].record_count, contents["plain"].file_size_bytes) == (
+        files[0].record_count,
+        files[0].file_size_bytes,
+    )
+
+
+def test_a_file_listed_twice_keeps_the_entry_that_holds_every_row(tmp_path: Path) -> None:
+    """Removed, then added again with its deletes, in one (compacted) segment: the first
+    entry describes every row, the second its live rows."""
+    files = [_file("a"), _file("b"), _file("a", live_record_count=4)]
+    path = tmp_path / "seg.parquet"
+    write_segment(path, files, {})
+    assert read_segment_contents(path)["a"].whole
+    reversed_path = tmp_path / "reversed.parquet"
+    write_segment(reversed_path, files[::-1], {})
+    assert read_segment_contents(reversed_path)["a"].whole
+    assert read_segment(path, only=["a"]) == (files[0], files[2])
+    assert read_segment(path, only=["b", "unknown"]) == (files[1],)
+    assert read_segment(path, only=[]) == ()
 
 
 def test_segment_special_floats_and_partition_order(tmp_path: Path) -> None:

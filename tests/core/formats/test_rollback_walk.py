@@ -1,0 +1,175 @@
+"""A table rolled back past the snapshot lakestats processed, then committed to: the run
+starts over from the table's lineage (``lakestats.lineage``). With the real writers of
+every format and Spark: the walk reads only the files the store never sketched — the files
+it sketched before are the same files, so their stored sketches stand in — and ends with
+the stats a from-scratch run computes, for the current snapshot and every earlier one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from test_contract import COLUMNS, DRIVERS, rows
+
+from lakestats.analyze import AnalyzeResult, analyze_table
+from lakestats.config import Config, TableConfig, load_config
+from lakestats.model import ColumnSketch, TableSchema
+from lakestats.read import read_stats
+from lakestats.sketching import SparkSketcher
+from lakestats.tables import OpenedTable, open_configured
+
+pytestmark = pytest.mark.spark
+
+VOLATILE = {"computed_at_ms", "published"}
+
+
+class ReadingSketcher:
+    """The Spark sketcher, recording every data file it is asked to read."""
+
+    def __init__(self, config: Config) -> None:
+        self.inner = SparkSketcher(config)
+        self.read: list[str] = []
+
+    @property
+    def startup_s(self) -> float:
+        return self.inner.startup_s
+
+    def __call__(
+        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int], **kw: Any
+    ) -> Mapping[str, Mapping[int, ColumnSketch]]:
+        self.read.extend(paths)
+        return self.inner(paths, schema, bounds_for, **kw)
+
+
+def location_of(driver: Any) -> str:
+    if driver.format_name == "iceberg":
+        return str(driver.warehouse.location(driver.name))
+    if driver.format_name == "delta":
+        return str(driver.writer.path)
+    return str(driver.location)
+
+
+def opened(location: str, state: Path) -> tuple[Config, OpenedTable]:
+    config = load_config(None).model_copy(update={"state_dir": state})
+    return config, open_configured(TableConfig(name="t", location=location), config)
+
+
+def analyze(location: str, state: Path) -> tuple[AnalyzeResult, ReadingSketcher]:
+    config, table = opened(location, state)
+    sketcher = ReadingSketcher(config)
+    return analyze_table(table, config=config, sketcher=sketcher), sketcher
+
+
+def stable(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k not in VOLATILE}
+
+
+@pytest.mark.parametrize("name", ["iceberg-catalog", "paimon", "delta"])
+def test_a_rollback_reads_only_the_files_the_store_never_sketched(
+    name: str, spark: Any, tmp_path: Path
+) -> None:
+    driver = DRIVERS[name](tmp_path / "table")
+    driver.create(COLUMNS)
+    kept = rows(range(0, 60))
+    first = driver.append(kept)
+    driver.append(rows(range(100, 160)))
+    driver.append(rows(range(200, 260)))
+    location = location_of(driver)
+    before, sketcher = analyze(location, tmp_path / "state")
+    assert sum(r.sketched_files for r in before.commits) == len(set(sketcher.read)) == 3
+
+    driver.rollback(first)  # the two later snapshots leave the lineage
+    new = rows(range(1000, 1009))
+    newest = driver.append(new)
+    after, sketcher = analyze(location, tmp_path / "state")
+
+    assert after.last_snapshot_id == newest
+    assert [r.snapshot_id for r in after.commits][-2:] == [first, newest]
+    # the first snapshot's file is the one the store sketched: only the new one is read
+    (read,) = sketcher.read
+    assert sum(r.sketched_files for r in after.commits) == 1
+    assert sum(r.reused_files for r in after.commits) == 1
+    assert after.commits[-1].sketched_files == 1 and after.commits[-1].reused_files == 0
+
+    scratch, fresh = analyze(location, tmp_path / "scratch")
+    assert sum(r.sketched_files for r in scratch.commits) == len(fresh.read) == 2
+    assert read in fresh.read
+    _, table = opened(location, tmp_path / "state")
+    _, from_scratch = opened(location, tmp_path / "scratch")
+    for snapshot_id in (first, newest):
+        assert stable(read_stats(table, snapshot_id)) == stable(
+            read_stats(from_scratch, snapshot_id)
+        ), snapshot_id
+
+    # and against the rows written, computed here
+    live = pa.table({column: [*kept[column], *new[column]] for column in kept})
+    doc = read_stats(table)
+    assert doc["record_count"] == live.num_rows
+    for column in ("id", "name", "day"):
+        stats = doc["columns"][column]
+        assert stats["null_count"] == live[column].null_count, column
+        assert stats["ndv"] == len(pc.unique(live[column].drop_null())), column  # < k: exact
+    assert (doc["columns"]["id"]["min"], doc["columns"]["id"]["max"]) == (0, 1008)
+
+
+@pytest.mark.parametrize("name", ["iceberg-catalog", "paimon", "delta"])
+def test_a_file_sketched_before_and_removed_since_is_not_read_again(
+    name: str, spark: Any, tmp_path: Path
+) -> None:
+    """Rolled back to before a delete: the file it removed is live again; the store holds
+    its sketches tombstoned, and they stand in."""
+    driver = DRIVERS[name](tmp_path / "table")
+    driver.create(COLUMNS)
+    driver.append(rows(range(0, 40)))
+    second = driver.append(rows(range(100, 140)))
+    driver.delete_where_id_below(50)  # removes the first file
+    location = location_of(driver)
+    analyze(location, tmp_path / "state")
+
+    driver.rollback(second)
+    after, sketcher = analyze(location, tmp_path / "state")
+
+    assert sketcher.read == []
+    assert sum(r.reused_files for r in after.commits) == 2
+    assert after.last_snapshot_id == second
+    _, table = opened(location, tmp_path / "state")
+    doc = read_stats(table)
+    analyze(location, tmp_path / "scratch")
+    _, from_scratch = opened(location, tmp_path / "scratch")
+    assert stable(doc) == stable(read_stats(from_scratch))
+    assert doc["record_count"] == 80
+    assert (doc["columns"]["id"]["min"], doc["columns"]["id"]["max"]) == (0, 139)
+
+
+@pytest.mark.parametrize("name", ["iceberg-catalog", "paimon", "delta"])
+def test_files_sketched_before_a_column_was_added_equal_a_fresh_read(
+    name: str, spark: Any, tmp_path: Path
+) -> None:
+    """The stored sketches of a file written (and sketched) before a column was added stand
+    in for a read under the newer schema: the column is absent from it either way."""
+    driver = DRIVERS[name](tmp_path / "table")
+    driver.create(COLUMNS)
+    driver.append(rows(range(0, 30)))
+    location = location_of(driver)
+    analyze(location, tmp_path / "state")
+    driver.add_column("extra", "long")
+    second = driver.append({**rows(range(100, 130)), "extra": [None] * 10 + list(range(20))})
+    driver.append({**rows(range(200, 210)), "extra": list(range(10))})
+    analyze(location, tmp_path / "state")
+
+    driver.rollback(second)
+    after, sketcher = analyze(location, tmp_path / "state")
+
+    assert sketcher.read == [] and sum(r.reused_files for r in after.commits) == 2
+    analyze(location, tmp_path / "scratch")
+    _, table = opened(location, tmp_path / "state")
+    _, from_scratch = opened(location, tmp_path / "scratch")
+    doc = read_stats(table)
+    assert stable(doc) == stable(read_stats(from_scratch))
+    assert doc["columns"]["extra"]["null_count"] == 30 + 10
+    assert (doc["columns"]["extra"]["min"], doc["columns"]["extra"]["max"]) == (0, 19)
