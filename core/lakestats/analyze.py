@@ -243,25 +243,32 @@ class _CommitPath:
             # (which ones the state cannot tell): the walk writes them again, reading every
             # file (a path the store holds may name another file now)
             return replace(state, segments=(), stats={}), commits
-        if commits and commits[0].is_baseline and state.segments:
+        if not state.segments:
+            return state, commits
+        rebased = bool(commits) and commits[0].is_baseline
+        if rebased:
             # history was cut past the processed commit: the files the store holds keep
-            # their stats, and the baseline reads only the others
+            # their stats and segments, and the baseline reads only the others
             held = self.store.held_files(state)
-            return state, [rebased_baseline(commits[0], held), *commits[1:]]
-        if state.segments and self.sketcher is not None:
-            # a rollback: the walk from the table's first commit adds again files the
-            # store sketched before (live, or removed since, even by the commits the
-            # rollback undid); their stored sketches stand in
-            added = {f.path for c in commits for f in c.added_files}
-            held = self.store.held_before(state, added, versions=_MAX_VERSIONS_READ)
-            reusable = reusable_sketches(commits, held)
-            if reusable:
-                self.reusable = frozenset(reusable)
-                self.reusing = ReusingSketcher(
-                    self.sketcher, lambda paths: self._stored_sketches(reusable, paths)
-                )
-                self.sketcher = self.reusing
-        return replace(state, segments=()), commits
+            commits = [rebased_baseline(commits[0], held), *commits[1:]]
+        self._reuse_stored_sketches(state, commits)
+        return (state if rebased else replace(state, segments=())), commits
+
+    def _reuse_stored_sketches(self, state: StateVersion, commits: Sequence[Commit]) -> None:
+        """A walk that starts over adds again files the store sketched before (after a
+        rollback: live, or removed since, even by the commits the rollback undid; after a
+        cut: removed, and listed again by the baseline): their stored sketches stand in."""
+        if self.sketcher is None:
+            return
+        added = {f.path for c in commits for f in c.added_files}
+        held = self.store.held_before(state, added, versions=_MAX_VERSIONS_READ)
+        reusable = reusable_sketches(commits, held)
+        if reusable:
+            self.reusable = frozenset(reusable)
+            self.reusing = ReusingSketcher(
+                self.sketcher, lambda paths: self._stored_sketches(reusable, paths)
+            )
+            self.sketcher = self.reusing
 
     def _stored_sketches(
         self, reusable: Mapping[str, str], paths: Sequence[str]
