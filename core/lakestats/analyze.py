@@ -23,7 +23,7 @@ import structlog
 
 from lakestats.config import Config
 from lakestats.exceptions import ConcurrentUpdateError, LakestatsError, StoreError
-from lakestats.formats.base import SupportsFormatTerms
+from lakestats.formats.base import KeepsListedFiles, SupportsFormatTerms
 from lakestats.lineage import pending_commits, rebased_baseline, reusable_sketches
 from lakestats.locations import LocationMap
 from lakestats.maintenance import expire_stats, stale_stats
@@ -205,7 +205,9 @@ class _CommitPath:
         # for the files ``reusable`` names
         self.reusing: ReusingSketcher | None = None
         self.reusable: frozenset[str] = frozenset()
-        self.writer = SegmentWriter(self.store, self.settings)
+        fmt = opened.table
+        retire = isinstance(fmt, KeepsListedFiles) and fmt.keeps_listed_files()
+        self.writer = SegmentWriter(self.store, self.settings, retire=retire)
         self.publisher: Publisher = publisher_for(opened)
         self.grace_s = config.maintenance.grace_period_s
         self.swept = False
@@ -242,10 +244,8 @@ class _CommitPath:
             # the stats of older snapshots may describe commits that were replaced too
             # (which ones the state cannot tell): the walk writes them again, reading every
             # file (a path the store holds may name another file now)
-            return replace(state, segments=(), stats={}), commits
-        if not state.segments:
-            return state, commits
-        rebased = bool(commits) and commits[0].is_baseline
+            return replace(state, segments=(), retired=(), stats={}), commits
+        rebased = bool(commits) and commits[0].is_baseline and bool(state.segments)
         if rebased:
             # history was cut past the processed commit: the files the store holds keep
             # their stats and segments, and the baseline reads only the others
@@ -372,6 +372,7 @@ class _CommitPath:
             version=state.version + 1,
             last_snapshot_id=snapshot_id,
             segments=stored.segments,
+            retired=stored.retired,
             stats={**state.stats, snapshot_id: stats_path},
             created_at_ms=int(time.time() * 1000),
             last_fingerprint=plan.commit.fingerprint,

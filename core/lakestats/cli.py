@@ -498,7 +498,8 @@ def _cmd_compact(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     _print_cleanup(report, out)
     print(
         f"{opened.name}: {report.segments_before} → {report.segments_after} segment(s), "
-        f"{would}drop rows of {report.dead_rows_dropped} dead file(s), "
+        f"{would}drop rows of {report.dead_rows_dropped} dead file(s) from the live "
+        f"segments ({report.dead_rows_retired} kept apart while a snapshot lists them), "
         f"{would}delete {report.cleanup.removed} file(s)",
         file=out,
     )

@@ -24,7 +24,7 @@ import math
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 
-from lakestats.model import SegmentEntry, SnapshotInfo, StateVersion
+from lakestats.model import RetiredSegment, SegmentEntry, SnapshotInfo, StateVersion
 
 EXPIRED_MEMORY = 1000
 """How many expired snapshot ids a state remembers (newest first), so that ``show`` can
@@ -36,16 +36,18 @@ say "expired" rather than "unknown". Bounded: the state is rewritten on every co
 
 @dataclass(frozen=True)
 class StatsExpiryPlan:
-    """Which stats documents the next state stops referencing."""
+    """Which stats documents and retired segments the next state stops referencing."""
 
     dropped: Mapping[int, str]  # snapshot id → stats document path
     # the state's last processed snapshot is gone from the table too, but its document is
     # the table's current stats (``show`` without --snapshot): kept until analyze moves on
     kept_current: int | None = None
+    # retired segments no live snapshot lists a file of any more
+    retired_dropped: tuple[RetiredSegment, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not self.dropped
+        return not self.dropped and not self.retired_dropped
 
 
 def plan_stats_expiry(state: StateVersion, live_snapshot_ids: Set[int]) -> StatsExpiryPlan:
@@ -64,7 +66,20 @@ def plan_stats_expiry(state: StateVersion, live_snapshot_ids: Set[int]) -> Stats
             kept_current = snapshot_id
             continue
         dropped[snapshot_id] = path
-    return StatsExpiryPlan(dropped=dropped, kept_current=kept_current)
+    return StatsExpiryPlan(
+        dropped=dropped,
+        kept_current=kept_current,
+        retired_dropped=unlisted_retired(state, live_snapshot_ids),
+    )
+
+
+def unlisted_retired(
+    state: StateVersion, live_snapshot_ids: Set[int]
+) -> tuple[RetiredSegment, ...]:
+    """The state's retired segments whose files no live snapshot lists: none of the
+    snapshots that listed them last is live (snapshots expire oldest first, so the older
+    ones that listed them are gone too)."""
+    return tuple(r for r in state.retired if not r.listed_by & live_snapshot_ids)
 
 
 def remember_expired(
@@ -79,11 +94,13 @@ def remember_expired(
 
 
 def apply_stats_expiry(state: StateVersion, plan: StatsExpiryPlan, now_ms: int) -> StateVersion:
-    """The next state version: ``plan.dropped`` removed from the stats, remembered as expired."""
+    """The next state version: ``plan.dropped`` removed from the stats, remembered as
+    expired, and ``plan.retired_dropped`` from the retired segments."""
     return replace(
         state,
         version=state.version + 1,
         stats={s: p for s, p in state.stats.items() if s not in plan.dropped},
+        retired=tuple(r for r in state.retired if r not in plan.retired_dropped),
         expired=remember_expired(state.expired, set(plan.dropped), now_ms),
         created_at_ms=0,
     )
@@ -185,10 +202,12 @@ class CompactionPlan:
 def plan_compaction(state: StateVersion, *, max_segments: int, target_files: int) -> CompactionPlan:
     """Cut the state's segments into groups to merge (order kept).
 
-    * A segment with tombstones is rewritten without the dead files' rows. Those rows are
-      never needed again: aggregates are only ever re-merged from *live* rows, the stats
-      document of every older snapshot is already written and self-contained, and both
-      ``--rebuild`` and a rollback recompute from the table's files, never from segments.
+    * A segment with tombstones is rewritten without the dead files' rows. No merge needs
+      them again: aggregates are only ever re-merged from *live* rows, and the stats
+      document of every older snapshot is already written and self-contained. Only a
+      rollback to a snapshot that still lists the files could use their sketches: the
+      rewrite writes them apart, as a retired segment (``RetiredSegment``), when the
+      segment knows the last snapshot listing them (``SegmentEntry.last_listed``).
     * Small neighbours (under half the target) are packed together up to the target
       number of live files; a segment of at least half the target stays alone, so a big
       segment is not rewritten each time a small commit lands next to it.
@@ -226,9 +245,14 @@ def plan_compaction(state: StateVersion, *, max_segments: int, target_files: int
 
 
 def apply_compaction(
-    state: StateVersion, plan: CompactionPlan, merged: Mapping[int, SegmentEntry | None]
+    state: StateVersion,
+    plan: CompactionPlan,
+    merged: Mapping[int, SegmentEntry | None],
+    retired: Sequence[RetiredSegment] = (),
 ) -> StateVersion:
-    """The next state version, each rewritten group (by index) replaced by ``merged[i]``.
+    """The next state version, each rewritten group (by index) replaced by ``merged[i]``,
+    and ``retired`` (the dead rows the rewrite took out, written apart) added to the
+    state's retired segments.
 
     ``None`` drops a group that had no live file left. ``ValueError`` if ``plan`` does not
     cover exactly the state's segments or a rewritten group has no replacement.
@@ -246,7 +270,13 @@ def apply_compaction(
         entry = merged[index]
         if entry is not None:
             segments.append(entry)
-    return replace(state, version=state.version + 1, segments=tuple(segments), created_at_ms=0)
+    return replace(
+        state,
+        version=state.version + 1,
+        segments=tuple(segments),
+        retired=(*state.retired, *retired),
+        created_at_ms=0,
+    )
 
 
 # -- state log retention and file cleanup -----------------------------------------------------

@@ -35,12 +35,14 @@ from lakestats.expiry import (
     plan_log_retention,
     plan_snapshot_expiry,
     plan_stats_expiry,
+    unlisted_retired,
 )
 from lakestats.formats.base import SupportsSnapshotExpiry
 from lakestats.merge import merge_partitions
 from lakestats.model import (
     DataFile,
     PartitionAggregate,
+    RetiredSegment,
     SegmentEntry,
     SketchSettings,
     StateVersion,
@@ -105,7 +107,10 @@ class CompactionReport:
     segments_before: int = 0
     segments_after: int = 0
     merged: tuple[tuple[str, ...], ...] = ()  # segment paths of each rewritten group
-    dead_rows_dropped: int = 0  # tombstoned data files whose rows were dropped
+    # tombstoned data files whose rows left the live segments, and of those the files
+    # whose rows went into a retired segment (a live snapshot may still list them)
+    dead_rows_dropped: int = 0
+    dead_rows_retired: int = 0
     version: int | None = None
     cleanup: CleanupReport = field(default_factory=CleanupReport)
 
@@ -121,9 +126,10 @@ def stale_stats(opened: OpenedTable) -> bool:
     """Cheap check with the metadata already loaded: does the state keep stats of a
     snapshot the table no longer lists? (``expire_stats`` then decides on fresh metadata.)"""
     state = opened.store.current()
-    if state is None or not state.stats:
+    if state is None or not (state.stats or state.retired):
         return False
-    return not set(state.stats) <= opened.table.snapshot_ids()
+    live = opened.table.snapshot_ids()
+    return not set(state.stats) <= live or bool(unlisted_retired(state, live))
 
 
 def expire_stats(
@@ -214,27 +220,42 @@ def expire(
 
 def _rewrite_group(
     store: StatsStore, segments: Sequence[SegmentEntry], settings: SketchSettings
-) -> SegmentEntry | None:
-    """One segment holding the group's live files, with the merge of their aggregates."""
+) -> tuple[SegmentEntry | None, RetiredSegment | None]:
+    """One segment holding the group's live files, with the merge of their aggregates; and
+    the dead files whose last listing snapshot is known, written apart as a retired
+    segment (a rollback to that snapshot takes their sketches from there)."""
     live: list[DataFile] = []
+    dead: list[DataFile] = []
+    listed_by: set[int] = set()
     types: dict[int, str] = {}
     parts: list[PartitionAggregate] = []
     for segment in segments:
-        live.extend(f for f in store.read_segment(segment.path) if f.path not in segment.dead_files)
+        for f in store.read_segment(segment.path):
+            if f.path not in segment.dead_files:
+                live.append(f)
+            elif segment.last_listed is not None:
+                dead.append(f)
+                listed_by.add(segment.last_listed)
         types.update(store.segment_types(segment.path))  # later segments win (promotions)
         parts.extend(store.segment_aggregate(segment))
-    if not live:
-        return None
     snapshot_id = segments[-1].snapshot_id
+    retired = (
+        RetiredSegment(store.write_segment(snapshot_id, dead, types), frozenset(listed_by))
+        if dead
+        else None
+    )
+    if not live:
+        return None, retired
     # Aggregates already exclude dead files (re-merged when they were tombstoned), and the
     # merge is associative: the table's merged stats are unchanged by compaction.
     aggregate = merge_partitions(parts, settings)
-    return SegmentEntry(
+    merged = SegmentEntry(
         snapshot_id=snapshot_id,
         path=store.write_segment(snapshot_id, live, types),
         aggregate_path=store.write_aggregate(snapshot_id, aggregate),
         file_count=len(live),
     )
+    return merged, retired
 
 
 def _keeping_merged_view(state: StateVersion, compacted: StateVersion) -> StateVersion:
@@ -268,17 +289,25 @@ def compact(
             segments_after=plan.segments_after if not plan.empty else plan.segments_before,
             merged=tuple(tuple(s.path for s in g.segments) for g in plan.rewrites),
             dead_rows_dropped=sum(g.dead_files for g in plan.rewrites),
+            dead_rows_retired=sum(
+                len(s.dead_files)
+                for g in plan.rewrites
+                for s in g.segments
+                if s.last_listed is not None
+            ),
         )
         if plan.empty or dry_run:
             break
-        merged = {
+        rewritten = {
             i: _rewrite_group(store, g.segments, sketch)
             for i, g in enumerate(plan.groups)
             if g.needs_rewrite
         }
+        merged = {i: segment for i, (segment, _) in rewritten.items()}
+        retired = [r for _, r in rewritten.values() if r is not None]
         try:
             committed = store.commit(
-                _keeping_merged_view(state, apply_compaction(state, plan, merged))
+                _keeping_merged_view(state, apply_compaction(state, plan, merged, retired))
             )
         except ConcurrentUpdateError:
             # an analyze committed first: what we wrote is orphaned, re-plan on its state
@@ -292,6 +321,7 @@ def compact(
             segments_after=len(committed.segments),
             merged=report.merged,
             dead_rows_dropped=report.dead_rows_dropped,
+            dead_rows_retired=report.dead_rows_retired,
             version=committed.version,
         )
         break

@@ -490,6 +490,9 @@ class SegmentEntry:
     # order (``store.StatsStore.segment_aggregate``): a removal in a segment of thousands
     # of partitions writes the few it changed, not the whole aggregate again.
     aggregate_deltas: tuple[AggregateDelta, ...] = ()
+    # The parent of the newest commit that tombstoned files here: the last snapshot that
+    # listed them. None: no tombstone, or written before it was recorded.
+    last_listed: int | None = None
 
     @property
     def live_file_count(self) -> int:
@@ -499,6 +502,18 @@ class SegmentEntry:
     def aggregate_files(self) -> tuple[str, ...]:
         """Every file the segment's aggregate is read from: the base, then its deltas."""
         return (self.aggregate_path, *(d.path for d in self.aggregate_deltas))
+
+
+@dataclass(frozen=True)
+class RetiredSegment:
+    """A segment file holding the stats and sketches of removed data files that a live
+    snapshot may still list: out of every merge, kept for a rollback to such a snapshot,
+    which adds the files again and takes their sketches from here instead of reading them
+    (``docs/architecture.md``, "Lineage"). Dropped once none of ``listed_by`` is live."""
+
+    path: str  # relative to the table's state folder
+    # snapshots that listed some of its files last (removing commits' parents)
+    listed_by: frozenset[int]
 
 
 @dataclass(frozen=True)
@@ -560,6 +575,9 @@ class StateVersion:
     # format naming another fingerprint for that id (rolled back, then as many commits
     # again) starts over (``lakestats.lineage``). None: unknown (older stores, Iceberg).
     last_fingerprint: str | None = None
+    # Segments of removed files a live snapshot may still list (``RetiredSegment``): never
+    # merged, read only by a walk that starts over. Optional (older versions have none).
+    retired: tuple[RetiredSegment, ...] = ()
 
 
 @dataclass(frozen=True)

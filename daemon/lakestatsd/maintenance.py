@@ -220,6 +220,7 @@ class MaintenanceRunner:
                 "segments_before": report.segments_before,
                 "segments_after": report.segments_after,
                 "dead_rows_dropped": report.dead_rows_dropped,
+                "dead_rows_retired": report.dead_rows_retired,
             }
         self.observe_store(table, opened)
         log.info(f"{job}_done", table=table, seconds=round(time.monotonic() - started, 3), **fields)

@@ -23,7 +23,7 @@ from lakestats.expiry import (
     plan_stats_expiry,
     remember_expired,
 )
-from lakestats.model import SegmentEntry, SnapshotInfo, StateVersion
+from lakestats.model import RetiredSegment, SegmentEntry, SnapshotInfo, StateVersion
 from lakestats.store import referenced_files
 
 
@@ -66,6 +66,31 @@ def test_stats_of_snapshots_gone_from_the_table_are_dropped_but_not_the_current(
     assert dict(nxt.stats) == {2: "stats/2.json", 3: "stats/3.json"}
     assert dict(nxt.expired) == {1: 5000}
     assert plan_stats_expiry(state, {1, 2, 3}).empty
+
+
+def test_retired_segments_go_when_no_snapshot_that_listed_their_files_is_live() -> None:
+    kept = RetiredSegment("segments/a.parquet", frozenset({2, 9}))
+    gone = RetiredSegment("segments/b.parquet", frozenset({1}))
+    state = replace(state_with(stats={2: "stats/2.json"}, last=2), retired=(kept, gone))
+    assert referenced_files(state) >= {"segments/a.parquet", "segments/b.parquet"}
+
+    plan = plan_stats_expiry(state, {2})
+    assert not plan.empty and not plan.dropped
+    assert plan.retired_dropped == (gone,)
+    nxt = apply_stats_expiry(state, plan, now_ms=5000)
+    assert nxt.retired == (kept,) and dict(nxt.stats) == {2: "stats/2.json"}
+    assert "segments/b.parquet" not in referenced_files(nxt)
+    assert plan_stats_expiry(nxt, {2}).empty
+
+
+def test_compaction_adds_the_dead_rows_it_wrote_apart_as_retired() -> None:
+    earlier = RetiredSegment("segments/old.parquet", frozenset({1}))
+    state = replace(state_with((seg(1, 4, dead=2), seg(2, 4))), retired=(earlier,))
+    plan = plan_compaction(state, max_segments=1, target_files=50)
+    written = RetiredSegment("segments/dead-rows.parquet", frozenset({5}))
+    nxt = apply_compaction(state, plan, merged_entries(plan.groups), [written])
+    assert nxt.retired == (earlier, written)
+    assert apply_compaction(state, plan, merged_entries(plan.groups)).retired == (earlier,)
 
 
 def test_expired_memory_is_bounded_newest_kept() -> None:

@@ -3,7 +3,8 @@ keeps it, sketched by Spark: appends, deletes of whole days and of rows (copy-on
 overwrites, rollbacks to an ancestor, snapshot expiry and lakestats' own compaction. After
 every run the stats equal a from-scratch run's and the exact values of a scan, and no data
 file is ever read twice: whatever a walk that starts over adds again, the store's sketches
-of it stand in (``docs/architecture.md``, "Lineage").
+of it stand in (``docs/architecture.md``, "Lineage") — even after compaction and a cleanup
+that keeps no earlier state version, through the retired segments.
 """
 
 from __future__ import annotations
@@ -138,8 +139,10 @@ def test_random_histories_with_rollbacks_read_each_file_once(
         elif kind == "expire" and len(lineage) > 2:
             wh.expire_snapshots("t", lineage[: rng.randrange(1, len(lineage) - 1)])
         elif kind == "compact":
-            few = {"max_segments": 2, "segment_target_files": 4}
-            maintenance = config.maintenance.model_copy(update=few)
+            # and cleanup with no retention: only what the current state references stays
+            few = {"max_segments": 2, "segment_target_files": 4, "min_log_versions": 1}
+            now = {"grace_period_s": 0.0, "log_retention_s": 0.0}
+            maintenance = config.maintenance.model_copy(update={**few, **now})
             compact(opened, config.model_copy(update={"maintenance": maintenance}))
         before = len(sketcher.read)
         result = run()

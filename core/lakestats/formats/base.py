@@ -113,6 +113,20 @@ class SupportsCommitFingerprint(Protocol):
 
 
 @runtime_checkable
+class KeepsListedFiles(Protocol):
+    """A format that deletes a removed data file only with the last snapshot that lists it
+    (Iceberg's and Paimon's snapshot expiry), so a rollback to any snapshot in its metadata
+    finds every file that snapshot lists. The store then keeps the sketches of removed
+    files while such a snapshot is live (``RetiredSegment``, ``docs/maintenance.md``).
+    Delta is not one: VACUUM deletes removed files while the log still lists the versions
+    that added them."""
+
+    def keeps_listed_files(self) -> bool:
+        """True: every file a snapshot in the metadata lists is still there."""
+        ...
+
+
+@runtime_checkable
 class SupportsSnapshotExpiry(Protocol):
     """A format that can run its own snapshot expiry (Iceberg through a catalog)."""
 

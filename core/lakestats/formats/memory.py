@@ -100,6 +100,10 @@ class MemoryTable(TableIdentity):
         self._check_readable()
         return self._current
 
+    def keeps_listed_files(self) -> bool:
+        """``KeepsListedFiles``: its snapshots hold their files."""
+        return True
+
     def snapshot_ids(self) -> frozenset[int]:
         self._check_readable()
         return frozenset(self._snapshots)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lakestats.exceptions import StoreError
-from lakestats.model import AggregateDelta, SegmentEntry, StateVersion
+from lakestats.model import AggregateDelta, RetiredSegment, SegmentEntry, StateVersion
 from lakestats.store import atomic
 
 FORMAT_VERSION = 1
@@ -79,6 +79,8 @@ def version_to_json(state: StateVersion) -> bytes:
             doc["merged"] = merged
     if state.last_fingerprint is not None:  # optional, likewise
         doc["last_fingerprint"] = state.last_fingerprint
+    if state.retired:  # optional, likewise: a reader that ignores it merges the same
+        doc["retired"] = [_retired_doc(r) for r in state.retired]
     return (json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n").encode()
 
 
@@ -92,7 +94,13 @@ def _segment_doc(segment: SegmentEntry) -> dict[str, Any]:
     }
     if segment.aggregate_deltas:  # only then: the version is CHAINED_SEGMENTS_VERSION
         doc["aggregate_deltas"] = _deltas_doc(segment.aggregate_deltas)
+    if segment.last_listed is not None:  # optional: absent before it was recorded
+        doc["last_listed"] = segment.last_listed
     return doc
+
+
+def _retired_doc(retired: RetiredSegment) -> dict[str, Any]:
+    return {"path": retired.path, "listed_by": sorted(retired.listed_by)}
 
 
 def _deltas_doc(deltas: tuple[AggregateDelta, ...]) -> list[dict[str, Any]]:
@@ -124,7 +132,22 @@ def _segment(raw: Any) -> SegmentEntry:
         file_count=_get(raw, "file_count", int),
         dead_files=frozenset(dead),
         aggregate_deltas=_deltas(raw.get("aggregate_deltas", [])),
+        last_listed=_get(raw, "last_listed", int) if "last_listed" in raw else None,
     )
+
+
+def _retired(raw: Any) -> tuple[RetiredSegment, ...]:
+    if not isinstance(raw, list):
+        raise ValueError("retired must be a list")
+    retired = []
+    for entry in raw:
+        if not isinstance(entry, dict):
+            raise ValueError(f"retired segment entry is not an object: {entry!r}")
+        listed_by = _get(entry, "listed_by", list)
+        if not all(isinstance(s, int) and not isinstance(s, bool) for s in listed_by):
+            raise ValueError("listed_by must be a list of snapshot ids")
+        retired.append(RetiredSegment(_get(entry, "path", str), frozenset(listed_by)))
+    return tuple(retired)
 
 
 def _deltas(raw: Any) -> tuple[AggregateDelta, ...]:
@@ -197,6 +220,7 @@ def version_from_json(data: bytes, source: str) -> StateVersion:
             last_fingerprint=(
                 _get(doc, "last_fingerprint", str) if "last_fingerprint" in doc else None
             ),
+            retired=_retired(doc.get("retired", [])),
         )
     except ValueError as exc:
         raise StoreError(f"{source}: not a lakestats state version: {exc}") from exc

@@ -127,6 +127,7 @@ def referenced_files(state: StateVersion | None) -> set[str]:
     if state is None:
         return set()
     refs = {seg.path for seg in state.segments}
+    refs.update(retired.path for retired in state.retired)
     refs.update(rel for seg in state.segments for rel in seg.aggregate_files)
     refs.update(state.stats.values())
     if state.merged_path is not None:
@@ -313,11 +314,11 @@ class StatsStore:
         self, state: StateVersion, wanted: Collection[str], *, versions: int
     ) -> dict[str, HeldFile]:
         """The files of ``wanted`` whose stats the store still holds, live or not: in the
-        segments of ``state`` (tombstoned files too) and, for those not found there, of up
-        to ``versions`` earlier state versions, newest first (a segment whose files were
-        all removed leaves the state, not at once the store). A file in several segments
-        keeps an entry whose stats describe every row, if one does. Segments or versions
-        deleted meanwhile are skipped."""
+        segments of ``state`` (tombstoned files too), in its retired segments, and, for
+        those not found there, in the segments of up to ``versions`` earlier state
+        versions, newest first (what left the state stays until cleanup). A file in
+        several segments keeps an entry whose stats describe every row, if one does.
+        Segments or versions deleted meanwhile are skipped."""
         missing = set(wanted)
         out: dict[str, HeldFile] = {}
         seen: set[str] = set()
@@ -325,10 +326,13 @@ class StatsStore:
         version: StateVersion | None = state
         for _ in range(versions + 1):
             if version is not None:
-                for segment in version.segments:
-                    if segment.path not in seen:
-                        seen.add(segment.path)
-                        self._hold(segment, missing, out)
+                held: list[tuple[str, frozenset[str] | None]]
+                held = [(s.path, s.dead_files) for s in version.segments]
+                held += [(r.path, None) for r in version.retired]  # every file dead
+                for rel, dead in held:
+                    if rel not in seen:
+                        seen.add(rel)
+                        self._hold(rel, dead, missing, out)
             if not missing or (number := next(numbers, None)) is None:
                 break
             try:
@@ -337,14 +341,23 @@ class StatsStore:
                 version = None  # deleted by cleanup meanwhile, or unreadable
         return out
 
-    def _hold(self, segment: SegmentEntry, missing: set[str], out: dict[str, HeldFile]) -> None:
+    def _hold(
+        self,
+        rel: str,
+        dead: frozenset[str] | None,
+        missing: set[str],
+        out: dict[str, HeldFile],
+    ) -> None:
+        """``missing`` files the segment ``rel`` holds into ``out`` (``dead``: its
+        tombstones; ``None``: all its files are)."""
         try:
-            held = segments.read_segment_contents(self.path(segment.path))
+            held = segments.read_segment_contents(self.path(rel))
         except (StoreError, OSError):
             return  # swept: its files are read again
         for path, found in held.items():
             if path in missing or (path in out and not out[path].whole):
-                out[path] = replace(found, segment=segment.path, dead=path in segment.dead_files)
+                tombstoned = dead is None or path in dead
+                out[path] = replace(found, segment=rel, dead=tombstoned)
                 if found.whole:
                     missing.discard(path)
 

@@ -5,8 +5,10 @@ segment (and its aggregate); the segments that held the files it removed get tom
 their partitions holding those files re-merged from their remaining live files (no data
 read), written as one more delta of the segment's aggregate chain (a big segment: its other
 partitions are not written again) or as a whole new aggregate; a segment whose files are
-all dead leaves the state. Everything written is durable before ``write`` returns and
-nothing is committed: the caller commits a state version pointing at it.
+all dead leaves the state, retired (``RetiredSegment``: kept, out of every merge, while a
+snapshot that lists its files may be rolled back to). Everything written is durable before
+``write`` returns and nothing is committed: the caller commits a state version pointing at
+it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from lakestats.model import (
     AggregateDelta,
     PartitionAggregate,
     PartitionKey,
+    RetiredSegment,
     SegmentEntry,
     SketchSettings,
     StateVersion,
@@ -43,18 +46,28 @@ class StoredCommit:
     # the partitions of the files it tombstoned, as the store holds them (a format's own
     # description of a removed file may lack its partition: Delta's remove actions)
     tombstoned_partitions: frozenset[PartitionKey] = frozenset()
+    # the next state's retired segments: the state's, and those whose files all died now
+    retired: tuple[RetiredSegment, ...] = ()
 
 
 class SegmentWriter:
     """Writes commits' segments into one table's store."""
 
-    def __init__(self, store: StatsStore, settings: SketchSettings) -> None:
+    def __init__(
+        self, store: StatsStore, settings: SketchSettings, *, retire: bool = False
+    ) -> None:
+        """``retire``: the table's removed files stay readable while a snapshot lists them
+        (``formats.base.KeepsListedFiles``), so their sketches are kept that long."""
         self._store = store
         self._settings = settings
+        self._retire = retire
 
     def write(self, state: StateVersion, plan: CommitPlan) -> StoredCommit:
         segments: list[SegmentEntry] = []
+        retired: list[RetiredSegment] = list(state.retired)
         touched: set[PartitionKey] = set()
+        # the last snapshot listing the files this commit removes
+        listed = plan.commit.parent_id if self._retire else None
         for segment in state.segments:
             newly_dead = plan.tombstones.get(segment.path)
             if not newly_dead:
@@ -62,12 +75,16 @@ class SegmentWriter:
                 continue
             dead = frozenset(segment.dead_files | newly_dead)
             if len(dead) >= segment.file_count:
-                # fully dead: the segment leaves the state (cleanup deletes it)
+                # fully dead: the segment leaves the state, retired while a snapshot that
+                # lists its files may come back (else cleanup deletes it)
                 touched.update(self._partitions(segment))
+                listed_by = {s for s in (segment.last_listed, listed) if s is not None}
+                if listed_by and self._retire:
+                    retired.append(RetiredSegment(segment.path, frozenset(listed_by)))
                 continue
             tombstoned, here = self._tombstoned(segment, newly_dead, dead, plan)
             touched.update(here)
-            segments.append(tombstoned)
+            segments.append(replace(tombstoned, last_listed=listed or segment.last_listed))
         added: tuple[PartitionAggregate, ...] = ()
         snapshot_id = plan.commit.snapshot_id
         if plan.added:
@@ -88,6 +105,7 @@ class SegmentWriter:
             removed=aggregate_files(plan.removed, plan.types, self._settings),
             read_segments=sum(1 for s in state.segments if plan.tombstones.get(s.path)),
             tombstoned_partitions=frozenset(touched),
+            retired=tuple(retired),
         )
 
     def _tombstoned(

@@ -28,6 +28,7 @@ from lakestats.exceptions import (
     TableNotFoundError,
 )
 from lakestats.formats.base import (
+    KeepsListedFiles,
     SupportsCommitFingerprint,
     SupportsSnapshotExpiry,
     TableFormat,
@@ -460,6 +461,15 @@ class TestLineage:
         assert opened.commits_since(None) == []
         driver.append(rows([1]))
         assert driver.open().table_id == opened.table_id
+
+    def test_only_formats_whose_expiry_deletes_files_with_their_snapshots_keep_them(
+        self, driver: TableDriver
+    ) -> None:
+        """``KeepsListedFiles``: a rollback finds every file a snapshot in the metadata
+        lists. Not Delta: VACUUM deletes removed files while the log lists them."""
+        opened = driver.open()
+        keeps = isinstance(opened, KeepsListedFiles) and opened.keeps_listed_files()
+        assert keeps == (driver.format_name != "delta")
 
     def test_commits_since_lists_commits_oldest_first_up_to_the_current_one(
         self, driver: TableDriver

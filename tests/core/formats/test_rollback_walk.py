@@ -18,9 +18,11 @@ from test_contract import COLUMNS, DRIVERS, rows
 
 from lakestats.analyze import AnalyzeResult, analyze_table
 from lakestats.config import Config, TableConfig, load_config
+from lakestats.maintenance import compact
 from lakestats.model import ColumnSketch, TableSchema
 from lakestats.read import read_stats
 from lakestats.sketching import SparkSketcher
+from lakestats.store import referenced_files
 from lakestats.tables import OpenedTable, open_configured
 
 pytestmark = pytest.mark.spark
@@ -207,3 +209,98 @@ def test_a_rollback_and_expiry_rebase_the_baseline_and_reuse_what_it_lists_again
         k: v for k, v in stable(read_stats(from_scratch)).items() if k not in volatile
     }
     assert doc["record_count"] == 80
+
+
+def no_retention(config: Config) -> Config:
+    """Cleanup deletes every state version but the newest and every file it does not
+    reference, at once: only what the current state keeps is left."""
+    now = {"grace_period_s": 0.0, "log_retention_s": 0.0, "min_log_versions": 1}
+    return config.model_copy(update={"maintenance": config.maintenance.model_copy(update=now)})
+
+
+@pytest.mark.parametrize("name", ["iceberg-catalog", "paimon"])
+@pytest.mark.parametrize("removal", ["overwrite", "delete"])
+def test_sketches_of_removed_files_outlive_compaction_and_cleanup_while_listed(
+    name: str, removal: str, spark: Any, tmp_path: Path
+) -> None:
+    """A removal that kills a whole segment retires it; compaction writes the dead rows of
+    a partly dead one apart, retired too; cleanup with no retention keeps both (the state
+    references them) while the snapshot that listed the files is live, so a rollback to it
+    reads nothing. Once that snapshot is expired, they go."""
+    driver = DRIVERS[name](tmp_path / "table")
+    driver.create(COLUMNS)
+    driver.append(rows(range(0, 40)))
+    second = driver.append(rows(range(100, 140)))
+    if removal == "overwrite":
+        driver.delete_where_id_below(10**6)  # every file: both segments die
+    else:
+        driver.delete_where_id_below(50)  # the first file: the rest of its segment lives
+        driver.append(rows(range(200, 210)))
+    location = location_of(driver)
+    config, table = opened(location, tmp_path / "state")
+    analyze(location, tmp_path / "state")
+    compact(table, no_retention(config))
+    state = table.store.current()
+    assert state is not None and state.retired
+    assert all(path in referenced_files(state) for path in (r.path for r in state.retired))
+    assert state.version == min(table.store.versions())  # every earlier version deleted
+
+    driver.rollback(second)
+    after, sketcher = analyze(location, tmp_path / "state")
+
+    assert sketcher.read == []
+    assert sum(r.reused_files for r in after.commits) == 2
+    doc = read_stats(table)
+    assert doc["record_count"] == 80
+    assert (doc["columns"]["id"]["min"], doc["columns"]["id"]["max"]) == (0, 139)
+
+
+@pytest.mark.parametrize("name", ["iceberg-catalog", "paimon"])
+def test_a_retired_segment_goes_once_no_snapshot_that_listed_its_files_is_live(
+    name: str, spark: Any, tmp_path: Path
+) -> None:
+    driver = DRIVERS[name](tmp_path / "table")
+    driver.create(COLUMNS)
+    first = driver.append(rows(range(0, 40)))
+    second = driver.delete_where_id_below(50)
+    driver.append(rows(range(100, 110)))
+    location = location_of(driver)
+    config, table = opened(location, tmp_path / "state")
+    analyze(location, tmp_path / "state")
+    state = table.store.current()
+    assert state is not None
+    (retired,) = state.retired
+    assert retired.listed_by == {first}
+
+    driver.expire([first, second])
+    analyze(location, tmp_path / "state")  # follows the expiry
+    state = table.store.current()
+    assert state is not None and state.retired == ()
+    compact(table, no_retention(config))
+    assert not (table.store.table_dir / retired.path).exists()
+
+
+@pytest.mark.parametrize("removal", ["overwrite", "delete"])
+def test_delta_keeps_no_sketches_of_removed_files_past_compaction_and_cleanup(
+    removal: str, spark: Any, tmp_path: Path
+) -> None:
+    """VACUUM deletes removed files while the log still lists their versions, so a Delta
+    version in the log says nothing about its files being there: nothing is retired, and
+    after compaction and cleanup a rollback reads the files again (as before)."""
+    driver = DRIVERS["delta"](tmp_path / "table")
+    driver.create(COLUMNS)
+    driver.append(rows(range(0, 40)))
+    second = driver.append(rows(range(100, 140)))
+    driver.delete_where_id_below(10**6 if removal == "overwrite" else 50)
+    location = location_of(driver)
+    config, table = opened(location, tmp_path / "state")
+    analyze(location, tmp_path / "state")
+    compact(table, no_retention(config))
+    state = table.store.current()
+    assert state is not None and state.retired == ()
+    assert all(s.last_listed is None for s in state.segments)
+
+    driver.rollback(second)
+    _, sketcher = analyze(location, tmp_path / "state")
+    assert len(sketcher.read) == (2 if removal == "overwrite" else 1)
+    assert read_stats(table)["record_count"] == 80

@@ -20,6 +20,7 @@ from lakestats.model import (
     JsonScalar,
     PartitionAggregate,
     PartitionKey,
+    RetiredSegment,
     SegmentEntry,
     StateVersion,
 )
@@ -191,6 +192,12 @@ SEGMENT_ENTRIES = st.builds(
     aggregate_deltas=st.lists(
         st.builds(AggregateDelta, REL_PATHS, st.integers(0, 10**6)), max_size=3
     ).map(tuple),
+    last_listed=st.none() | st.integers(-(2**63), 2**63 - 1),
+)
+RETIRED_SEGMENTS = st.builds(
+    RetiredSegment,
+    path=REL_PATHS,
+    listed_by=st.frozensets(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=3),
 )
 _MERGED = st.none() | st.tuples(
     REL_PATHS,
@@ -219,6 +226,7 @@ STATE_VERSIONS = st.builds(
     created_at_ms=st.integers(0, 2**62),
     published=st.dictionaries(TEXT, JSON_VALUES, max_size=3),
     last_fingerprint=st.none() | TEXT,
+    retired=st.lists(RETIRED_SEGMENTS, max_size=3).map(tuple),
 )
 
 

@@ -6,6 +6,7 @@ import json
 import math
 import random
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import pyarrow as pa
@@ -290,6 +291,23 @@ def test_state_version_json_is_stable() -> None:
         "stats": {},
         "published": {},
     }
+
+
+@pytest.mark.parametrize(
+    "retired",
+    [
+        {"path": "segments/a.parquet", "listed_by": [1]},  # not a list
+        [{"path": "segments/a.parquet", "listed_by": [True]}],
+        [{"path": "segments/a.parquet", "listed_by": 1}],
+        [{"listed_by": [1]}],
+        ["segments/a.parquet"],
+    ],
+)
+def test_a_malformed_retired_list_is_not_ours(retired: Any) -> None:
+    state = StateVersion(3, "t", "iceberg", "/l", 9)
+    doc = {**json.loads(version_to_json(state)), "retired": retired}
+    with pytest.raises(StoreError, match="not a lakestats state version"):
+        version_from_json(json.dumps(doc).encode(), "x.json")
 
 
 def test_state_version_rejects_non_finite_published() -> None:

@@ -102,6 +102,10 @@ class IcebergTable:
         snapshot = self._metadata.current_snapshot()
         return snapshot.snapshot_id if snapshot is not None else None
 
+    def keeps_listed_files(self) -> bool:
+        """``KeepsListedFiles``: expiry deletes a file with the last snapshot listing it."""
+        return True
+
     def snapshot_ids(self) -> frozenset[int]:
         return frozenset(s.snapshot_id for s in self._metadata.snapshots)
 

@@ -150,6 +150,10 @@ class PaimonTable(TableIdentity):
     def current_snapshot_id(self) -> int | None:
         return self._ids[-1] if self._ids else None
 
+    def keeps_listed_files(self) -> bool:
+        """``KeepsListedFiles``: expiry deletes a file with the last snapshot listing it."""
+        return True
+
     def snapshot_ids(self) -> frozenset[int]:
         return frozenset(self._ids)
 
