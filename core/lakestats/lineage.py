@@ -10,6 +10,11 @@ naming a different commit. The state records the processed commit's
 another fingerprint for that id (``SupportsCommitFingerprint``), the walk starts over too.
 A state without a fingerprint (written before it existed, or an Iceberg table, whose
 random snapshot ids are never reused) is trusted as before.
+
+A walk that starts over (except after a reused id) need not read again what the store
+already holds: ``rebased_baseline`` keeps held files in their segments when the walk
+starts with a baseline, and ``reusable_sketches`` names the files it adds again whose
+stored sketches stand in for reading them (``docs/architecture.md``, "Lineage").
 """
 
 from __future__ import annotations
