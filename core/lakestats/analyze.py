@@ -242,8 +242,10 @@ class _CommitPath:
         commits = pending.commits
         if pending.id_reused:
             # the stats of older snapshots may describe commits that were replaced too
-            # (which ones the state cannot tell): the walk writes them again, reading every
-            # file (a path the store holds may name another file now)
+            # (which ones the state cannot tell): the walk writes them again. Files are
+            # another matter: a file the walk adds with the path, rows and bytes of one
+            # the store holds is that file, whichever commit adds it now
+            self._reuse_stored_sketches(state, commits)
             return replace(state, segments=(), retired=(), stats={}), commits
         rebased = bool(commits) and commits[0].is_baseline and bool(state.segments)
         if rebased:

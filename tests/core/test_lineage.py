@@ -284,9 +284,12 @@ class _RecordingSketcher:
         return {path: {1: ColumnSketch(null_count=0)} for path in paths}
 
 
-def test_after_a_reused_id_every_file_is_read_again(table: MemoryTable, tmp_path: Path) -> None:
-    """A reused id says nothing recorded can be trusted: no stored sketch stands in, even
-    for a file the store holds under the same path."""
+def test_after_a_reused_id_only_files_the_store_does_not_hold_are_read(
+    table: MemoryTable, tmp_path: Path
+) -> None:
+    """A reused id says the stats of older snapshots cannot be trusted (they are written
+    again), not the files: the same path with the same rows and bytes is the same file,
+    whichever commit adds it now. The commit replaced by the reused id added another."""
     opened = _opened(table, tmp_path / "state")
     sketcher = _RecordingSketcher()
     config = Config(state_dir=str(tmp_path / "state"))
@@ -298,10 +301,17 @@ def test_after_a_reused_id_every_file_is_read_again(table: MemoryTable, tmp_path
 
     reports = analyze_table(opened, config=config, sketcher=sketcher).commits
 
-    assert sorted(sketcher.read) == sorted(
-        f"memory://t/data/{name}.parquet" for name in ("a", "b", "d")
-    )
-    assert [r.reused_files for r in reports] == [0, 0, 0]
+    assert sketcher.read == ["memory://t/data/d.parquet"]
+    assert [(r.snapshot_id, r.reused_files, r.sketched_files) for r in reports] == [
+        (1, 1, 0),
+        (2, 1, 0),
+        (3, 0, 1),
+    ]
+    state = opened.store.current()
+    assert state is not None and sorted(state.stats) == [1, 2, 3]  # written again
+    scratch = _opened(table, tmp_path / "scratch")
+    analyze_table(scratch, config=Config(state_dir=str(tmp_path / "scratch")), sketcher=sketcher)
+    assert _stable(read_stats(opened)) == _stable(read_stats(scratch))
 
 
 def test_after_a_rollback_held_files_are_not_read_again(table: MemoryTable, tmp_path: Path) -> None:

@@ -304,3 +304,31 @@ def test_delta_keeps_no_sketches_of_removed_files_past_compaction_and_cleanup(
     _, sketcher = analyze(location, tmp_path / "state")
     assert len(sketcher.read) == (2 if removal == "overwrite" else 1)
     assert read_stats(table)["record_count"] == 80
+
+
+@pytest.mark.parametrize("name", ["paimon", "delta"])
+def test_after_a_reused_id_only_new_files_are_read(name: str, spark: Any, tmp_path: Path) -> None:
+    """Rolled back, then as many commits as were undone: the processed id names another
+    commit. The walk writes every snapshot's stats again, but the file the kept snapshot
+    lists is the file the store sketched: only the two new ones are read."""
+    driver = DRIVERS[name](tmp_path / "table")
+    driver.create(COLUMNS)
+    kept = rows(range(0, 30))
+    first = driver.append(kept)
+    driver.append(rows(range(100, 130)))
+    processed = driver.append(rows(range(200, 230)))
+    location = location_of(driver)
+    analyze(location, tmp_path / "state")
+
+    driver.rollback(first)
+    driver.append(rows(range(300, 305)))
+    assert driver.append(rows(range(400, 402))) == processed  # the id, another commit
+    after, sketcher = analyze(location, tmp_path / "state")
+
+    assert len(sketcher.read) == 2
+    assert sum(r.reused_files for r in after.commits) == 1
+    analyze(location, tmp_path / "scratch")
+    _, table = opened(location, tmp_path / "state")
+    _, from_scratch = opened(location, tmp_path / "scratch")
+    assert stable(read_stats(table)) == stable(read_stats(from_scratch))
+    assert read_stats(table)["record_count"] == 30 + 5 + 2
