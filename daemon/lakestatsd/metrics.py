@@ -136,6 +136,12 @@ class Metrics:
             ["table"],
             registry=r,
         )
+        self.files_reused = Counter(
+            "lakestats_files_reused",
+            "Data files a walk that started over did not read: stored sketches stood in",
+            ["table"],
+            registry=r,
+        )
         self.commit_seconds = Histogram(
             "lakestats_commit_processing_seconds",
             "Time to process one commit, end to end inside core",

@@ -197,6 +197,7 @@ class TableRuntime:
         total = sum(report.timings.values())
         self._metrics.commits_processed.labels(name).inc()
         self._metrics.files_sketched.labels(name).inc(report.sketched_files)
+        self._metrics.files_reused.labels(name).inc(report.reused_files)
         self._metrics.commit_seconds.labels(name).observe(total)
         for phase, seconds in report.timings.items():
             self._metrics.phase_seconds.labels(phase).observe(seconds)
