@@ -476,6 +476,8 @@ def _cmd_expire(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         print(f"  {would}expire snapshot {snapshot}", file=out)
     for snapshot, path in sorted(report.dropped_stats.items()):
         print(f"  {would}drop stats of snapshot {snapshot} ({path})", file=out)
+    for path in report.dropped_retired:
+        print(f"  {would}drop retired segment {path} (no live snapshot lists its files)", file=out)
     _print_cleanup(report, out)
     print(
         f"{opened.name}: {would}expire {len(report.expired_snapshots)} snapshot(s), "

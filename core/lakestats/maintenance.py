@@ -98,6 +98,8 @@ class ExpiryReport:
     kept_current: int | None = None
     version: int | None = None  # the state version that dropped them
     cleanup: CleanupReport = field(default_factory=CleanupReport)
+    # retired segments dropped with them (no live snapshot lists their files)
+    dropped_retired: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,7 @@ def expire(
         kept_current=plan.kept_current,
         version=version,
         cleanup=cleaned,
+        dropped_retired=tuple(r.path for r in plan.retired_dropped),
     )
 
 
