@@ -126,7 +126,8 @@ def _now_ms() -> int:
 
 def stale_stats(opened: OpenedTable) -> bool:
     """Cheap check with the metadata already loaded: does the state keep stats of a
-    snapshot the table no longer lists? (``expire_stats`` then decides on fresh metadata.)"""
+    snapshot the table no longer lists, or a retired segment of files none lists?
+    (``expire_stats`` then decides on fresh metadata.)"""
     state = opened.store.current()
     if state is None or not (state.stats or state.retired):
         return False

@@ -451,7 +451,8 @@ class HeldFile:
     # deletes applied to them and none left unapplied
     whole: bool
     segment: str = ""  # the segment holding them, relative to the table's state folder
-    dead: bool = False  # tombstoned in the state: a later commit removed the file
+    # removed by a later commit: tombstoned in its segment, or in a retired segment
+    dead: bool = False
 
     def describes(self, data_file: DataFile) -> bool:
         """Whether these stats are ``data_file``'s as the table lists it now, every row of
