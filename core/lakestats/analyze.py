@@ -91,6 +91,10 @@ _CONCURRENT_RETRIES = 3
 # (newest first), and state versions read back to find their merged stats.
 _MAX_RESTAGED = 64
 _MAX_VERSIONS_READ = 512
+# A walk that starts over looks for the files it adds in this many earlier state versions
+# at most (after the state's own and retired segments, which hold what Iceberg and Paimon
+# tables still list): each is a JSON document to parse, once per start-over.
+_MAX_VERSIONS_LOOKED_BACK = 64
 _log = structlog.get_logger(__name__)
 
 PendingCallback = Callable[[Sequence[Commit]], None]
@@ -263,7 +267,7 @@ class _CommitPath:
         if self.sketcher is None:
             return
         added = {f.path for c in commits for f in c.added_files}
-        held = self.store.held_before(state, added, versions=_MAX_VERSIONS_READ)
+        held = self.store.held_before(state, added, versions=_MAX_VERSIONS_LOOKED_BACK)
         reusable = reusable_sketches(commits, held)
         if reusable:
             self.reusable = frozenset(reusable)
