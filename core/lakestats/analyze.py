@@ -240,6 +240,14 @@ class _CommitPath:
         starts over from the table's lineage."""
         pending = pending_commits(self.opened.table, state)
         if pending.started_over is None:
+            # a commit may add again a file the state holds tombstoned (Delta's RESTORE):
+            # known from the state alone, read from the store only when it happens. Files
+            # listed again with their deletes (deletion vectors) could not be taken anyway
+            added = {f.path for c in pending.commits for f in c.added_files if not f.deletes}
+            holding = tuple(s for s in state.segments if not s.dead_files.isdisjoint(added))
+            if holding:
+                restored = replace(state, segments=holding, retired=())
+                self._reuse_stored_sketches(restored, pending.commits, versions=0)
             return state, pending.commits
         _log.warning("lineage_restart", table=self.opened.name, reason=pending.started_over)
         state = replace(state, last_snapshot_id=None, last_fingerprint=None)
@@ -260,14 +268,21 @@ class _CommitPath:
         self._reuse_stored_sketches(state, commits)
         return (state if rebased else replace(state, segments=())), commits
 
-    def _reuse_stored_sketches(self, state: StateVersion, commits: Sequence[Commit]) -> None:
-        """A walk that starts over adds again files the store sketched before (after a
-        rollback: live, or removed since, even by the commits the rollback undid; after a
-        cut: removed, and listed again by the baseline): their stored sketches stand in."""
+    def _reuse_stored_sketches(
+        self,
+        state: StateVersion,
+        commits: Sequence[Commit],
+        *,
+        versions: int = _MAX_VERSIONS_LOOKED_BACK,
+    ) -> None:
+        """The commits add again files the store sketched before (after a rollback: live,
+        or removed since, even by the commits the rollback undid; after a cut: removed, and
+        listed again by the baseline; a restore): their stored sketches stand in. Looks
+        through ``versions`` earlier state versions too."""
         if self.sketcher is None:
             return
         added = {f.path for c in commits for f in c.added_files}
-        held = self.store.held_before(state, added, versions=_MAX_VERSIONS_LOOKED_BACK)
+        held = self.store.held_before(state, added, versions=versions)
         reusable = reusable_sketches(commits, held)
         if reusable:
             self.reusable = frozenset(reusable)

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pytest
 from test_contract import COLUMNS, DRIVERS, rows
 
+from delta_tables import DeltaWriter
 from lakestats.analyze import AnalyzeResult, analyze_table
 from lakestats.config import Config, TableConfig, load_config
 from lakestats.maintenance import compact
@@ -332,3 +333,38 @@ def test_after_a_reused_id_only_new_files_are_read(name: str, spark: Any, tmp_pa
     _, from_scratch = opened(location, tmp_path / "scratch")
     assert stable(read_stats(table)) == stable(read_stats(from_scratch))
     assert read_stats(table)["record_count"] == 30 + 5 + 2
+
+
+def test_a_delta_restore_adds_back_a_file_the_store_holds_tombstoned(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Delta's RESTORE is an ordinary commit that adds removed files again: one whose
+    tombstone is still in a live segment (not compacted yet) is not read again. The
+    incremental path looks for them in the state's tombstones only: no store read when
+    there is none."""
+    writer = DeltaWriter(tmp_path / "t")
+    writer.create((("id", "long"), ("part", "string")), partition_by=["part"])
+    ids = list(range(0, 60))
+    kept = writer.append({"id": ids, "part": ["a" if i % 2 else "b" for i in ids]})
+    location = writer.path
+    analyze(location, tmp_path / "state")
+    writer.delete("part = 'a'")  # one of the commit's two files: its segment lives on
+    analyze(location, tmp_path / "state")
+    _, table = opened(location, tmp_path / "state")
+    state = table.store.current()
+    assert state is not None and [len(s.dead_files) for s in state.segments] == [1]
+
+    writer.table().restore(kept)
+    after, sketcher = analyze(location, tmp_path / "state")
+
+    (restore,) = after.commits
+    assert sketcher.read == []
+    assert (restore.added_files, restore.reused_files, restore.sketched_files) == (1, 1, 0)
+    analyze(location, tmp_path / "scratch")
+    _, from_scratch = opened(location, tmp_path / "scratch")
+    doc = read_stats(table)
+    volatile = {"commit"}  # this store saw the restore as a commit, scratch as history
+    assert {k: v for k, v in stable(doc).items() if k not in volatile} == {
+        k: v for k, v in stable(read_stats(from_scratch)).items() if k not in volatile
+    }
+    assert doc["record_count"] == 60
