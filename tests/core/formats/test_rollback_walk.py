@@ -7,7 +7,6 @@ the stats a from-scratch run computes, for the current snapshot and every earlie
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,41 +19,14 @@ from delta_tables import DeltaWriter
 from lakestats.analyze import AnalyzeResult, analyze_table
 from lakestats.config import Config, TableConfig, load_config
 from lakestats.maintenance import compact
-from lakestats.model import ColumnSketch, TableSchema
 from lakestats.read import read_stats
-from lakestats.sketching import SparkSketcher
 from lakestats.store import referenced_files
 from lakestats.tables import OpenedTable, open_configured
+from reading import ReadingSketcher, location_of
 
 pytestmark = pytest.mark.spark
 
 VOLATILE = {"computed_at_ms", "published"}
-
-
-class ReadingSketcher:
-    """The Spark sketcher, recording every data file it is asked to read."""
-
-    def __init__(self, config: Config) -> None:
-        self.inner = SparkSketcher(config)
-        self.read: list[str] = []
-
-    @property
-    def startup_s(self) -> float:
-        return self.inner.startup_s
-
-    def __call__(
-        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int], **kw: Any
-    ) -> Mapping[str, Mapping[int, ColumnSketch]]:
-        self.read.extend(paths)
-        return self.inner(paths, schema, bounds_for, **kw)
-
-
-def location_of(driver: Any) -> str:
-    if driver.format_name == "iceberg":
-        return str(driver.warehouse.location(driver.name))
-    if driver.format_name == "delta":
-        return str(driver.writer.path)
-    return str(driver.location)
 
 
 def opened(location: str, state: Path) -> tuple[Config, OpenedTable]:
