@@ -10,7 +10,7 @@ column.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -240,29 +240,12 @@ def read_segment(
     ``partitions_of`` (data file paths): only the files in the partitions those files are
     in — what a removal re-merges — decoding nothing else. ``only`` (data file paths):
     only those files."""
-    if only is not None:
-        wanted = pa.array(list(only), pa.string())
-        table = read_rows(
-            path,
-            KIND,
-            SCHEMA,
-            COLUMNS,
-            OPTIONAL_COLUMNS,
-            keys=["file_path"],
-            wanted=lambda keys: pc.is_in(keys["file_path"], wanted),
-        )
-    elif partitions_of is None:
+    selection = _rows_wanted(only, partitions_of)
+    if selection is None:
         table = read_table(path, KIND, SCHEMA, COLUMNS, OPTIONAL_COLUMNS)
     else:
-        table = read_rows(
-            path,
-            KIND,
-            SCHEMA,
-            COLUMNS,
-            OPTIONAL_COLUMNS,
-            keys=["file_path", "spec_id", "partition"],
-            wanted=lambda keys: _in_partitions_of(keys, partitions_of),
-        )
+        keys, wanted = selection
+        table = read_rows(path, KIND, SCHEMA, COLUMNS, OPTIONAL_COLUMNS, keys=keys, wanted=wanted)
     data = table.to_pydict()
     with decoding(path, KIND):
         groups: dict[int, list[int]] = {}
@@ -314,6 +297,20 @@ def _in_partitions_of(table: pa.Table, paths: Collection[str]) -> pa.ChunkedArra
     one writer, one rendering per partition) of the files ``paths``."""
     of_paths = table.filter(pc.is_in(table["file_path"], pa.array(list(paths), pa.string())))
     return pc.is_in(_partition_ids(table), pc.unique(_partition_ids(of_paths)))
+
+
+def _rows_wanted(
+    only: Collection[str] | None, partitions_of: Collection[str] | None
+) -> tuple[list[str], Callable[[pa.Table], Any]] | None:
+    """The key columns ``read_segment`` selects rows by and the mask it keeps them with;
+    ``None``: every row."""
+    if only is not None:
+        paths = pa.array(list(only), pa.string())
+        return ["file_path"], lambda rows: pc.is_in(rows["file_path"], paths)
+    if partitions_of is not None:
+        keys = ["file_path", "spec_id", "partition"]
+        return keys, lambda rows: _in_partitions_of(rows, partitions_of)
+    return None
 
 
 def _partition_ids(table: pa.Table) -> pa.Array:
