@@ -84,7 +84,8 @@ class SegmentWriter:
                 continue
             tombstoned, here = self._tombstoned(segment, newly_dead, dead, plan)
             touched.update(here)
-            segments.append(replace(tombstoned, last_listed=listed or segment.last_listed))
+            last = listed if listed is not None else segment.last_listed
+            segments.append(replace(tombstoned, last_listed=last))
         added: tuple[PartitionAggregate, ...] = ()
         snapshot_id = plan.commit.snapshot_id
         if plan.added:
