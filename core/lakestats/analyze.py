@@ -241,11 +241,10 @@ class _CommitPath:
         pending = pending_commits(self.opened.table, state)
         if pending.started_over is None:
             # a commit may add again a file the state holds tombstoned (Delta's RESTORE):
-            # known from the state alone, read from the store only when it happens. Files
-            # listed again with their deletes (deletion vectors) could not be taken anyway
-            added = {f.path for c in pending.commits for f in c.added_files if not f.deletes}
+            # known from the state alone, read from the store only when it happens
+            added = _without_deletes(pending.commits)
             holding = tuple(s for s in state.segments if not s.dead_files.isdisjoint(added))
-            if holding:
+            if holding and self.sketcher is not None:
                 restored = replace(state, segments=holding, retired=())
                 self._reuse_stored_sketches(restored, pending.commits, versions=0)
             return state, pending.commits
@@ -281,8 +280,7 @@ class _CommitPath:
         through ``versions`` earlier state versions too."""
         if self.sketcher is None:
             return
-        added = {f.path for c in commits for f in c.added_files}
-        held = self.store.held_before(state, added, versions=versions)
+        held = self.store.held_before(state, _without_deletes(commits), versions=versions)
         reusable = reusable_sketches(commits, held)
         if reusable:
             self.reusable = frozenset(reusable)
@@ -560,6 +558,12 @@ class _CommitPath:
             table=view.table,
             settings=self.settings,
         )
+
+
+def _without_deletes(commits: Sequence[Commit]) -> set[str]:
+    """The data files the commits add with no row-level deletes: the only ones stored
+    sketches can stand in for (``HeldFile.describes``), so the only ones looked for."""
+    return {f.path for c in commits for f in c.added_files if not f.deletes}
 
 
 def _changed_partitions(plan: CommitPlan, stored: StoredCommit) -> frozenset[PartitionKey] | None:
