@@ -11,8 +11,12 @@ for names.
    ``current_metadata_file`` listing ``metadata/`` (which also holds every manifest list
    and manifest) against following the hint by name. ``--commits`` metadata files and two
    manifest files per commit; the files are stand-ins (only their names are looked at).
+3. Paimon: ``refresh()`` listing ``snapshot/`` against asking for the oldest, newest and
+   next snapshot by name (``MetaFiles.probe_snapshots``), as for Delta. A pypaimon table
+   of one commit whose ``snapshot-1`` is copied to ``--commits`` snapshot files (stand-ins:
+   a refresh looks at names, sizes and mtimes only; a new commit is one more copy).
 
-Both locally and on an S3 server on 127.0.0.1 (moto, as the tests use: a real HTTP server
+All three locally and on an S3 server on 127.0.0.1 (moto, as the tests use: a real HTTP server
 speaking the S3 API, with none of AWS's latency — on S3 itself every request costs tens
 of milliseconds, so the request counts printed beside matter more than these times).
 
@@ -32,7 +36,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the S3 test server
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: S3 server, pypaimon
 
 from deltalake import write_deltalake
 
@@ -42,8 +46,10 @@ from lakestats.formats.iceberg.metadata_files import (
     list_metadata_files,
     metadata_version,
 )
+from lakestats.formats.paimon import PaimonTable
 from lakestats.locations import resolve_location
 from object_store import S3Server, export_environment
+from paimon_tables import PaimonWarehouse
 
 
 def build(path: Path, commits: int) -> None:
@@ -130,6 +136,7 @@ def main() -> int:
         "up to 4 new commits, a listing past 16."
     )
     iceberg_hint(work / f"iceberg{args.commits}", args.commits, args.repeat, server)
+    paimon_probe(work / f"paimon{args.commits}", args.commits, args.repeat, server)
     server.stop()
     return 0
 
@@ -169,9 +176,61 @@ def iceberg_hint(root: Path, commits: int, repeat: int, server: S3Server) -> Non
     )
 
 
-def _median(call: Callable[[], object], repeat: int) -> float:
+def paimon_probe(root: Path, commits: int, repeat: int, server: S3Server) -> None:
+    shutil.rmtree(root, ignore_errors=True)
+    warehouse = PaimonWarehouse(root)
+    warehouse.create("t", [("id", "long")])
+    warehouse.write("t", {"id": [0]})
+    local = warehouse.location("t")
+    snapshots = local / "snapshot"
+    first = (snapshots / "snapshot-1").read_bytes()
+    for i in range(2, commits + 1):
+        (snapshots / f"snapshot-{i}").write_bytes(first)
+    (snapshots / "LATEST").write_text(str(commits))
+    uri = f"{server.new_bucket()}/paimon"
+    server.sync(local, uri)
+    newest = [commits]
+
+    def commit(location: str) -> Callable[[], None]:
+        def one_more() -> None:
+            newest[0] += 1
+            name = f"snapshot-{newest[0]}"
+            (snapshots / name).write_bytes(first)
+            if location.startswith("s3://"):
+                key = f"{location.removeprefix('s3://')}/snapshot/{name}"
+                with server.filesystem.open_output_stream(key) as out:
+                    out.write(first)
+
+        return one_more
+
+    files = len(list(snapshots.iterdir()))
+    print("\n| where | snapshot/ files | refresh | listing | probing | listing / probing |")
+    print("|---|---|---|---|---|---|")
+    for where, location in (("local", str(local)), ("S3", uri)):
+        listing = PaimonTable(resolve_location(location), probe_above_entries=10**9)
+        probing = PaimonTable(resolve_location(location))
+        for case, before in (("nothing new", None), ("one new commit", commit(location))):
+            t_list = _median(listing.refresh, repeat, before)
+            t_probe = _median(probing.refresh, repeat, before)
+            print(
+                f"| {where} | {files:,} | {case} | {t_list * 1000:.1f} ms | "
+                f"{t_probe * 1000:.1f} ms | {t_list / t_probe:.1f}× |",
+                flush=True,
+            )
+    print(
+        f"\nRequests per refresh on S3: a listing {math.ceil(files / 1000)} LIST; a probe "
+        "3 HEAD when nothing is new (the oldest, newest and next snapshot), 3 + 4 per further "
+        "up to 4 new snapshots, a listing past 16 or when the oldest was expired."
+    )
+
+
+def _median(
+    call: Callable[[], object], repeat: int, before: Callable[[], None] | None = None
+) -> float:
     times = []
     for _ in range(repeat):
+        if before is not None:
+            before()
         started = time.perf_counter()
         call()
         times.append(time.perf_counter() - started)

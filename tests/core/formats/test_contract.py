@@ -35,6 +35,7 @@ from lakestats.formats.base import (
 )
 from lakestats.formats.delta.table import DeltaLakeTable
 from lakestats.formats.memory import MemoryTable
+from lakestats.formats.paimon import PaimonTable
 from lakestats.formats.registry import open_table
 from lakestats.locations import resolve_location
 from lakestats.model import Commit, DataFile, FileContent
@@ -331,6 +332,15 @@ class ProbingDeltaDriver(DeltaDriver):
         return DeltaLakeTable(resolve_location(self.writer.path), probe_above_entries=0)
 
 
+class ProbingPaimonDriver(PaimonDriver):
+    """The same table, refreshed by asking for snapshot files by name
+    (``MetaFiles.probe_snapshots``) from the first refresh on, as a ``snapshot/`` of more
+    than 1,000 files is."""
+
+    def open(self) -> TableFormat:
+        return PaimonTable(resolve_location(str(self.location)), probe_above_entries=0)
+
+
 class OnS3:
     """A Delta or Paimon driver's table on S3, opened by its ``s3://`` location.
 
@@ -401,6 +411,7 @@ DRIVERS: dict[str, Callable[[Path], TableDriver]] = {
     "delta": DeltaDriver,
     "delta-probing": ProbingDeltaDriver,
     "paimon": PaimonDriver,
+    "paimon-probing": ProbingPaimonDriver,
     "iceberg-location": lambda root: IcebergDriver(root, by_catalog=False),
     "iceberg-catalog": lambda root: IcebergDriver(root, by_catalog=True),
     "memory": lambda root: MemoryDriver(),

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from delta_tables import ID_NAME_PART, NO_LOG_RETENTION, DeltaWriter
+from lakestats.formats import probing
 from lakestats.formats.delta import log as delta_log
 from lakestats.formats.delta import table as delta_table
 from lakestats.formats.delta.table import DeltaLakeTable
@@ -137,7 +138,7 @@ def test_what_a_probe_misses_is_listed_within_the_interval(
     assert listings.calls == 1
     assert 1 in table._snapshot().commits  # stale: deleted since
     assert not table._snapshot().checkpoints
-    monkeypatch.setattr(delta_table, "RELIST_EVERY_S", 0.0)
+    monkeypatch.setattr(probing, "RELIST_EVERY_S", 0.0)
     table.refresh()
     assert listings.calls == 2
     assert 1 not in table._snapshot().commits and table._snapshot().checkpoints

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
 from lakestats.exceptions import MetadataError, TableNotFoundError, first_line
+from lakestats.formats.probing import FileStamp, probe_after
 from lakestats.locations import TableLocation
 
 LOG_DIR = "_delta_log"
@@ -34,8 +35,6 @@ _CLASSIC = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
 _MULTIPART = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
 _V2 = re.compile(r"^(\d{20})\.checkpoint\.([0-9a-fA-F-]{36})\.(json|parquet)$")
 _CHECKPOINT_COLUMNS = ("add", "metaData", "protocol", "sidecar")
-_PROBE_BATCH = 4  # commits asked for per request batch beyond the known ones
-_PROBE_LIMIT = 16  # more new commits than this: list instead
 
 
 @dataclass(frozen=True)
@@ -101,8 +100,7 @@ def list_log(location: TableLocation) -> LogListing:
         if info.type != pafs.FileType.File:
             continue
         name = info.base_name
-        mtime = int(info.mtime_ns // 1_000_000) if info.mtime_ns is not None else 0
-        entry = LogFile(name, mtime, int(info.size or 0))
+        entry = LogFile(name, *_stamp(info))
         if m := _COMMIT.match(name):
             commits[int(m.group(1))] = entry
         elif m := _CLASSIC.match(name):
@@ -138,47 +136,34 @@ def list_log(location: TableLocation) -> LogListing:
 
 def probe_log(location: TableLocation, listing: LogListing) -> LogListing | None:
     """``listing`` brought up to date without listing ``_delta_log/``, or None when only
-    a listing can tell.
+    a listing can tell (``probing.probe_after``: the newest known commit gone or another
+    file — the log was cut back or replaced, by a rollback by hand or a table written again
+    at this path — or a burst of new commits).
 
     A listing costs a request per 1,000 entries on object stores, and a log keeps 30 days
     of commits by default (``delta.logRetentionDuration``), with a checksum beside each:
-    tens of requests per poll for a busy table. A probe asks for the newest known commit
-    and the next by name (a HEAD each), then while they exist for the ones after in
-    batches of ``_PROBE_BATCH``. Commits are created whole and never rewritten in place, so:
-
-    * the newest known commit absent or changed (size, mtime): the log was cut back or
-      replaced (a rollback by hand, a table written again at this path) — None;
-    * ``_PROBE_LIMIT`` new commits or more: a burst, which one listing reads cheaper — None;
-    * else the listing plus the new commits. What a probe does not see — checkpoints
-      written since, old files the writer's log cleanup deleted — neither changes which
-      commits follow the known ones; the caller lists again from time to time for them.
+    tens of requests per poll for a busy table. What a probe does not see — checkpoints
+    written since, old files the writer's log cleanup deleted — neither changes which
+    commits follow the known ones; the caller lists again from time to time for them.
     """
     current = listing.current_version
     known = listing.commits.get(current) if current is not None else None
     if current is None or known is None:
         return None
-    found: dict[int, LogFile] = {}
-    versions = range(current, current + 2)  # the usual poll: is there one more?
-    while len(found) < _PROBE_LIMIT:
-        try:
-            infos = location.files(LOG_DIR, [commit_name(v) for v in versions])
-        except OSError:
-            return None  # the listing reports it, with its own words
-        for version, info in zip(versions, infos, strict=True):
-            if info is None:
-                if version == current:
-                    return None
-                return replace(listing, commits={**listing.commits, **found}) if found else listing
-            mtime = int(info.mtime_ns // 1_000_000) if info.mtime_ns is not None else 0
-            entry = LogFile(info.base_name, mtime, int(info.size or 0))
-            if version == current:
-                if (entry.mtime_ms, entry.size) != (known.mtime_ms, known.size):
-                    return None
-            else:
-                found[version] = entry
-        after = current + 1 + len(found)
-        versions = range(after, after + _PROBE_BATCH)
-    return None
+    found = probe_after(
+        location, LOG_DIR, commit_name, current, FileStamp(known.size, known.mtime_ms)
+    )
+    if found is None:
+        return None
+    if not found:
+        return listing
+    new = {v: LogFile(info.base_name, *_stamp(info)) for v, info in found.items()}
+    return replace(listing, commits={**listing.commits, **new})
+
+
+def _stamp(info: pafs.FileInfo) -> tuple[int, int]:
+    stamp = FileStamp.of(info)
+    return stamp.mtime_ms, stamp.size
 
 
 def _last_checkpoint(location: TableLocation) -> int | None:

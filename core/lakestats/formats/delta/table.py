@@ -53,6 +53,7 @@ from lakestats.formats.delta.replay import (
 )
 from lakestats.formats.delta.schema import DeltaSchema, parse_schema
 from lakestats.formats.delta.vacuumed import files_to_read, readable_from
+from lakestats.formats.probing import PROBE_ABOVE_ENTRIES, may_probe
 from lakestats.locations import TableLocation, filesystem_from_uri
 from lakestats.model import (
     BASELINE_OPERATION,
@@ -65,9 +66,6 @@ from lakestats.model import (
 from lakestats.model import UNPARTITIONED as _UNPARTITIONED
 
 FORMAT_NAME = "delta"
-# a probed listing misses checkpoints written since and old files the log cleanup deleted
-# (neither changes which commits follow): list again at least this often
-RELIST_EVERY_S = 600.0
 
 
 def _checkpoint_bytes(actions: list[dict[str, Any]]) -> int:
@@ -86,9 +84,11 @@ class DeltaLakeTable:
     once a listing returned more than ``probe_above_entries`` files (one object-store list
     request holds 1,000), asks for the commits after the newest by name
     (``log.probe_log``) and lists again only when that cannot tell, or every
-    ``RELIST_EVERY_S``."""
+    ``probing.RELIST_EVERY_S``."""
 
-    def __init__(self, location: TableLocation, *, probe_above_entries: int = 1000) -> None:
+    def __init__(
+        self, location: TableLocation, *, probe_above_entries: int = PROBE_ABOVE_ENTRIES
+    ) -> None:
         self._location = location
         self._probe_above_entries = probe_above_entries
         self._uri = _base_uri(location)
@@ -131,10 +131,9 @@ class DeltaLakeTable:
         with self._lock:
             previous, listed_at = self._listing, self._listed_at
         listing = None
-        if (
-            previous.entries > self._probe_above_entries
-            and time.monotonic() - listed_at < RELIST_EVERY_S
-        ):
+        if may_probe(previous.entries, listed_at, self._probe_above_entries):
+            # what a probe misses (checkpoints written since, old files the log cleanup
+            # deleted) changes no commit after the known ones: the next listing sees it
             listing = probe_log(self._location, previous)
         if listing is None:
             listing = list_log(self._location)

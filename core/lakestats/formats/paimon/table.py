@@ -2,14 +2,16 @@
 
 Reads metadata only (snapshots, schemas, manifests, deletion-vector index files), never
 data files. Paimon's history is linear: snapshot N's parent is N - 1, and ids are listed
-from ``snapshot/`` (``LATEST``/``EARLIEST`` are only hints). A rollback deletes the later
-snapshot files, so an id above the current one is no ancestor.
+from ``snapshot/`` (``LATEST``/``EARLIEST`` are only hints), or found by name once the
+directory is big (``MetaFiles.probe_snapshots``). A rollback deletes the later snapshot
+files, so an id above the current one is no ancestor.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -43,9 +45,11 @@ from lakestats.formats.paimon.metafiles import (
     SNAPSHOT_DIR,
     SNAPSHOT_PREFIX,
     MetaFiles,
+    SnapshotListing,
 )
 from lakestats.formats.paimon.snapshots import PaimonSnapshot, operation, parse_snapshot
 from lakestats.formats.paimon.types import PaimonSchema, parse_schema
+from lakestats.formats.probing import PROBE_ABOVE_ENTRIES, FileStamp, may_probe
 from lakestats.locations import TableLocation
 from lakestats.model import (
     BASELINE_OPERATION,
@@ -80,7 +84,13 @@ class PaimonTable(TableIdentity):
 
     FORMAT_NAME = FORMAT_NAME
 
-    def __init__(self, location: TableLocation, description: str | None = None) -> None:
+    def __init__(
+        self,
+        location: TableLocation,
+        description: str | None = None,
+        *,
+        probe_above_entries: int = PROBE_ABOVE_ENTRIES,
+    ) -> None:
         self._location = location
         self._location_uri = location.uri
         self._description = description or location.uri
@@ -88,7 +98,9 @@ class PaimonTable(TableIdentity):
         self._lock = threading.Lock()
         self._schemas: dict[int, PaimonSchema] = {}
         self._current_schema_id: int | None = None
-        self._snapshots: dict[int, PaimonSnapshot] = {}
+        # each read under the stamp its file had: a snapshot rolled back and committed
+        # again is another file under the same name
+        self._snapshots: dict[int, tuple[FileStamp, PaimonSnapshot]] = {}
         self._manifests: CacheView[tuple[ManifestEntry, ...]] = CacheView(
             process_cache(), "paimon_manifests", _entries_bytes
         )
@@ -97,7 +109,9 @@ class PaimonTable(TableIdentity):
         self._merge_keys = True
         self._dirs: dict[str, bool] = {}
         self._found: dict[str, str] | None = None
-        self._ids: tuple[int, ...] = ()
+        self._probe_above_entries = probe_above_entries
+        self._listing = SnapshotListing()
+        self._listed_at = 0.0
         self.refresh()
         self._table_id = self._identity()
         self._converter = EntryConverter(
@@ -128,24 +142,29 @@ class PaimonTable(TableIdentity):
     # --- snapshots and schemas ------------------------------------------------------------
 
     def refresh(self) -> None:
-        ids = tuple(self.files.numbered(SNAPSHOT_DIR, SNAPSHOT_PREFIX))
+        """List ``snapshot/`` again — or, once a listing returned more than
+        ``probe_above_entries`` files, ask for the oldest, the newest and the next snapshot
+        by name (``MetaFiles.probe_snapshots``), listing only when that cannot tell or
+        every ``probing.RELIST_EVERY_S``."""
+        with self._lock:
+            previous, listed_at = self._listing, self._listed_at
+        listing = None
+        if may_probe(previous.entries, listed_at, self._probe_above_entries):
+            listing = self.files.probe_snapshots(previous)
+        if listing is None:
+            listing = self.files.snapshot_listing()
+            listed_at = time.monotonic()
         with self._lock:
             self._current_schema_id = None
-            if ids != self._ids:
-                # a rollback deletes snapshot files and ids are reused: forget what we read
-                self._snapshots = {i: s for i, s in self._snapshots.items() if i in ids}
-                self._ids = ids
-        newest = self._snapshots.get(ids[-1]) if ids else None
-        if newest is not None and not self._unchanged(newest):
-            # rolled back and committed again as many times: the same ids, other commits
-            with self._lock:
-                self._snapshots = {}
+            self._listing, self._listed_at = listing, listed_at
+            # rolled back (files deleted) or committed again under the same ids: forget
+            self._snapshots = {
+                i: read for i, read in self._snapshots.items() if listing.stamps.get(i) == read[0]
+            }
 
-    def _unchanged(self, cached: PaimonSnapshot) -> bool:
-        try:
-            return self._read_snapshot(cached.snapshot_id) == cached
-        except MetadataError:  # gone or half-written meanwhile: read it again when asked
-            return False
+    @property
+    def _ids(self) -> tuple[int, ...]:
+        return self._listing.ids
 
     def current_snapshot_id(self) -> int | None:
         return self._ids[-1] if self._ids else None
@@ -158,15 +177,16 @@ class PaimonTable(TableIdentity):
         return frozenset(self._ids)
 
     def snapshot(self, snapshot_id: int) -> PaimonSnapshot:
-        cached = self._snapshots.get(snapshot_id)
-        if cached is not None:
-            return cached
-        if snapshot_id not in self._ids:
+        stamp = self._listing.stamps.get(snapshot_id)
+        if stamp is None:
             raise SnapshotNotFoundError(
                 f"snapshot {snapshot_id} is not in table {self._description}"
             )
+        cached = self._snapshots.get(snapshot_id)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
         parsed = self._read_snapshot(snapshot_id)
-        self._snapshots[snapshot_id] = parsed
+        self._snapshots[snapshot_id] = (stamp, parsed)
         return parsed
 
     def _read_snapshot(self, snapshot_id: int) -> PaimonSnapshot:
@@ -174,12 +194,16 @@ class PaimonTable(TableIdentity):
         return parse_snapshot(self.files.snapshot(snapshot_id), where)
 
     def commit_fingerprint(self, snapshot_id: int) -> str | None:
-        """``SupportsCommitFingerprint``: read from the snapshot file itself (a cached
-        snapshot may be one a rollback replaced since)."""
-        if snapshot_id not in self._ids:
+        """``SupportsCommitFingerprint``: read from the snapshot file itself, not the
+        cache (a snapshot rolled back and committed again within the same second may keep
+        its size and mtime); what it reads replaces the cached snapshot."""
+        stamp = self._listing.stamps.get(snapshot_id)
+        if stamp is None:
             return None
         try:
-            return self._read_snapshot(snapshot_id).fingerprint
+            parsed = self._read_snapshot(snapshot_id)
+            self._snapshots[snapshot_id] = (stamp, parsed)
+            return parsed.fingerprint
         except MetadataError:
             if self.files.exists(SNAPSHOT_DIR, f"{SNAPSHOT_PREFIX}{snapshot_id}"):
                 raise

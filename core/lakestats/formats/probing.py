@@ -1,0 +1,85 @@
+"""Finding a table's new commit files by name instead of listing their folder.
+
+Delta (``_delta_log/<version:020>.json``) and Paimon (``snapshot/snapshot-<id>``) number
+their commit files one after the other, and a commit file is created whole and never
+rewritten in place. A listing costs one object-store request per 1,000 entries and grows
+with the history a table keeps (30 days of log by default for Delta, whatever
+``snapshot.time-retained`` says for Paimon); asking for the newest known file and the next
+by name costs a HEAD each, whatever the history. A format lists once, then probes while
+its folder is big, and lists again when a probe cannot tell or every ``RELIST_EVERY_S``
+(for what a probe does not look at: files deleted or added before the newest).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyarrow import fs as pafs
+
+from lakestats.locations import TableLocation
+
+# a listing returns 1,000 entries per object-store request: below that, one listing is as
+# cheap as the two or three requests of a probe, and sees everything
+PROBE_ABOVE_ENTRIES = 1000
+PROBE_BATCH = 4  # files asked for per request batch beyond the next one
+PROBE_LIMIT = 16  # more new files than this: a burst, which one listing reads cheaper
+RELIST_EVERY_S = 600.0
+
+
+@dataclass(frozen=True)
+class FileStamp:
+    """What tells a file from another written under its name later (a log cut back or a
+    snapshot rolled back, then committed again)."""
+
+    size: int
+    mtime_ms: int
+
+    @classmethod
+    def of(cls, info: pafs.FileInfo) -> FileStamp:
+        mtime = int(info.mtime_ns // 1_000_000) if info.mtime_ns is not None else 0
+        return cls(int(info.size or 0), mtime)
+
+
+def may_probe(entries: int, listed_at: float, probe_above_entries: int) -> bool:
+    """Whether a refresh may probe, given what the last listing returned and when."""
+    return entries > probe_above_entries and time.monotonic() - listed_at < RELIST_EVERY_S
+
+
+def probe_after(
+    location: TableLocation,
+    folder: str,
+    name_of: Callable[[int], str],
+    newest: int,
+    known: FileStamp,
+) -> dict[int, pafs.FileInfo] | None:
+    """The files numbered after ``newest`` in ``folder`` (none: an empty dict), found by
+    name, or None when only a listing can tell:
+
+    * ``newest`` is gone or another file (``known`` differs): history was cut back or
+      replaced;
+    * ``PROBE_LIMIT`` new files or more;
+    * the files cannot be asked for (the listing reports why, in its own words).
+
+    The usual poll asks for two files (is there one more?), then batches of
+    ``PROBE_BATCH`` while they exist.
+    """
+    found: dict[int, pafs.FileInfo] = {}
+    numbers = range(newest, newest + 2)
+    while len(found) < PROBE_LIMIT:
+        try:
+            infos = location.files(folder, [name_of(n) for n in numbers])
+        except OSError:
+            return None
+        for number, info in zip(numbers, infos, strict=True):
+            if info is None:
+                return None if number == newest else found
+            if number == newest:
+                if FileStamp.of(info) != known:
+                    return None
+            else:
+                found[number] = info
+        after = newest + 1 + len(found)
+        numbers = range(after, after + PROBE_BATCH)
+    return None
