@@ -16,8 +16,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import socket
+import threading
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -48,6 +51,39 @@ def export_environment() -> str:
     return os.environ["AWS_ENDPOINT_URL"]
 
 
+_REQUEST = re.compile(r'"(?P<method>[A-Z]+) (?P<target>\S+) HTTP/')
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # werkzeug colours some lines
+
+
+class RequestLog(logging.Handler):
+    """The server's requests, from werkzeug's one log line per request: by kind (the HTTP
+    method; a GET with ``list-type`` is a LIST), as S3 bills them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.counts: Counter[str] = Counter()
+        self.lines: list[str] = []
+        self._taking = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        match = _REQUEST.search(_COLOUR.sub("", record.getMessage()))
+        if match is None:
+            return
+        kind = match["method"]
+        if kind == "GET" and "list-type=" in match["target"]:
+            kind = "LIST"
+        with self._taking:
+            self.counts[kind] += 1
+            self.lines.append(f"{kind} {match['target']}")
+
+    def take(self) -> tuple[Counter[str], list[str]]:
+        """The requests since the last take: counts by kind, and each request's line."""
+        with self._taking:
+            taken = self.counts, self.lines
+            self.counts, self.lines = Counter(), []
+        return taken
+
+
 class S3Server:
     """moto's S3 server, in this process, on the exported port."""
 
@@ -75,6 +111,15 @@ class S3Server:
 
     def stop(self) -> None:
         self._server.stop()
+
+    def request_log(self) -> RequestLog:
+        """Count this server's requests from now on (werkzeug's log: counted, not printed)."""
+        log = RequestLog()
+        werkzeug = logging.getLogger("werkzeug")
+        werkzeug.handlers[:] = [log]
+        werkzeug.propagate = False
+        werkzeug.setLevel(logging.INFO)
+        return log
 
     def new_bucket(self) -> str:
         """A fresh, empty bucket; its ``s3://`` URI (no trailing slash)."""

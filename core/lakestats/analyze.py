@@ -602,12 +602,11 @@ def with_earlier_stats(
     return replace(plan, added=tuple(kept.get(f.path, f) for f in plan.added))
 
 
-def unregistered_stats(opened: OpenedTable) -> bool:
-    """Whether a processed snapshot still waits for its stats to be registered in the
-    table (a run was killed before its batch's catalog commit). Cheap: the state and the
-    metadata the table already loaded. The daemon runs the table when this says so, even
-    without a new commit."""
-    state = opened.store.current()
+def unregistered_stats(opened: OpenedTable, state: StateVersion | None) -> bool:
+    """Whether a processed snapshot of ``state`` (the store's current state, as the caller
+    read it) still waits for its stats to be registered in the table (a run was killed
+    before its batch's catalog commit). Cheap: the metadata the table already loaded. The
+    daemon runs the table when this says so, even without a new commit."""
     if state is None or not state.stats:
         return False
     publisher = publisher_for(opened)
@@ -799,7 +798,7 @@ def _analyze_once(
         path.batches.observe(batch, time.monotonic() - began)
     if not commits:
         state = path.publish(state)  # drops entries of snapshots expired meanwhile, if any
-    if stale_stats(opened):
+    if stale_stats(opened, state):
         # snapshots expired by anyone (a writer, a Spark procedure …): drop their stats
         expire_stats(opened)
     return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports))

@@ -124,6 +124,17 @@ class TableLocation:
         infos = self.filesystem.get_file_info([self.fs_path(folder, name) for name in names])
         return [info if info.type == pafs.FileType.File else None for info in infos]
 
+    def present(self, folder: str, name: str) -> bool:
+        """Whether the file ``folder/<name>`` exists, asked by opening it: on object
+        storage a missing key costs one HEAD this way, where a file-info request for it adds
+        a LIST (pyarrow looks for a directory of that name). ``OSError`` when it cannot be
+        asked."""
+        try:
+            self.filesystem.open_input_file(self.fs_path(folder, name)).close()
+        except FileNotFoundError:
+            return False
+        return True
+
     def is_dir(self, *parts: str) -> bool:
         from pyarrow import fs as pafs  # noqa: PLC0415 - see filesystem_from_uri
 

@@ -124,11 +124,11 @@ def _now_ms() -> int:
 # -- stats expiry -------------------------------------------------------------------------------
 
 
-def stale_stats(opened: OpenedTable) -> bool:
-    """Cheap check with the metadata already loaded: does the state keep stats of a
-    snapshot the table no longer lists, or a retired segment of files none lists?
-    (``expire_stats`` then decides on fresh metadata.)"""
-    state = opened.store.current()
+def stale_stats(opened: OpenedTable, state: StateVersion | None) -> bool:
+    """Cheap check with the metadata already loaded: does ``state`` (the store's current
+    state, as the caller read it) keep stats of a snapshot the table no longer lists, or a
+    retired segment of files none lists? (``expire_stats`` then decides on fresh
+    metadata.)"""
     if state is None or not (state.stats or state.retired):
         return False
     live = opened.table.snapshot_ids()

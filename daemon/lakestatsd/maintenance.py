@@ -29,6 +29,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from lakestats.maintenance import CompactionReport, ExpiryReport
+from lakestats.model import StateVersion
 from lakestats.tables import OpenedTable
 from lakestatsd.config import ServiceConfig
 from lakestatsd.schedules import cron_trigger
@@ -110,7 +111,7 @@ class MaintenanceFns:
 
     expire: Callable[[OpenedTable], ExpiryReport]
     compact: Callable[[OpenedTable], CompactionReport]
-    stale: Callable[[OpenedTable], bool]
+    stale: Callable[[OpenedTable, StateVersion | None], bool]
 
 
 class MaintenanceRunner:
@@ -130,8 +131,8 @@ class MaintenanceRunner:
         self._lock = threading.Lock()
         self._pending: dict[str, set[str]] = {t.name: set() for t in config.table}
         self._last_ok: dict[str, dict[str, float]] = {job: {} for job in JOBS}
-        # per table: the state versions and when its store was last measured
-        self._observed: dict[str, tuple[tuple[int, ...], float]] = {}
+        # per table: the newest state version and when its store was last measured
+        self._observed: dict[str, tuple[int | None, float]] = {}
         self.metrics = MaintenanceMetrics(registry)
         registry.register(_SinceCollector(self))
 
@@ -150,27 +151,28 @@ class MaintenanceRunner:
         with self._lock:
             return {t: max(0.0, now - at) for t, at in self._last_ok[job].items()}
 
-    def stale(self, opened: OpenedTable) -> bool:
+    def stale(self, opened: OpenedTable, state: StateVersion | None) -> bool:
         """Stats kept for snapshots the table no longer lists (expired by anyone)."""
-        return self._stale(opened)
+        return self._stale(opened, state)
 
     def observe_store(self, table: str, opened: OpenedTable) -> None:
-        """The store's files and bytes, measured again when its state log changed (a
-        commit, a compaction, versions cleaned up), after a maintenance job, and at least
-        every ``STORE_OBSERVE_EVERY_S``: every poll tick runs this, and the measure walks
-        the table's whole folder (on S3, lists the whole prefix), the log alone is one
-        small listing."""
-        versions = tuple(opened.store.versions())
+        """The store's files and bytes, measured again when a new state version was
+        written (a commit, a compaction), after a maintenance job, and at least every
+        ``STORE_OBSERVE_EVERY_S`` (a cleanup by another process): every poll tick runs
+        this, and the measure walks the table's whole folder (on S3, lists the whole
+        prefix); which version is the newest the poll has just asked (``current``)."""
+        state = opened.store.current()
+        newest = state.version if state is not None else None
         now = self._clock()
         with self._lock:
             seen = self._observed.get(table)
-        if seen is not None and seen[0] == versions and now - seen[1] < STORE_OBSERVE_EVERY_S:
+        if seen is not None and seen[0] == newest and now - seen[1] < STORE_OBSERVE_EVERY_S:
             return
         files, size = opened.store.usage()
         self.metrics.store_files.labels(table).set(files)
         self.metrics.store_bytes.labels(table).set(size)
         with self._lock:
-            self._observed[table] = (versions, now)
+            self._observed[table] = (newest, now)
 
     def run_pending(self, table: str, opened: OpenedTable, should_stop: Callable[[], bool]) -> bool:
         """Run the table's pending jobs in order; False if it stopped with jobs left."""

@@ -27,7 +27,7 @@ from lakestats.exceptions import (
     TableNotFoundError,
 )
 from lakestats.lineage import replaced_commit
-from lakestats.model import Commit
+from lakestats.model import Commit, StateVersion
 from lakestats.read import read_last_stats
 from lakestats.tables import OpenedTable
 from lakestatsd.maintenance import MaintenanceRunner
@@ -66,7 +66,7 @@ class TableRuntime:
         metrics: Metrics,
         freshness: FreshnessTracker,
         maintenance: MaintenanceRunner | None = None,
-        unregistered: Callable[[OpenedTable], bool] | None = None,
+        unregistered: Callable[[OpenedTable, StateVersion | None], bool] | None = None,
     ) -> None:
         self._config = config
         self._unregistered = unregistered
@@ -132,10 +132,10 @@ class TableRuntime:
         self._maintenance.observe_store(name, opened)
         return done
 
-    def _stale(self, opened: OpenedTable) -> bool:
-        if self._unregistered is not None and self._unregistered(opened):
+    def _stale(self, opened: OpenedTable, state: StateVersion | None) -> bool:
+        if self._unregistered is not None and self._unregistered(opened, state):
             return True  # stats of a run killed before registering them: publish them now
-        return self._maintenance is not None and self._maintenance.stale(opened)
+        return self._maintenance is not None and self._maintenance.stale(opened, state)
 
     def _process_commits(self, name: str, should_stop: StopCheck) -> bool:
         opened = self._worker_handle(name)
@@ -145,7 +145,7 @@ class TableRuntime:
         processed = state.last_snapshot_id if state is not None else None
         if replaced_commit(opened.table, state) is not None:
             processed = None  # its id names another commit now: the run starts over
-        if (current is None or current == processed) and not self._stale(opened):
+        if (current is None or current == processed) and not self._stale(opened, state):
             # the cheap path of every poll tick: no Spark, no manifest read
             self._freshness.observe(
                 name, current=current, processed=processed, oldest_unreflected_ms=None

@@ -19,6 +19,7 @@ import structlog
 from lakestats import cache
 from lakestats.analyze import AnalyzeResult, BatchProgress, CommitReport, PendingCallback
 from lakestats.locations import local_path
+from lakestats.model import StateVersion
 from lakestats.shards import ShardPlan
 from lakestats.store import objectstore
 from lakestats.tables import OpenedTable
@@ -44,7 +45,7 @@ class CoreFns:
     stop_spark: StopSpark | None
     maintenance: MaintenanceFns | None = None
     # a processed snapshot's stats wait for their registration in the table: run it
-    unregistered: Callable[[OpenedTable], bool] | None = None
+    unregistered: Callable[[OpenedTable, StateVersion | None], bool] | None = None
     spark_health: Callable[[], Any] | None = None  # None: Spark is not supervised (tests)
 
 

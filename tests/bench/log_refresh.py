@@ -16,21 +16,23 @@ for names.
    of one commit whose ``snapshot-1`` is copied to ``--commits`` snapshot files (stand-ins:
    a refresh looks at names, sizes and mtimes only; a new commit is one more copy).
 
-All three locally and on an S3 server on 127.0.0.1 (moto, as the tests use: a real HTTP server
-speaking the S3 API, with none of AWS's latency — on S3 itself every request costs tens
-of milliseconds, so the request counts printed beside matter more than these times).
+All three locally and on an S3 server on 127.0.0.1 (moto, as the tests use: a real HTTP
+server speaking the S3 API, with none of AWS's latency — on S3 itself every request costs
+tens of milliseconds, so the request counts printed beside matter more than these times).
+Requests are counted at the server (its request log: by HTTP method, a GET with
+``list-type`` as a LIST), per refresh.
 
-    .venv/bin/python tests/bench/log_refresh.py          # ~5 min the first time
+    .venv/bin/python tests/bench/log_refresh.py          # ~8 min
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import shutil
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,8 +49,8 @@ from lakestats.formats.iceberg.metadata_files import (
     metadata_version,
 )
 from lakestats.formats.paimon import PaimonTable
-from lakestats.locations import resolve_location
-from object_store import S3Server, export_environment
+from lakestats.locations import TableLocation, resolve_location
+from object_store import RequestLog, S3Server, export_environment
 from paimon_tables import PaimonWarehouse
 
 
@@ -64,17 +66,6 @@ def build(path: Path, commits: int) -> None:
         write_deltalake(str(path), data, mode="append")
         if (i + 1) % 500 == 0:
             print(f"  {i + 1}/{commits} commits ({time.monotonic() - started:.0f} s)", flush=True)
-
-
-def timed_refreshes(table: DeltaLakeTable, repeat: int, before: object = None) -> float:
-    times = []
-    for _ in range(repeat):
-        if callable(before):
-            before()
-        started = time.perf_counter()
-        table.refresh()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
 
 
 def main() -> int:
@@ -113,8 +104,8 @@ def main() -> int:
         commit_local()
         upload_new()
 
-    print("\n| where | log files | refresh | listing | probing | listing / probing |")
-    print("|---|---|---|---|---|---|")
+    requests = server.request_log()
+    print(f"\n{_HEADER.format(files='log files')}\n{_RULE}")
     for where, location, commit in (("local", str(local), commit_local), ("S3", uri, commit_s3)):
         upload_new()  # the local round's commits too, before the S3 tables open
         listing = DeltaLakeTable(resolve_location(location), probe_above_entries=10**9)
@@ -122,19 +113,9 @@ def main() -> int:
         entries = probing._snapshot().entries
         for case, before in (("nothing new", None), ("one new commit", commit)):
             # a commit before each timed refresh goes to both tables in turn
-            t_list = timed_refreshes(listing, args.repeat, before)
-            t_probe = timed_refreshes(probing, args.repeat, before)
-            print(
-                f"| {where} | {entries:,} | {case} | {t_list * 1000:.1f} ms | "
-                f"{t_probe * 1000:.1f} ms | {t_list / t_probe:.1f}× |",
-                flush=True,
-            )
-    pages = math.ceil(entries / 1000)
-    print(
-        f"\nRequests per refresh on S3: a listing {pages} LIST (1,000 keys each); a probe "
-        "2 HEAD when nothing is new (the newest commit and the next), 2 + 4 per further "
-        "up to 4 new commits, a listing past 16."
-    )
+            listed = _measure(listing.refresh, args.repeat, requests, before)
+            probed = _measure(probing.refresh, args.repeat, requests, before)
+            print(_row(where, entries, case, listed, probed), flush=True)
     iceberg_hint(work / f"iceberg{args.commits}", args.commits, args.repeat, server)
     paimon_probe(work / f"paimon{args.commits}", args.commits, args.repeat, server)
     server.stop()
@@ -154,26 +135,25 @@ def iceberg_hint(root: Path, commits: int, repeat: int, server: S3Server) -> Non
     uri = f"{server.new_bucket()}/iceberg"
     server.sync(root, uri)
     files = len(list(metadata.iterdir()))
-    print("\n| where | metadata/ files | listing | following the hint | listing / hint |")
-    print("|---|---|---|---|---|")
+    requests = server.request_log()
+    print(f"\n{_HEADER.format(files='metadata/ files')}\n{_RULE}")
     for where, location in (("local", str(root)), ("S3", uri)):
         located = resolve_location(location)
-        hinted = _median(lambda loc=located: current_metadata_file(loc), repeat)
-        listed = _median(
-            lambda loc=located: max(
-                (metadata_version(n) or 0, n) for n in list_metadata_files(loc)
-            ),
-            repeat,
+
+        def hinted(loc: TableLocation = located) -> object:
+            return current_metadata_file(loc)
+
+        def listed(loc: TableLocation = located) -> object:
+            return max((metadata_version(n) or 0, n) for n in list_metadata_files(loc))
+
+        row = _row(
+            where,
+            files,
+            "nothing new",
+            _measure(listed, repeat, requests),
+            _measure(hinted, repeat, requests),
         )
-        print(
-            f"| {where} | {files:,} | {listed * 1000:.1f} ms | {hinted * 1000:.2f} ms | "
-            f"{listed / hinted:.1f}× |",
-            flush=True,
-        )
-    print(
-        f"\nRequests on S3: a listing {math.ceil(files / 1000)} LIST; following the hint "
-        "1 GET (the hint) + 2 HEAD (its version and the next)."
-    )
+        print(row.replace("| probing |", "| hint |"), flush=True)
 
 
 def paimon_probe(root: Path, commits: int, repeat: int, server: S3Server) -> None:
@@ -204,37 +184,60 @@ def paimon_probe(root: Path, commits: int, repeat: int, server: S3Server) -> Non
         return one_more
 
     files = len(list(snapshots.iterdir()))
-    print("\n| where | snapshot/ files | refresh | listing | probing | listing / probing |")
-    print("|---|---|---|---|---|---|")
+    requests = server.request_log()
+    print(f"\n{_HEADER.format(files='snapshot/ files')}\n{_RULE}")
     for where, location in (("local", str(local)), ("S3", uri)):
         listing = PaimonTable(resolve_location(location), probe_above_entries=10**9)
         probing = PaimonTable(resolve_location(location))
         for case, before in (("nothing new", None), ("one new commit", commit(location))):
-            t_list = _median(listing.refresh, repeat, before)
-            t_probe = _median(probing.refresh, repeat, before)
-            print(
-                f"| {where} | {files:,} | {case} | {t_list * 1000:.1f} ms | "
-                f"{t_probe * 1000:.1f} ms | {t_list / t_probe:.1f}× |",
-                flush=True,
-            )
-    print(
-        f"\nRequests per refresh on S3: a listing {math.ceil(files / 1000)} LIST; a probe "
-        "3 HEAD when nothing is new (the oldest, newest and next snapshot), 3 + 4 per further "
-        "up to 4 new snapshots, a listing past 16 or when the oldest was expired."
-    )
+            listed = _measure(listing.refresh, repeat, requests, before)
+            probed = _measure(probing.refresh, repeat, requests, before)
+            print(_row(where, files, case, listed, probed), flush=True)
 
 
-def _median(
-    call: Callable[[], object], repeat: int, before: Callable[[], None] | None = None
-) -> float:
+_HEADER = (
+    "| where | {files} | refresh | listing | probing | listing / probing "
+    "| S3 requests per refresh: listing / probing |"
+)
+_RULE = "|---|---|---|---|---|---|---|"
+
+
+def _measure(
+    call: Callable[[], object],
+    repeat: int,
+    requests: RequestLog,
+    before: Callable[[], None] | None = None,
+) -> tuple[float, dict[str, float]]:
+    """The median time of ``call`` and the S3 requests it made per call, by kind (the
+    server's log; none for a local table)."""
     times = []
+    counted: Counter[str] = Counter()
     for _ in range(repeat):
         if before is not None:
             before()
+        requests.take()  # not the commit's uploads
         started = time.perf_counter()
         call()
         times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        counted.update(requests.take()[0])
+    return statistics.median(times), {kind: n / repeat for kind, n in counted.items()}
+
+
+def _row(
+    where: str,
+    files: int,
+    case: str,
+    listed: tuple[float, dict[str, float]],
+    probed: tuple[float, dict[str, float]],
+) -> str:
+    (t_list, n_list), (t_probe, n_probe) = listed, probed
+    kinds = " / ".join(
+        " + ".join(f"{n[k]:g} {k}" for k in sorted(n)) or "none" for n in (n_list, n_probe)
+    )
+    return (
+        f"| {where} | {files:,} | {case} | {t_list * 1000:.1f} ms | {t_probe * 1000:.2f} ms "
+        f"| {t_list / t_probe:.1f}× | {kinds if where == 'S3' else '–'} |"
+    )
 
 
 if __name__ == "__main__":

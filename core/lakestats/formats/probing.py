@@ -23,7 +23,6 @@ from lakestats.locations import TableLocation
 # a listing returns 1,000 entries per object-store request: below that, one listing is as
 # cheap as the two or three requests of a probe, and sees everything
 PROBE_ABOVE_ENTRIES = 1000
-PROBE_BATCH = 4  # files asked for per request batch beyond the next one
 PROBE_LIMIT = 16  # more new files than this: a burst, which one listing reads cheaper
 RELIST_EVERY_S = 600.0
 
@@ -59,27 +58,28 @@ def probe_after(
 
     * ``newest`` is gone or another file (``known`` differs): history was cut back or
       replaced;
-    * ``PROBE_LIMIT`` new files or more;
+    * more than ``PROBE_LIMIT`` new files;
     * the files cannot be asked for (the listing reports why, in its own words).
 
-    The usual poll asks for two files (is there one more?), then batches of
-    ``PROBE_BATCH`` while they exist.
+    Each question is one request on object storage: the newest file's stamp (a file-info
+    request), then whether the next one is there (``TableLocation.present``, a HEAD,
+    where a file-info request for a missing key adds a LIST) and, while it is, its stamp:
+    an unchanged table costs two HEADs, each new file two more.
     """
     found: dict[int, pafs.FileInfo] = {}
-    numbers = range(newest, newest + 2)
-    while len(found) < PROBE_LIMIT:
-        try:
-            infos = location.files(folder, [name_of(n) for n in numbers])
-        except OSError:
+    try:
+        [info] = location.files(folder, [name_of(newest)])
+        if info is None or FileStamp.of(info) != known:
             return None
-        for number, info in zip(numbers, infos, strict=True):
-            if info is None:
-                return None if number == newest else found
-            if number == newest:
-                if FileStamp.of(info) != known:
-                    return None
-            else:
-                found[number] = info
-        after = newest + 1 + len(found)
-        numbers = range(after, after + PROBE_BATCH)
-    return None
+        number = newest + 1
+        while location.present(folder, name_of(number)):
+            if len(found) == PROBE_LIMIT:
+                return None
+            [info] = location.files(folder, [name_of(number)])
+            if info is None:  # there a moment ago: taken back meanwhile
+                return None
+            found[number] = info
+            number += 1
+    except OSError:
+        return None
+    return found

@@ -181,6 +181,17 @@ def exists(path: PathLike) -> bool:
     return objectstore.exists(str(path)) if local is None else local.is_file()
 
 
+def size(path: PathLike) -> int | None:
+    """The file's size in bytes (a stat, on S3 a HEAD); ``None`` if it is not there."""
+    local = local_path(path)
+    if local is None:
+        return objectstore.size(str(path))
+    try:
+        return local.stat().st_size if local.is_file() else None
+    except FileNotFoundError:
+        return None
+
+
 def mtime_ms(path: PathLike) -> int:
     """When the file was last written, in ms; ``FileNotFoundError`` if it is not there."""
     local = local_path(path)

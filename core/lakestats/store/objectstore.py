@@ -148,6 +148,18 @@ def exists(uri: str) -> bool:
 
 
 @_storage_errors
+def size(uri: str) -> int | None:
+    """One HEAD: opened, not looked up (a file-info request for a missing key adds a LIST,
+    pyarrow looking for a directory of that name)."""
+    filesystem, path = _fs_path(uri)
+    try:
+        with filesystem.open_input_file(path) as source:
+            return int(source.size())
+    except FileNotFoundError:
+        return None
+
+
+@_storage_errors
 def mtime_ms(uri: str) -> int:
     info = _info(uri)
     if info.type != pafs.FileType.File or info.mtime_ns is None:

@@ -234,6 +234,11 @@ def list_versions(table_dir: atomic.PathLike) -> list[int]:
 
 def read_version(table_dir: atomic.PathLike, version: int) -> StateVersion:
     """Version ``version``; ``StoreError`` naming the file if missing, corrupt or misnamed."""
+    return read_version_sized(table_dir, version)[0]
+
+
+def read_version_sized(table_dir: atomic.PathLike, version: int) -> tuple[StateVersion, int]:
+    """``read_version``, and the size of its file."""
     path = version_path(table_dir, version)
     try:
         data = atomic.read_bytes(path)
@@ -244,7 +249,12 @@ def read_version(table_dir: atomic.PathLike, version: int) -> StateVersion:
     state = version_from_json(data, str(path))
     if state.version != version:
         raise StoreError(f"{path}: holds version {state.version}, not {version}")
-    return state
+    return state, len(data)
+
+
+def version_size(table_dir: atomic.PathLike, version: int) -> int | None:
+    """The size of version ``version``'s file (a stat, on S3 a HEAD); ``None`` if absent."""
+    return atomic.size(version_path(table_dir, version))
 
 
 def latest_version(table_dir: atomic.PathLike) -> StateVersion | None:
@@ -253,10 +263,19 @@ def latest_version(table_dir: atomic.PathLike) -> StateVersion | None:
     Never falls back to an older version: the newest file cannot be partial, so failing to
     read it means corruption that an operator must see.
     """
+    found = latest_version_sized(table_dir)
+    return found[0] if found is not None else None
+
+
+def latest_version_sized(table_dir: atomic.PathLike) -> tuple[StateVersion, int] | None:
+    """``latest_version``, and the size of its file."""
     versions = list_versions(table_dir)
-    return read_version(table_dir, versions[-1]) if versions else None
+    return read_version_sized(table_dir, versions[-1]) if versions else None
 
 
-def create_version(table_dir: atomic.PathLike, state: StateVersion) -> bool:
-    """Create the version file exclusively; ``False`` if that version already exists."""
-    return atomic.create_exclusive(version_path(table_dir, state.version), version_to_json(state))
+def create_version(table_dir: atomic.PathLike, state: StateVersion) -> int | None:
+    """Create the version file exclusively: its size, ``None`` if that version already
+    exists."""
+    data = version_to_json(state)
+    created = atomic.create_exclusive(version_path(table_dir, state.version), data)
+    return len(data) if created else None

@@ -192,6 +192,8 @@ class StatsStore:
             cache, "store_segment_paths", _paths_bytes
         )
         self._merged: CacheView[MergedView] = CacheView(cache, "store_merged_views", _view_bytes)
+        # the newest state version read or written, and its file's size (``current``)
+        self._newest: tuple[StateVersion, int] | None = None
 
     @property
     def table_dir(self) -> atomic.StorePath:
@@ -212,10 +214,32 @@ class StatsStore:
     # -- state log ------------------------------------------------------------------------
 
     def current(self) -> StateVersion | None:
-        """The newest state version, ``None`` if the table was never processed."""
-        state = statelog.latest_version(self._table_dir)
-        self._check_owner(state)
-        return state
+        """The newest state version, ``None`` if the table was never processed.
+
+        A version file is created whole and never rewritten, and the newest is never
+        deleted (``delete_version``): the newest version this store read or wrote is still
+        the newest while its file is there, as long as it was, and the next version's is
+        not. Asking that costs two stats (on S3 two HEADs, whatever the log's length and
+        the state's size) where listing the log and reading the newest costs a LIST and a
+        GET of the whole state — on every poll of every table.
+        """
+        known = self._newest
+        if known is not None and self._still_newest(*known):
+            return known[0]
+        found = statelog.latest_version_sized(self._table_dir)
+        if found is None:
+            self._newest = None
+            return None
+        self._check_owner(found[0])
+        self._newest = found
+        return found[0]
+
+    def _still_newest(self, state: StateVersion, size: int) -> bool:
+        version = state.version
+        return (
+            statelog.version_size(self._table_dir, version) == size
+            and statelog.version_size(self._table_dir, version + 1) is None
+        )
 
     def read_version(self, version: int) -> StateVersion:
         state = statelog.read_version(self._table_dir, version)
@@ -256,11 +280,13 @@ class StatsStore:
                 raise StoreError(f"{self.path(rel)}: referenced by the new state but missing")
         if state.created_at_ms == 0:
             state = replace(state, created_at_ms=time.time_ns() // 1_000_000)
-        if not statelog.create_version(self._table_dir, state):
+        size = statelog.create_version(self._table_dir, state)
+        if size is None:
             raise ConcurrentUpdateError(
                 f"{statelog.version_path(self._table_dir, state.version)}: another writer "
                 f"committed version {state.version} first"
             )
+        self._newest = (state, size)
         return state
 
     # -- segments -------------------------------------------------------------------------

@@ -708,9 +708,11 @@ class TestOpening:
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         """An unchanged Hadoop table's refresh reads the hint and asks for the file it names
-        and the next: the size and mtime that tell a rewrite come from that answer, not
-        from a third request. Counted on the real files through fsspec's local file
-        system, which pyarrow calls once per file-info, listing or open."""
+        and whether the next exists: the size and mtime that tell a rewrite come from that
+        answer, not from a third request, and the next is opened, not looked up (on S3 a
+        file-info request for a missing key adds a LIST). Counted on the real files through
+        fsspec's local file system, which pyarrow calls once per file-info or listing and
+        twice per open (``isfile``, then ``open``: on S3 one HEAD, then the GET)."""
         warehouse.append(table, rows([1]))
         hadoop = tmp_path / "hadoop" / "metadata"
         hadoop.mkdir(parents=True)
@@ -723,6 +725,10 @@ class TestOpening:
             def info(self, path: str, **kwargs: Any) -> Any:
                 calls.append(f"info {Path(path).name}")
                 return super().info(path, **kwargs)
+
+            def isfile(self, path: str) -> bool:
+                calls.append(f"isfile {Path(path).name}")
+                return bool(super().isfile(path))
 
             def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Any:
                 calls.append(f"ls {Path(path).name}")
@@ -745,17 +751,20 @@ class TestOpening:
             calls.clear()
             opened.refresh()
             assert calls == [
+                "isfile version-hint.text",  # pyarrow opens a file after asking if it is one
                 "open version-hint.text",
                 "info v1.metadata.json",
-                "info v2.metadata.json",
+                "isfile v2.metadata.json",  # is there one more? (opened: no LIST on S3)
             ]
         shutil.copy(newest, hadoop / "v2.metadata.json")  # a commit past the hint
         calls.clear()
         opened.refresh()
-        assert calls[:3] == [
+        assert calls[:5] == [
+            "isfile version-hint.text",
             "open version-hint.text",
             "info v1.metadata.json",
-            "info v2.metadata.json",
+            "isfile v2.metadata.json",
+            "open v2.metadata.json",
         ]
         assert "info v3.metadata.json" in calls and not [c for c in calls if c.startswith("ls")]
 

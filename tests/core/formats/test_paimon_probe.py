@@ -220,9 +220,11 @@ def test_an_idle_poll_asks_for_three_files_and_reads_one(
 ) -> None:
     """What the daemon's poll of an unchanged table asks for (``refresh``, the current id,
     ``replaced_commit``'s fingerprint): the oldest, the newest and the next snapshot by
-    name, and the newest read — not a listing of ``snapshot/``, whatever its size. Counted
-    on the real files through fsspec's local file system, which pyarrow calls once per
-    file-info, listing or open."""
+    name (the next one opened, not looked up: on S3 a file-info request for a missing key
+    adds a LIST), and the newest read — not a listing of ``snapshot/``, whatever its size.
+    Counted on the real files through fsspec's local file system, which pyarrow calls once
+    per file-info or listing and twice per open (``isfile``, then ``open``: on S3 one HEAD,
+    then the GET)."""
     for i in range(5):
         write(warehouse, i)
     calls: list[str] = []
@@ -231,6 +233,10 @@ def test_an_idle_poll_asks_for_three_files_and_reads_one(
         def info(self, path: str, **kwargs: Any) -> Any:
             calls.append(f"info {Path(path).name}")
             return super().info(path, **kwargs)
+
+        def isfile(self, path: str) -> bool:
+            calls.append(f"isfile {Path(path).name}")
+            return bool(super().isfile(path))
 
         def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Any:
             calls.append(f"ls {Path(path).name}")
@@ -250,7 +256,8 @@ def test_an_idle_poll_asks_for_three_files_and_reads_one(
         assert calls == [
             "info snapshot-1",
             "info snapshot-5",
-            "info snapshot-6",
+            "isfile snapshot-6",  # is there one more? (opened: on S3 a HEAD, no LIST)
+            "isfile snapshot-5",  # pyarrow opens a file after asking if it is one
             "open snapshot-5",
         ]
 

@@ -126,8 +126,11 @@ def _hinted_file(location: TableLocation) -> pafs.FileInfo | None:
         name = hint if hint.endswith(_METADATA_SUFFIX) else f"{hint}{_METADATA_SUFFIX}"
         return _existing(location, [name])[0]
     version = int(hint)
-    hinted, following = _existing(location, [_hadoop_name(version), _hadoop_name(version + 1)])
-    if following is None:  # the usual poll: the hint is current
+    [hinted] = _existing(location, [_hadoop_name(version)])
+    if not _present(location, _hadoop_name(version + 1)):  # the usual poll: the hint is current
+        return hinted
+    [following] = _existing(location, [_hadoop_name(version + 1)])
+    if following is None:  # taken back meanwhile: the hint is current
         return hinted
     current = following  # commits the hint does not name yet: follow them
     version += 1
@@ -143,6 +146,16 @@ def _hinted_file(location: TableLocation) -> pafs.FileInfo | None:
 
 def _hadoop_name(version: int) -> str:
     return f"v{version}{_METADATA_SUFFIX}"
+
+
+def _present(location: TableLocation, name: str) -> bool:
+    """Whether ``metadata/<name>`` exists (one HEAD on object storage, no LIST)."""
+    try:
+        return location.present(METADATA_DIR, name)
+    except OSError as exc:
+        raise MetadataError(
+            f"{location.join(METADATA_DIR)} is unreadable ({first_line(exc)})"
+        ) from exc
 
 
 def _existing(location: TableLocation, names: list[str]) -> list[pafs.FileInfo | None]:
