@@ -21,6 +21,7 @@ import socket
 import threading
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -112,14 +113,21 @@ class S3Server:
     def stop(self) -> None:
         self._server.stop()
 
-    def request_log(self) -> RequestLog:
-        """Count this server's requests from now on (werkzeug's log: counted, not printed)."""
+    @contextlib.contextmanager
+    def request_log(self) -> Iterator[RequestLog]:
+        """This server's requests while the block runs (werkzeug's request log, counted
+        instead of printed; put back as it was after)."""
         log = RequestLog()
         werkzeug = logging.getLogger("werkzeug")
+        saved = (list(werkzeug.handlers), werkzeug.propagate, werkzeug.level)
         werkzeug.handlers[:] = [log]
         werkzeug.propagate = False
         werkzeug.setLevel(logging.INFO)
-        return log
+        try:
+            yield log
+        finally:
+            werkzeug.handlers[:], werkzeug.propagate = saved[0], saved[1]
+            werkzeug.setLevel(saved[2])
 
     def new_bucket(self) -> str:
         """A fresh, empty bucket; its ``s3://`` URI (no trailing slash)."""

@@ -26,6 +26,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import structlog
@@ -35,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: S3 serve
 from deltalake import write_deltalake
 
 import lakestats
-from object_store import S3Server, export_environment
+from object_store import RequestLog, S3Server, export_environment
 from paimon_tables import PaimonWarehouse
 
 
@@ -103,11 +104,17 @@ def main() -> int:
     config = load_service_config(config_path)
     service = Service(config, core_fns(config))
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    requests = server.request_log()
+    with server.request_log() as requests:
+        poll_tables(service, tables, requests, args)
+    server.stop()
+    return 0
 
-    print(
-        "\n| table | files in its log | first run | idle poll (median) | requests per idle poll |"
-    )
+
+def poll_tables(
+    service: Any, tables: dict[str, tuple[Path, str]], requests: RequestLog, args: Any
+) -> None:
+    """Each table's first run, then ``--polls`` polls of it unchanged: one table row."""
+    print("\n| table | log files | first run | idle poll (median) | requests per idle poll |")
     print("|---|---|---|---|---|")
     for name, (local, _) in tables.items():
         log_dir = local / ("_delta_log" if name == "delta" else "snapshot")
@@ -136,8 +143,6 @@ def main() -> int:
             f"{statistics.median(times) * 1000:.1f} ms | {shown} |",
             flush=True,
         )
-    server.stop()
-    return 0
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ Requests are counted at the server (its request log: by HTTP method, a GET with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import statistics
 import sys
@@ -69,6 +70,11 @@ def build(path: Path, commits: int) -> None:
 
 
 def main() -> int:
+    with contextlib.ExitStack() as stack:
+        return run(stack)
+
+
+def run(stack: contextlib.ExitStack) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commits", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=15)
@@ -80,6 +86,7 @@ def main() -> int:
     build(local, args.commits)
     export_environment()
     server = S3Server()
+    stack.callback(server.stop)
     uri = f"{server.new_bucket()}/t"
     server.sync(local, uri)
     extra = [0]
@@ -104,8 +111,8 @@ def main() -> int:
         commit_local()
         upload_new()
 
-    requests = server.request_log()
-    print(f"\n{_HEADER.format(files='log files')}\n{_RULE}")
+    requests = stack.enter_context(server.request_log())
+    print(f"\n{_HEADER.format(files='log files', by_name='probing')}\n{_RULE}")
     for where, location, commit in (("local", str(local), commit_local), ("S3", uri, commit_s3)):
         upload_new()  # the local round's commits too, before the S3 tables open
         listing = DeltaLakeTable(resolve_location(location), probe_above_entries=10**9)
@@ -116,13 +123,14 @@ def main() -> int:
             listed = _measure(listing.refresh, args.repeat, requests, before)
             probed = _measure(probing.refresh, args.repeat, requests, before)
             print(_row(where, entries, case, listed, probed), flush=True)
-    iceberg_hint(work / f"iceberg{args.commits}", args.commits, args.repeat, server)
-    paimon_probe(work / f"paimon{args.commits}", args.commits, args.repeat, server)
-    server.stop()
+    iceberg_hint(work / f"iceberg{args.commits}", args.commits, args.repeat, server, requests)
+    paimon_probe(work / f"paimon{args.commits}", args.commits, args.repeat, server, requests)
     return 0
 
 
-def iceberg_hint(root: Path, commits: int, repeat: int, server: S3Server) -> None:
+def iceberg_hint(
+    root: Path, commits: int, repeat: int, server: S3Server, requests: RequestLog
+) -> None:
     metadata = root / "metadata"
     if not (metadata / f"v{commits}.metadata.json").exists():
         shutil.rmtree(root, ignore_errors=True)
@@ -135,8 +143,7 @@ def iceberg_hint(root: Path, commits: int, repeat: int, server: S3Server) -> Non
     uri = f"{server.new_bucket()}/iceberg"
     server.sync(root, uri)
     files = len(list(metadata.iterdir()))
-    requests = server.request_log()
-    print(f"\n{_HEADER.format(files='metadata/ files')}\n{_RULE}")
+    print(f"\n{_HEADER.format(files='metadata/ files', by_name='hint')}\n{_RULE}")
     for where, location in (("local", str(root)), ("S3", uri)):
         located = resolve_location(location)
 
@@ -153,10 +160,12 @@ def iceberg_hint(root: Path, commits: int, repeat: int, server: S3Server) -> Non
             _measure(listed, repeat, requests),
             _measure(hinted, repeat, requests),
         )
-        print(row.replace("| probing |", "| hint |"), flush=True)
+        print(row, flush=True)
 
 
-def paimon_probe(root: Path, commits: int, repeat: int, server: S3Server) -> None:
+def paimon_probe(
+    root: Path, commits: int, repeat: int, server: S3Server, requests: RequestLog
+) -> None:
     shutil.rmtree(root, ignore_errors=True)
     warehouse = PaimonWarehouse(root)
     warehouse.create("t", [("id", "long")])
@@ -171,33 +180,30 @@ def paimon_probe(root: Path, commits: int, repeat: int, server: S3Server) -> Non
     server.sync(local, uri)
     newest = [commits]
 
-    def commit(location: str) -> Callable[[], None]:
-        def one_more() -> None:
-            newest[0] += 1
-            name = f"snapshot-{newest[0]}"
-            (snapshots / name).write_bytes(first)
-            if location.startswith("s3://"):
-                key = f"{location.removeprefix('s3://')}/snapshot/{name}"
-                with server.filesystem.open_output_stream(key) as out:
-                    out.write(first)
-
-        return one_more
+    def one_more() -> None:
+        # to both copies, so that each one's snapshots stay consecutive
+        newest[0] += 1
+        name = f"snapshot-{newest[0]}"
+        (snapshots / name).write_bytes(first)
+        with server.filesystem.open_output_stream(
+            f"{uri.removeprefix('s3://')}/snapshot/{name}"
+        ) as out:
+            out.write(first)
 
     files = len(list(snapshots.iterdir()))
-    requests = server.request_log()
-    print(f"\n{_HEADER.format(files='snapshot/ files')}\n{_RULE}")
+    print(f"\n{_HEADER.format(files='snapshot/ files', by_name='probing')}\n{_RULE}")
     for where, location in (("local", str(local)), ("S3", uri)):
         listing = PaimonTable(resolve_location(location), probe_above_entries=10**9)
         probing = PaimonTable(resolve_location(location))
-        for case, before in (("nothing new", None), ("one new commit", commit(location))):
+        for case, before in (("nothing new", None), ("one new commit", one_more)):
             listed = _measure(listing.refresh, repeat, requests, before)
             probed = _measure(probing.refresh, repeat, requests, before)
             print(_row(where, files, case, listed, probed), flush=True)
 
 
 _HEADER = (
-    "| where | {files} | refresh | listing | probing | listing / probing "
-    "| S3 requests per refresh: listing / probing |"
+    "| where | {files} | refresh | listing | {by_name} | listing / {by_name} "
+    "| S3 requests per refresh: listing / {by_name} |"
 )
 _RULE = "|---|---|---|---|---|---|---|"
 
@@ -210,6 +216,7 @@ def _measure(
 ) -> tuple[float, dict[str, float]]:
     """The median time of ``call`` and the S3 requests it made per call, by kind (the
     server's log; none for a local table)."""
+    call()  # caught up with the commits made for the other table's rounds: not measured
     times = []
     counted: Counter[str] = Counter()
     for _ in range(repeat):

@@ -18,6 +18,7 @@ from lakestats import locations
 from lakestats.exceptions import TableNotFoundError
 from lakestats.formats.registry import open_table
 from lakestats.locations import filesystem_from_uri
+from object_store import S3Server
 
 
 def gcs_options(filesystem: pafs.FileSystem) -> dict[str, object]:
@@ -65,3 +66,33 @@ def test_files_are_asked_for_by_name(tmp_path: Path) -> None:
     assert found is not None and found.size == 5 and found.base_name == "a.json"
     assert missing is None and folder is None  # a folder is not a file
     assert location.files("nowhere", ["a.json"]) == [None]
+
+
+def test_whether_a_file_is_there_is_asked_by_opening_it(tmp_path: Path) -> None:
+    """``TableLocation.present``: what the probes ask of the next commit file."""
+    (tmp_path / "log").mkdir()
+    (tmp_path / "log" / "a.json").write_bytes(b"12345")
+    (tmp_path / "log" / "sub").mkdir()
+    location = locations.resolve_location(str(tmp_path))
+    assert location.present("log", "a.json")
+    assert not location.present("log", "b.json")
+    assert not location.present("nowhere", "a.json")
+    with pytest.raises(OSError):  # a folder: the probe lists instead
+        location.present("log", "sub")
+
+
+def test_on_s3_a_missing_file_costs_one_head_when_opened(s3_server: S3Server) -> None:
+    """Why the probes open the next commit file instead of asking for its file info:
+    pyarrow answers a file-info request for a missing key with a HEAD and then a LIST (it
+    looks for a directory of that name), and S3 Standard bills a LIST as a PUT, 12.5 HEADs.
+    Counted at the server."""
+    uri = f"{s3_server.new_bucket()}/t"
+    s3_server.write(f"{uri}/log/a.json", b"12345")
+    location = locations.resolve_location(uri)
+    with s3_server.request_log() as requests:
+        assert location.present("log", "a.json")
+        assert requests.take()[0] == {"HEAD": 1}
+        assert not location.present("log", "b.json")
+        assert requests.take()[0] == {"HEAD": 1}
+        assert location.files("log", ["b.json"]) == [None]
+        assert requests.take()[0] == {"HEAD": 1, "LIST": 1}
