@@ -17,16 +17,15 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
-from fsspec.implementations.local import LocalFileSystem
 from pyiceberg.manifest import DataFile as IcebergDataFile
 from pyiceberg.manifest import DataFileContent, FileFormat
 from pyiceberg.transforms import BucketTransform, DayTransform, IdentityTransform
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, StringType
 
+from file_calls import counting_filesystem
 from lakestats.exceptions import (
     ConfigError,
     LineageError,
@@ -710,9 +709,8 @@ class TestOpening:
         """An unchanged Hadoop table's refresh reads the hint and asks for the file it names
         and whether the next exists: the size and mtime that tell a rewrite come from that
         answer, not from a third request, and the next is opened, not looked up (on S3 a
-        file-info request for a missing key adds a LIST). Counted on the real files through
-        fsspec's local file system, which pyarrow calls once per file-info or listing and
-        twice per open (``isfile``, then ``open``: on S3 one HEAD, then the GET)."""
+        file-info request for a missing key adds a LIST). Counted on the real files
+        (``tests/file_calls.py``)."""
         warehouse.append(table, rows([1]))
         hadoop = tmp_path / "hadoop" / "metadata"
         hadoop.mkdir(parents=True)
@@ -720,25 +718,7 @@ class TestOpening:
         shutil.copy(newest, hadoop / "v1.metadata.json")
         (hadoop / "version-hint.text").write_text("1")
         calls: list[str] = []
-
-        class Counting(LocalFileSystem):  # type: ignore[misc]
-            def info(self, path: str, **kwargs: Any) -> Any:
-                calls.append(f"info {Path(path).name}")
-                return super().info(path, **kwargs)
-
-            def isfile(self, path: str) -> bool:
-                calls.append(f"isfile {Path(path).name}")
-                return bool(super().isfile(path))
-
-            def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Any:
-                calls.append(f"ls {Path(path).name}")
-                return super().ls(path, detail=detail, **kwargs)
-
-            def _open(self, path: str, *args: Any, **kwargs: Any) -> Any:
-                calls.append(f"open {Path(path).name}")
-                return super()._open(path, *args, **kwargs)
-
-        counted = pafs.PyFileSystem(pafs.FSSpecHandler(Counting()))
+        counted = counting_filesystem(calls)
 
         def counting_location(path: str) -> Any:
             located = resolve_location(path)

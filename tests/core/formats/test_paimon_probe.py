@@ -13,12 +13,10 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
-from fsspec.implementations.local import LocalFileSystem
-from pyarrow import fs as pafs
 
+from file_calls import counting_filesystem
 from lakestats.formats import probing
 from lakestats.formats.paimon import PaimonTable
 from lakestats.formats.paimon.metafiles import MetaFiles, SnapshotListing
@@ -222,32 +220,12 @@ def test_an_idle_poll_asks_for_three_files_and_reads_one(
     ``replaced_commit``'s fingerprint): the oldest, the newest and the next snapshot by
     name (the next one opened, not looked up: on S3 a file-info request for a missing key
     adds a LIST), and the newest read — not a listing of ``snapshot/``, whatever its size.
-    Counted on the real files through fsspec's local file system, which pyarrow calls once
-    per file-info or listing and twice per open (``isfile``, then ``open``: on S3 one HEAD,
-    then the GET)."""
+    Counted on the real files (``tests/file_calls.py``)."""
     for i in range(5):
         write(warehouse, i)
     calls: list[str] = []
-
-    class Counting(LocalFileSystem):  # type: ignore[misc]
-        def info(self, path: str, **kwargs: Any) -> Any:
-            calls.append(f"info {Path(path).name}")
-            return super().info(path, **kwargs)
-
-        def isfile(self, path: str) -> bool:
-            calls.append(f"isfile {Path(path).name}")
-            return bool(super().isfile(path))
-
-        def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Any:
-            calls.append(f"ls {Path(path).name}")
-            return super().ls(path, detail=detail, **kwargs)
-
-        def _open(self, path: str, *args: Any, **kwargs: Any) -> Any:
-            calls.append(f"open {Path(path).name}")
-            return super()._open(path, *args, **kwargs)
-
     located = resolve_location(str(warehouse.location(NAME)))
-    counted = replace(located, filesystem=pafs.PyFileSystem(pafs.FSSpecHandler(Counting())))
+    counted = replace(located, filesystem=counting_filesystem(calls))
     table = PaimonTable(counted, probe_above_entries=0)
     for _ in range(2):
         calls.clear()

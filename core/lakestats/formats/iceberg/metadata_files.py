@@ -8,7 +8,9 @@ state in the file names under ``metadata/``: ``vN.metadata.json`` or
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pyarrow import fs as pafs
@@ -150,19 +152,21 @@ def _hadoop_name(version: int) -> str:
 
 def _present(location: TableLocation, name: str) -> bool:
     """Whether ``metadata/<name>`` exists (one HEAD on object storage, no LIST)."""
-    try:
+    with _readable(location):
         return location.present(METADATA_DIR, name)
-    except OSError as exc:
-        raise MetadataError(
-            f"{location.join(METADATA_DIR)} is unreadable ({first_line(exc)})"
-        ) from exc
 
 
 def _existing(location: TableLocation, names: list[str]) -> list[pafs.FileInfo | None]:
     """Each file under ``metadata/`` that exists, None for one that does not (one
     file-info request each)."""
-    try:
+    with _readable(location):
         return location.files(METADATA_DIR, names)
+
+
+@contextlib.contextmanager
+def _readable(location: TableLocation) -> Iterator[None]:
+    try:
+        yield
     except OSError as exc:
         raise MetadataError(
             f"{location.join(METADATA_DIR)} is unreadable ({first_line(exc)})"
