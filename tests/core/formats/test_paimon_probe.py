@@ -161,13 +161,14 @@ def test_snapshots_expired_by_another_writer_are_listed_at_once(
     assert listings.calls == 2 and table.snapshot_ids() == frozenset({3, 4, 5, 6})
 
 
-def test_a_snapshot_written_again_with_the_same_stamp_is_caught_by_its_fingerprint(
+def test_a_snapshot_written_again_with_the_same_stamp_is_read_again(
     warehouse: PaimonWarehouse, listings: ListingSpy
 ) -> None:
     """Rolled back and committed again within the same second (object stores keep whole
-    seconds) by a snapshot of the same size: the probe cannot tell, the fingerprint check
-    every poll does (``replaced_commit``) reads the file itself, and what it read is the
-    snapshot from then on. Made here by giving the new file the old one's mtime."""
+    seconds) by a snapshot of the same size: the stamps cannot tell, so a refresh reads the
+    newest snapshot again (every such rewrite rewrites the newest) and forgets what it read
+    before; the fingerprint check (``replaced_commit``) then sees another commit. Made here
+    by giving the new file the old one's size and mtime."""
     for i in range(3):
         write(warehouse, i)
     location = str(warehouse.location(NAME))
@@ -187,7 +188,7 @@ def test_a_snapshot_written_again_with_the_same_stamp_is_caught_by_its_fingerpri
     os.utime(snapshot_file, ns=(first.st_atime_ns, first.st_mtime_ns))
     table.refresh()
     assert listings.calls == 1  # the probe saw the same stamps
-    assert table.snapshot(3) == old  # the cached one: its stamp cannot tell
+    assert table.snapshot(3) != old  # read again
     processed = StateVersion(
         version=1,
         table_id=table.table_id,
@@ -197,7 +198,6 @@ def test_a_snapshot_written_again_with_the_same_stamp_is_caught_by_its_fingerpri
         last_fingerprint=fingerprint,
     )
     assert replaced_commit(table, processed) is not None
-    assert table.snapshot(3) != old
     same_as_a_listing(table, location, listings)
 
 

@@ -161,6 +161,19 @@ class PaimonTable(TableIdentity):
             self._snapshots = {
                 i: read for i, read in self._snapshots.items() if listing.stamps.get(i) == read[0]
             }
+        newest = self._snapshots.get(listing.ids[-1]) if listing.ids else None
+        if newest is not None and not self._unchanged(newest[1]):
+            # rolled back and committed again as many times within the second an object
+            # store's mtime keeps, at the same size: the same stamps, other commits (every
+            # such rewrite rewrites the newest snapshot, so reading it again tells)
+            with self._lock:
+                self._snapshots = {}
+
+    def _unchanged(self, cached: PaimonSnapshot) -> bool:
+        try:
+            return self._read_snapshot(cached.snapshot_id) == cached
+        except MetadataError:  # gone or half-written meanwhile: read it again when asked
+            return False
 
     @property
     def _ids(self) -> tuple[int, ...]:
@@ -194,16 +207,13 @@ class PaimonTable(TableIdentity):
         return parse_snapshot(self.files.snapshot(snapshot_id), where)
 
     def commit_fingerprint(self, snapshot_id: int) -> str | None:
-        """``SupportsCommitFingerprint``: read from the snapshot file itself, not the
-        cache (a snapshot rolled back and committed again within the same second may keep
-        its size and mtime); what it reads replaces the cached snapshot."""
-        stamp = self._listing.stamps.get(snapshot_id)
-        if stamp is None:
+        """``SupportsCommitFingerprint``: the snapshot as of the last refresh, which drops
+        every snapshot read before whose file changed (its stamp, or the newest read
+        again)."""
+        if snapshot_id not in self._listing.stamps:
             return None
         try:
-            parsed = self._read_snapshot(snapshot_id)
-            self._snapshots[snapshot_id] = (stamp, parsed)
-            return parsed.fingerprint
+            return self.snapshot(snapshot_id).fingerprint
         except MetadataError:
             if self.files.exists(SNAPSHOT_DIR, f"{SNAPSHOT_PREFIX}{snapshot_id}"):
                 raise
