@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from pyarrow import fs as pafs
 
@@ -41,9 +42,31 @@ class FileStamp:
         return cls(int(info.size or 0), mtime)
 
 
-def may_probe(entries: int, listed_at: float, probe_above_entries: int) -> bool:
-    """Whether a refresh may probe, given what the last listing returned and when."""
-    return entries > probe_above_entries and time.monotonic() - listed_at < RELIST_EVERY_S
+class Listed(Protocol):
+    @property
+    def entries(self) -> int:
+        """What the listing returned, every kind of file: its cost."""
+        ...
+
+
+L = TypeVar("L", bound=Listed)
+
+
+def probe_or_list(
+    previous: L,
+    listed_at: float,
+    probe_above_entries: int,
+    probe: Callable[[L], L | None],
+    list_folder: Callable[[], L],
+) -> tuple[L, float]:
+    """A refresh's listing and when it was listed: ``previous`` brought up to date by
+    ``probe`` while the last listing returned more than ``probe_above_entries`` files and
+    is younger than ``RELIST_EVERY_S``, else (or when the probe cannot tell) a listing."""
+    if previous.entries > probe_above_entries and time.monotonic() - listed_at < RELIST_EVERY_S:
+        probed = probe(previous)
+        if probed is not None:
+            return probed, listed_at
+    return list_folder(), time.monotonic()
 
 
 def probe_after(

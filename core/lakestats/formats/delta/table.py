@@ -53,7 +53,7 @@ from lakestats.formats.delta.replay import (
 )
 from lakestats.formats.delta.schema import DeltaSchema, parse_schema
 from lakestats.formats.delta.vacuumed import files_to_read, readable_from
-from lakestats.formats.probing import PROBE_ABOVE_ENTRIES, may_probe
+from lakestats.formats.probing import PROBE_ABOVE_ENTRIES, probe_or_list
 from lakestats.locations import TableLocation, filesystem_from_uri
 from lakestats.model import (
     BASELINE_OPERATION,
@@ -130,17 +130,22 @@ class DeltaLakeTable:
     def refresh(self) -> None:
         with self._lock:
             previous, listed_at = self._listing, self._listed_at
-        listing = None
-        if may_probe(previous.entries, listed_at, self._probe_above_entries):
-            # what a probe misses (checkpoints written since, old files the log cleanup
-            # deleted) changes no commit after the known ones: the next listing sees it
-            listing = probe_log(self._location, previous)
-        if listing is None:
-            listing = list_log(self._location)
-            _check_last_checkpoint(listing)
-            listed_at = time.monotonic()
+        # what a probe misses (checkpoints written since, old files the log cleanup
+        # deleted) changes no commit after the known ones: the next listing sees it
+        listing, listed_at = probe_or_list(
+            previous,
+            listed_at,
+            self._probe_above_entries,
+            lambda known: probe_log(self._location, known),
+            self._list,
+        )
         with self._lock:
             self._listing, self._listed_at = listing, listed_at
+
+    def _list(self) -> LogListing:
+        listing = list_log(self._location)
+        _check_last_checkpoint(listing)
+        return listing
 
     # --- versions ---------------------------------------------------------------------------
 

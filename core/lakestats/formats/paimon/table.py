@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -49,7 +48,7 @@ from lakestats.formats.paimon.metafiles import (
 )
 from lakestats.formats.paimon.snapshots import PaimonSnapshot, operation, parse_snapshot
 from lakestats.formats.paimon.types import PaimonSchema, parse_schema
-from lakestats.formats.probing import PROBE_ABOVE_ENTRIES, FileStamp, may_probe
+from lakestats.formats.probing import PROBE_ABOVE_ENTRIES, FileStamp, probe_or_list
 from lakestats.locations import TableLocation
 from lakestats.model import (
     BASELINE_OPERATION,
@@ -148,12 +147,13 @@ class PaimonTable(TableIdentity):
         every ``probing.RELIST_EVERY_S``."""
         with self._lock:
             previous, listed_at = self._listing, self._listed_at
-        listing = None
-        if may_probe(previous.entries, listed_at, self._probe_above_entries):
-            listing = self.files.probe_snapshots(previous)
-        if listing is None:
-            listing = self.files.snapshot_listing()
-            listed_at = time.monotonic()
+        listing, listed_at = probe_or_list(
+            previous,
+            listed_at,
+            self._probe_above_entries,
+            self.files.probe_snapshots,
+            self.files.snapshot_listing,
+        )
         with self._lock:
             self._current_schema_id = None
             self._listing, self._listed_at = listing, listed_at
