@@ -47,6 +47,8 @@ bench: install
 	$(BIN)/python tests/bench/log_refresh.py
 	$(BIN)/python tests/bench/qerror.py
 	$(BIN)/python tests/bench/latency.py
+	$(BIN)/python tests/bench/latency.py --format delta
+	$(BIN)/python tests/bench/latency.py --format paimon
 	$(BIN)/python tests/bench/memory.py
 	$(BIN)/python tests/bench/memory.py --files 4 --work-dir .bench/memory-files --key-merge-sizes ""
 	$(BIN)/python tests/bench/caches.py

@@ -1,8 +1,10 @@
 """Commit-to-fresh-stats latency of ``lakestatsd`` (issue 4, DESIGN §11: p50 ≤ 2 s).
 
-A real daemon (a subprocess, warm SparkSession) keeps a fresh pyiceberg table's stats up to
-date while this script commits small appends to it, one at a time, and measures how long
-each commit takes to become visible over HTTP:
+A real daemon (a subprocess, warm SparkSession) keeps a fresh table's stats up to date
+while this script commits small appends to it, one at a time, and measures how long each
+commit takes to become visible over HTTP. ``--format`` picks the table: an Iceberg table
+written by pyiceberg (the default), a Delta table written by delta-rs or a Paimon table
+written by pypaimon (``latency_tables.py``). Two paths:
 
 * ``watch``: watch events only. t0 = ``append`` returned; t1 = the first
   ``GET /v1/tables/{name}/stats`` (polled every ``--poll-ms``) whose ``snapshot_id`` is the
@@ -17,7 +19,7 @@ the daemon stopped, the same Spark settings are timed in this process (``--direc
 ``sketch_files`` call on one small file, a one-file Parquet count, an empty job, and the
 table metadata refresh, to separate Spark time from daemon overhead.
 
-    .venv/bin/python tests/bench/latency.py [--commits 50] [--rows 1000] [--no-sketches]
+    .venv/bin/python tests/bench/latency.py [--format delta] [--commits 50] [--rows 1000]
 """
 
 from __future__ import annotations
@@ -42,14 +44,14 @@ from typing import Any
 import pyarrow as pa
 
 try:
-    from lakestats.config import Config, TableConfig
-    from lakestats.testing import IcebergWarehouse
+    from latency_tables import FORMATS, LatencyTable, latency_table, toml_str
+
+    from lakestats.config import Config
 except ImportError as exc:  # pragma: no cover - a set-up problem, said plainly
-    raise SystemExit(f"cannot import lakestats ({exc}): run `make install` first") from exc
+    raise SystemExit(f"cannot import lakestats ({exc}): run `make bench` first") from exc
 
 REPO = Path(__file__).resolve().parents[2]
 TABLE = "latency"
-CATALOG = "bench"
 SPARK_MASTER = "local[2]"
 SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}
 SCHEMA = pa.schema(
@@ -100,14 +102,14 @@ def batch(i: int, rows: int) -> pa.Table:
     )
 
 
-def toml_str(value: str) -> str:
-    return json.dumps(value)  # a JSON string is a valid TOML basic string
-
-
 def config_text(
-    wh: IcebergWarehouse, state_dir: Path, *, sketches: bool, watch: bool, debounce_s: float | None
+    table: LatencyTable,
+    state_dir: Path,
+    *,
+    sketches: bool,
+    watch: bool,
+    debounce_s: float | None,
 ) -> str:
-    catalog = "\n".join(f"{k} = {toml_str(v)}" for k, v in wh.catalog_properties.items())
     spark_conf = "\n".join(f"{toml_str(k)} = {toml_str(v)}" for k, v in SPARK_CONF.items())
     debounce = "" if debounce_s is None else f"debounce_s = {debounce_s}"
     return f"""# written by tests/bench/latency.py
@@ -133,14 +135,7 @@ enabled = {str(watch).lower()}
 [daemon]
 shutdown_timeout_s = {SHUTDOWN_TIMEOUT_S:g}
 
-[catalog.{CATALOG}]
-{catalog}
-
-[[table]]
-name = "{TABLE}"
-catalog = "{CATALOG}"
-identifier = {toml_str(wh.identifier(TABLE))}
-"""
+{table.config_sections(TABLE)}"""
 
 
 # -- the daemon ----------------------------------------------------------------------------
@@ -234,23 +229,24 @@ class Daemon:
 # -- the two paths -------------------------------------------------------------------------
 
 
-def commit(wh: IcebergWarehouse, i: int, rows: int) -> tuple[int, float, float]:
-    """Append batch ``i``: (snapshot id, t0 wall clock, seconds the append took)."""
+def commit(table: LatencyTable, i: int, rows: int) -> tuple[int, float, float, float]:
+    """Append batch ``i``: (snapshot id, t0 wall clock, t0 ``perf_counter``, seconds the
+    append took), t0 taken the moment the writer returned."""
     started = time.perf_counter()
-    snapshot_id = wh.append(TABLE, batch(i, rows))
-    return snapshot_id, time.time(), time.perf_counter() - started
+    table.write(batch(i, rows))
+    t0, t0_wall = time.perf_counter(), time.time()
+    return table.newest(), t0_wall, t0, t0 - started
 
 
 def run_watch(
-    daemon: Daemon, wh: IcebergWarehouse, first: int, args: argparse.Namespace, deadline: float
+    daemon: Daemon, table: LatencyTable, first: int, args: argparse.Namespace, deadline: float
 ) -> PathResult:
     result = PathResult("watch")
     for i in range(first, first + args.commits):
         if time.monotonic() > deadline:
             result.note = f"time budget used up after {len(result.samples)} commits"
             break
-        snapshot_id, t0_wall, writer_s = commit(wh, i, args.rows)
-        t0 = time.perf_counter()
+        snapshot_id, t0_wall, t0, writer_s = commit(table, i, args.rows)
         give_up = t0 + COMMIT_TIMEOUT_S
         while daemon.stats_snapshot() != snapshot_id:
             if time.perf_counter() > give_up:
@@ -263,7 +259,7 @@ def run_watch(
 
 
 def run_hook(
-    daemon: Daemon, wh: IcebergWarehouse, first: int, args: argparse.Namespace, deadline: float
+    daemon: Daemon, table: LatencyTable, first: int, args: argparse.Namespace, deadline: float
 ) -> PathResult:
     result = PathResult("hook")
     path = f"/v1/tables/{TABLE}/commits?wait=true"
@@ -271,8 +267,7 @@ def run_hook(
         if time.monotonic() > deadline:
             result.note = f"time budget used up after {len(result.samples)} commits"
             break
-        snapshot_id, t0_wall, writer_s = commit(wh, i, args.rows)
-        t0 = time.perf_counter()
+        snapshot_id, t0_wall, t0, writer_s = commit(table, i, args.rows)
         status, _ = daemon.request("POST", path, timeout_s=COMMIT_TIMEOUT_S + 5)
         latency = time.perf_counter() - t0
         if status != 200:
@@ -363,27 +358,22 @@ def timed_runs(fn: Callable[[], object], repeat: int) -> dict[str, float]:
     return {"p50": pct(seconds, 50), "p95": pct(seconds, 95), "min": min(seconds)}
 
 
-def direct(wh: IcebergWarehouse, state_dir: Path, repeat: int) -> dict[str, dict[str, float]]:
+def direct(table: LatencyTable, state_dir: Path, repeat: int) -> dict[str, dict[str, float]]:
     """Time the pieces of one small commit's processing without the daemon around them."""
     # imported here: pyspark is slow to import and only this step needs it
     from lakestats.pipeline import sketch_files
     from lakestats.sketches.spark import SparkSettings, get_spark, stop_spark
     from lakestats.tables import open_configured
 
-    config = Config.model_validate(
-        {"state_dir": str(state_dir), "catalog": {CATALOG: wh.catalog_properties}}
-    )
-    table = TableConfig(name=TABLE, catalog=CATALOG, identifier=wh.identifier(TABLE))
-    opened = open_configured(table, config)
+    config = Config.model_validate({"state_dir": str(state_dir), "catalog": table.catalogs()})
+    opened = open_configured(table.table_config(TABLE), config)
     fmt = opened.table
-    snapshots = wh.lineage(TABLE)
-    parent = snapshots[-2] if len(snapshots) > 1 else None
-    last = fmt.commits_since(parent)[-1]
+    last = fmt.commits_since(None)[-1]
     file = last.added_files[0].path
     schema = fmt.schema()
     settings = config.sketch.settings()
     out = {
-        "table refresh (catalog + metadata.json)": timed_runs(fmt.refresh, repeat),
+        f"table refresh ({table.format_name})": timed_runs(fmt.refresh, repeat),
         "store.current() (state log read)": timed_runs(opened.store.current, repeat),
     }
     spark = get_spark(SparkSettings(master=SPARK_MASTER, conf=SPARK_CONF))
@@ -409,6 +399,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="tests/bench/latency.py",
         description="Commit-to-fresh-stats latency of lakestatsd (event → stats over HTTP).",
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="iceberg",
+        help="the table's format and writer: pyiceberg, delta-rs or pypaimon (default iceberg)",
     )
     parser.add_argument("--commits", type=int, default=50, help="commits per path (default 50)")
     parser.add_argument("--rows", type=int, default=1000, help="rows per commit (default 1000)")
@@ -463,24 +459,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     deadline = started + args.budget_s
     work: Path = args.work_dir.resolve()
-    for sub in ("wh", "state"):
+    for sub in ("wh", "state"):  # wh: the table, whatever its format
         shutil.rmtree(work / sub, ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
 
-    wh = IcebergWarehouse(work / "wh", catalog_name=CATALOG)
-    wh.create_table(TABLE, SCHEMA)
-    base = wh.append(TABLE, batch(0, args.rows))
+    table = latency_table(args.format, work / "wh", TABLE, SCHEMA)
+    table.write(batch(0, args.rows))
+    base = table.newest()
     config = work / "lakestatsd.toml"
     config.write_text(
         config_text(
-            wh,
+            table,
             work / "state",
             sketches=args.sketches,
             watch=args.watch,
             debounce_s=args.debounce_s,
         )
     )
-    print(f"lakestatsd latency bench: {machine()}; work dir {work}", flush=True)
+    print(
+        f"lakestatsd latency bench, {args.format} table: {machine()}; work dir {work}", flush=True
+    )
 
     daemon = Daemon(config, work / "lakestatsd.log")
     results: list[PathResult] = []
@@ -490,30 +488,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ready on port {daemon.port} after {time.monotonic() - started:.1f}s", flush=True)
         # the first poll tick processes the initial commit; then one warm-up commit
         daemon.wait_for("stats of the initial commit", lambda: daemon.stats_snapshot() == base, 60)
-        warm, _, _ = commit(wh, 1, args.rows)
+        warm, _, _, _ = commit(table, 1, args.rows)
         daemon.request("POST", f"/v1/tables/{TABLE}/commits?wait=true", COMMIT_TIMEOUT_S)
         daemon.wait_for("the warm-up commit", lambda: daemon.stats_snapshot() == warm, 60)
         next_batch = 2
         paths = [run_watch, run_hook] if args.watch else [run_hook]
         for run in paths:
-            result = run(daemon, wh, next_batch, args, deadline)
+            result = run(daemon, table, next_batch, args, deadline)
             next_batch += args.commits
             results.append(result)
             print(f"{result.name}: {len(result.samples)} commits measured", flush=True)
     finally:
         exit_code = daemon.stop()
     print(f"daemon stopped: exit code {exit_code} (log: {daemon.log})")
+    table.check_newest()
 
     phases = {r.name: breakdown(daemon, r.samples) for r in results}
     direct_times = (
-        direct(wh, work / "state", args.repeat)
+        direct(table, work / "state", args.repeat)
         if args.direct and args.sketches and time.monotonic() < deadline
         else {}
     )
 
     debounce = "0.5 (default)" if args.debounce_s is None else f"{args.debounce_s:g}"
     print(
-        f"\ncommit-to-fresh-stats latency: {args.rows} rows/commit, sketches "
+        f"\ncommit-to-fresh-stats latency, {args.format} table: {args.rows} rows/commit, sketches "
         f"{'on' if args.sketches else 'off'}, watch {'on' if args.watch else 'off'}, "
         f"debounce_s {debounce}, Spark {SPARK_MASTER}, GET poll {args.poll_ms:g} ms"
     )
