@@ -45,6 +45,42 @@ def min_scan(spark: Any, files: Sequence[str], columns: Sequence[str] | None = N
 
 
 @dataclass(frozen=True)
+class FullBuild:
+    """The full sketch build against a plain scan of the same files (DESIGN §11: ≤ 1.5×)."""
+
+    scan: Timing  # min() of every column, after one cold run that is not counted
+    sketch: Timing  # sketch_files over every file, as the sketcher of analyze_table calls it
+
+    @property
+    def ratio(self) -> float:
+        """Best against best: other load on the machine only ever adds time."""
+        return self.sketch.best / self.scan.best
+
+
+def full_build(
+    spark: Any,
+    files: Sequence[str],
+    sketch: Callable[[], object],
+    repeat: int,
+    progress: Callable[[str], None],
+) -> FullBuild:
+    """Time ``repeat`` plain ``min()`` scans of ``files`` (after a cold one) and ``repeat``
+    runs of ``sketch`` (the full sketch job over the same files), interleaved so that a
+    change of load on a shared machine falls on both."""
+    progress(f"full build: a cold min() scan of {len(files)} files (not counted)")
+    min_scan(spark, files)
+    result = FullBuild(Timing(), Timing())
+    for i in range(repeat):
+        result.scan.seconds.append(min_scan(spark, files))
+        result.sketch.seconds.append(timed(sketch)[1])
+        progress(
+            f"  run {i + 1}/{repeat}: min() scan {result.scan.seconds[-1]:.2f} s, "
+            f"sketch_files {result.sketch.seconds[-1]:.2f} s"
+        )
+    return result
+
+
+@dataclass(frozen=True)
 class SparkAnalyze:
     seconds: Timing  # ANALYZE TABLE … COMPUTE STATISTICS FOR ALL COLUMNS, histograms on
     row_count: int | None

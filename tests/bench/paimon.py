@@ -4,7 +4,9 @@
    layout) and load parts 1..commits as a Paimon table, one pypaimon commit each
    (``metadata.stats-mode=full``; pypaimon writes Parquet without field ids, so the
    sketch job reads columns by name);
-2. full build: lakestats' initial ``analyze_table`` over every commit;
+2. full build: lakestats' initial ``analyze_table`` over every commit, then
+   ``sketch_files`` over every live file against a Spark ``min()`` of every column over the
+   same files (``--repeat`` runs each, DESIGN §11: ≤ 1.5×);
 3. append the last part (1/commits more rows) and time the incremental update, with the
    Paimon statistics file published (an ``ANALYZE`` snapshot) in the same run;
 4. Spark ``ANALYZE TABLE … COMPUTE STATISTICS FOR ALL COLUMNS`` (histograms on) over the
@@ -39,6 +41,7 @@ try:
     from lakestats.analyze import CommitReport, SparkSketcher, analyze_table, read_stats
     from lakestats.config import Config, SparkConfig, TableConfig
     from lakestats.formats.paimon.testing import write_arrow
+    from lakestats.pipeline import sketch_files
     from lakestats.sketches.merge import theta_relative_standard_error
     from lakestats.sketches.spark import SparkSettings, get_spark, stop_spark
     from lakestats.tables import open_configured
@@ -55,7 +58,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--work-dir", type=Path, default=REPO / ".bench")
     parser.add_argument("--spark-master", default="local[2]")
     parser.add_argument(
-        "--repeat", type=int, default=3, help="Spark ANALYZE runs; the best counts (default 3)"
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of Spark ANALYZE and of the full build; the best counts (default 3)",
     )
     parser.add_argument("--no-report", action="store_true", help="print only")
     return parser.parse_args(argv)
@@ -103,6 +109,7 @@ def _run(args: argparse.Namespace) -> int:
     sketcher = SparkSketcher(config)
     sketcher.warm()
     full, _ = _analyze(config, sketcher)
+    build, built = _full_build(args, config, sketcher)
     write_arrow(table, tpch.read_part(parts / "lineitem" / f"lineitem.{args.commits + 1}.parquet"))
     incremental, reports = _analyze(config, sketcher)
     loads["after the update"] = load_average()
@@ -124,6 +131,8 @@ def _run(args: argparse.Namespace) -> int:
         generated=generated,
         loaded=loaded,
         full=full,
+        build=build,
+        built=built,
         incremental=incremental,
         phases=reports[-1].timings if reports else {},
         doc=doc,
@@ -160,6 +169,26 @@ def _spark_analyze(args: argparse.Namespace, config: Config, root: Path) -> tupl
     return result.seconds.best, len(live)
 
 
+def _full_build(
+    args: argparse.Namespace, config: Config, sketcher: SparkSketcher
+) -> tuple[baseline.FullBuild, int]:
+    """The full sketch job over the current snapshot's live files against a plain scan."""
+    table = open_configured(config.table[0], config).table
+    current = table.current_snapshot_id()
+    assert current is not None
+    files = [tpch.local_path(f.path) for f in table.live_files(current)]
+    spark = get_spark(sketcher.settings())
+    schema, settings = table.schema(), config.sketch.settings()
+    build = baseline.full_build(
+        spark,
+        files,
+        lambda: sketch_files(spark, files, schema, settings),
+        args.repeat,
+        lambda m: print(m, flush=True),
+    )
+    return build, len(files)
+
+
 def _analyze(config: Config, sketcher: SparkSketcher) -> tuple[float, list[CommitReport]]:
     """Seconds for open + analyze of every new commit, and their commit reports."""
     reports: list[CommitReport] = []
@@ -175,6 +204,8 @@ def _summary(
     generated: float,
     loaded: float,
     full: float,
+    build: baseline.FullBuild,
+    built: int,
     incremental: float,
     phases: Mapping[str, float],
     doc: dict[str, Any],
@@ -197,6 +228,11 @@ def _summary(
             f"| generate (tpchgen-cli) | {generated:.1f} |",
             f"| load ({args.commits} pypaimon commits) | {loaded:.1f} |",
             f"| full build (analyze all commits, Spark warm-up included) | {full:.1f} |",
+            f"| `sketch_files` over the {built} files (best of {args.repeat}; median "
+            f"{build.sketch.median:.2f}) | {build.sketch.best:.2f} |",
+            f"| Spark `min()` of every column over the same files (best of {args.repeat}; "
+            f"median {build.scan.median:.2f}) | {build.scan.best:.2f} |",
+            f"| ratio `sketch_files` / scan (target ≤ 1.5×) | {build.ratio:.2f}× |",
             f"| **incremental update** after a {100 / args.commits:g} % append, "
             f"statistics file published (one run; phases: "
             + ", ".join(f"{k} {v:.2f}" for k, v in phases.items())
