@@ -114,6 +114,12 @@ class MaintenanceFns:
     stale: Callable[[OpenedTable, StateVersion | None], bool]
 
 
+def newest_version(opened: OpenedTable) -> int | None:
+    """The store's newest state version (``current``: two stats when it is the one held)."""
+    state = opened.store.current()
+    return state.version if state is not None else None
+
+
 class MaintenanceRunner:
     """Pending maintenance jobs per table, and running them inside a table's worker."""
 
@@ -155,14 +161,13 @@ class MaintenanceRunner:
         """Stats kept for snapshots the table no longer lists (expired by anyone)."""
         return self._stale(opened, state)
 
-    def observe_store(self, table: str, opened: OpenedTable) -> None:
+    def observe_store(self, table: str, opened: OpenedTable, newest: int | None) -> None:
         """The store's files and bytes, measured again when a new state version was
         written (a commit, a compaction), after a maintenance job, and at least every
         ``STORE_OBSERVE_EVERY_S`` (a cleanup by another process): every poll tick runs
         this, and the measure walks the table's whole folder (on S3, lists the whole
-        prefix); which version is the newest the poll has just asked (``current``)."""
-        state = opened.store.current()
-        newest = state.version if state is not None else None
+        prefix). ``newest``: the store's newest state version, as the caller has just
+        read it (the poll's cheap path reads it anyway)."""
         now = self._clock()
         with self._lock:
             seen = self._observed.get(table)
@@ -224,7 +229,7 @@ class MaintenanceRunner:
                 "dead_rows_dropped": report.dead_rows_dropped,
                 "dead_rows_retired": report.dead_rows_retired,
             }
-        self.observe_store(table, opened)
+        self.observe_store(table, opened, newest_version(opened))
         log.info(f"{job}_done", table=table, seconds=round(time.monotonic() - started, 3), **fields)
 
 

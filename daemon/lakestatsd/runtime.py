@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
@@ -30,7 +31,7 @@ from lakestats.lineage import replaced_commit
 from lakestats.model import Commit, StateVersion
 from lakestats.read import read_last_stats
 from lakestats.tables import OpenedTable
-from lakestatsd.maintenance import MaintenanceRunner
+from lakestatsd.maintenance import MaintenanceRunner, newest_version
 from lakestatsd.metrics import FreshnessTracker, Metrics
 from lakestatsd.scheduler import StopCheck, is_contention
 from lakestatsd.watch import WatchTarget
@@ -51,6 +52,16 @@ class AnalyzeFn(Protocol):
 
 Opener = Callable[[TableConfig, Config], OpenedTable]
 StatsReader = Callable[[OpenedTable, int | None], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class _Looked:
+    """What one look at a table's commits found: whether it completed, and whether the
+    table was unchanged (the cheap path), with the store's newest state version it read."""
+
+    completed: bool
+    unchanged: bool = False
+    newest: int | None = None
 
 
 class TableRuntime:
@@ -123,13 +134,17 @@ class TableRuntime:
             raise
 
     def _process(self, name: str, should_stop: StopCheck) -> bool:
-        completed = self._process_commits(name, should_stop)
-        if self._maintenance is None or not completed:
-            return completed
+        looked = self._process_commits(name, should_stop)
+        if self._maintenance is None or not looked.completed:
+            return looked.completed
         # scheduled expiry/compaction, in this table's worker: never beside its analyze
         opened = self._worker_handle(name)
+        # an unchanged table with no job to run: the store's newest version is the one the
+        # cheap path has just read (a job requested in between only costs one more measure)
+        quiet = looked.unchanged and not self._maintenance.pending(name)
         done = self._maintenance.run_pending(name, opened, should_stop)
-        self._maintenance.observe_store(name, opened)
+        newest = looked.newest if quiet else newest_version(opened)
+        self._maintenance.observe_store(name, opened, newest)
         return done
 
     def _stale(self, opened: OpenedTable, state: StateVersion | None) -> bool:
@@ -137,7 +152,7 @@ class TableRuntime:
             return True  # stats of a run killed before registering them: publish them now
         return self._maintenance is not None and self._maintenance.stale(opened, state)
 
-    def _process_commits(self, name: str, should_stop: StopCheck) -> bool:
+    def _process_commits(self, name: str, should_stop: StopCheck) -> _Looked:
         opened = self._worker_handle(name)
         opened.table.refresh()
         current = opened.table.current_snapshot_id()
@@ -151,7 +166,11 @@ class TableRuntime:
                 name, current=current, processed=processed, oldest_unreflected_ms=None
             )
             self._metrics.table_healthy.labels(name).set(1)
-            return True
+            return _Looked(
+                completed=True,
+                unchanged=True,
+                newest=state.version if state is not None else None,
+            )
         order: list[int] = []
         stamps: dict[int, int] = {}
 
@@ -182,7 +201,7 @@ class TableRuntime:
             stopped_early=result.stopped_early,
             seconds=round(time.monotonic() - started, 3),
         )
-        return not result.stopped_early
+        return _Looked(completed=not result.stopped_early)
 
     def _commit_done(
         self, name: str, report: CommitReport, order: list[int], stamps: Mapping[int, int]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -31,8 +32,10 @@ from lakestatsd.maintenance import (
     MaintenanceFns,
     MaintenanceRunner,
     MaintenanceScheduler,
+    newest_version,
 )
 from lakestatsd.schedules import next_fire_times
+from lakestatsd.wiring import Service, core_fns
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
 
@@ -287,18 +290,85 @@ def test_the_store_is_measured_when_it_changes_not_on_every_poll(tmp_path: Path)
         )
         return float(line.rsplit(" ", 1)[1])
 
-    runner.observe_store("t", opened)
-    runner.observe_store("t", opened)
+    runner.observe_store("t", opened, newest_version(opened))
+    runner.observe_store("t", opened, newest_version(opened))
     assert len(measured) == 1 and gauge() == measured[0][0] > 0
     wh.append("t", pa.table({"id": [2]}, schema=SCHEMA))
     analyze_table(opened, config=config, sketcher=None)  # a new state version
-    runner.observe_store("t", opened)
-    runner.observe_store("t", opened)
+    runner.observe_store("t", opened, newest_version(opened))
+    runner.observe_store("t", opened, newest_version(opened))
     assert len(measured) == 2 and gauge() == measured[1][0] > measured[0][0]
     now[0] += STORE_OBSERVE_EVERY_S
-    runner.observe_store("t", opened)
+    runner.observe_store("t", opened, newest_version(opened))
     assert len(measured) == 3
     runner.request("t", COMPACT)
     assert runner.run_pending("t", opened, lambda: False)
-    runner.observe_store("t", opened)
+    runner.observe_store("t", opened, newest_version(opened))
     assert len(measured) == 4
+
+
+def test_an_idle_poll_asks_for_the_newest_state_version_once(tmp_path: Path) -> None:
+    """The poll's cheap path reads the store's newest state version (``current``: two
+    stats, two HEADs on S3); the store metric keys on that read instead of asking again.
+    After a commit or a maintenance job the store is measured again. The daemon's own
+    runtime on a real table; the store's calls counted around the real ones."""
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", SCHEMA)
+    wh.append("t", pa.table({"id": [1]}, schema=SCHEMA))
+    config = Config.model_validate(
+        {
+            "state_dir": str(tmp_path / "state"),
+            "sketch": {"enabled": False},
+            "table": [{"name": "t", "location": wh.location("t")}],
+        }
+    )
+    core = core_fns(config)
+    calls: dict[str, int] = {"current": 0, "usage": 0}
+    handles: list[OpenedTable] = []
+
+    def counting_opener(table: Any, cfg: Any) -> OpenedTable:
+        opened = core.opener(table, cfg)
+        current, usage = opened.store.current, opened.store.usage
+
+        def counted_current() -> Any:
+            calls["current"] += 1
+            return current()
+
+        def counted_usage() -> tuple[int, int]:
+            calls["usage"] += 1
+            return usage()
+
+        opened.store.current = counted_current  # type: ignore[method-assign]
+        opened.store.usage = counted_usage  # type: ignore[method-assign]
+        handles.append(opened)
+        return opened
+
+    service = Service(config, dataclasses.replace(core, opener=counting_opener))
+    assert service.maintenance is not None
+
+    def gauge() -> float:
+        text = generate_latest(service.metrics.registry).decode()
+        line = next(
+            x for x in text.splitlines() if x.startswith('lakestats_store_files{table="t"}')
+        )
+        return float(line.rsplit(" ", 1)[1])
+
+    def poll() -> dict[str, int]:
+        before = dict(calls)
+        assert service.runtime.process("t", lambda: False)
+        return {k: calls[k] - before[k] for k in calls}
+
+    poll()  # the first run: the initial commit's stats
+    assert poll()["current"] == 1 and gauge() == handles[-1].store.usage()[0]
+    for _ in range(3):
+        assert poll() == {"current": 1, "usage": 0}
+    wh.append("t", pa.table({"id": [2]}, schema=SCHEMA))
+    assert poll()["usage"] == 1  # a new state version: measured again
+    assert poll() == {"current": 1, "usage": 0}
+    measured = gauge()
+    assert measured == handles[-1].store.usage()[0]
+    service.maintenance.request("t", COMPACT)
+    assert poll()["usage"] >= 1  # after the job, measured again, with what it wrote
+    assert gauge() == handles[-1].store.usage()[0]
+    assert poll() == {"current": 1, "usage": 0}
+    assert len(handles) == 1
