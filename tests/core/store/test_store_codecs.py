@@ -293,6 +293,26 @@ def test_state_version_json_is_stable() -> None:
     }
 
 
+@settings(max_examples=50, deadline=None)
+@given(state=STATE_VERSIONS)
+def test_a_state_version_is_one_line_per_entry(state: StateVersion) -> None:
+    """Written with the C encoder entry by entry (a version is written with every commit
+    and grows with the history; the round trip above reads it back): one line per
+    top-level field, per segment and per snapshot's stats file."""
+    text = version_to_json(state).decode()
+    doc = json.loads(text)
+    *lines, last = text.split("\n")  # not splitlines: values may hold U+0085 and the like
+    assert last == ""
+    entries = {line.removesuffix(",") for line in lines}
+    for seg in doc["segments"]:
+        assert f"    {json.dumps(seg, ensure_ascii=False)}" in entries
+    for snapshot, path in doc["stats"].items():
+        assert f"    {json.dumps(snapshot)}: {json.dumps(path, ensure_ascii=False)}" in entries
+    assert len(lines) == 2 + len(doc) + sum(
+        1 + len(v) for v in doc.values() if isinstance(v, list | dict) and v
+    )
+
+
 @pytest.mark.parametrize(
     "retired",
     [
