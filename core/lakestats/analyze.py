@@ -59,6 +59,7 @@ from lakestats.plan import (
 from lakestats.publish.base import Publisher, SnapshotStats
 from lakestats.publish.native import commit_doc, stats_doc
 from lakestats.publish.registry import publisher_for
+from lakestats.publish.sweeps import sweep_due
 from lakestats.read import list_commit_docs, read_stats
 from lakestats.sketching import (
     ReusingSketcher,
@@ -479,8 +480,9 @@ class _CommitPath:
         Every processed snapshot whose stats were never registered — a run killed between
         its state commit and the batch's registration, or a failed publish — is staged
         again first, so a crash never strands a snapshot. Files of ours the table does not
-        reference are swept once per run, after the grace period. A failure is logged and
-        retried by the next run; the stats in the store stay valid either way.
+        reference are swept once per run, and by one process at most once per grace period
+        (``publish.sweeps``), after the grace period. A failure is logged and retried by
+        the next run; the stats in the store stay valid either way.
         """
         if state.last_snapshot_id is None:
             return state
@@ -489,7 +491,9 @@ class _CommitPath:
             published = self.publisher.flush(state.published)
             if not self.swept:
                 self.swept = True
-                self.publisher.sweep(self.grace_s)
+                fmt = self.opened.table
+                if sweep_due(f"{fmt.table_id}\0{fmt.location}", self.grace_s):
+                    self.publisher.sweep(self.grace_s)
         except self.publisher.errors as exc:
             _log.warning("publish_failed", table=self.opened.name, error=str(exc))
             return state

@@ -22,7 +22,7 @@ from lakestats.analyze import CommitReport, read_stats
 from lakestats.config import Config, MaintenanceConfig
 from lakestats.maintenance import compact
 from lakestats.model import ColumnSketch, TableSchema
-from lakestats.publish.iceberg import FILE_PREFIX
+from lakestats.publish.iceberg import FILE_PREFIX, IcebergPublisher
 from lakestats.testing import IcebergWarehouse
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("cat", pa.string())])
@@ -125,6 +125,44 @@ def test_the_next_run_past_the_grace_period_sweeps_the_strays(tmp_path: Path) ->
     assert files_on_disk(table) == referenced(table)
     lineage = set(wh.lineage("t"))
     assert registered(table) == (lineage, lineage)
+
+
+def test_one_process_sweeps_a_table_once_per_grace_period(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep loads the table's metadata again and lists its metadata folder; a daemon
+    runs once per commit, so one process sweeps a table at most once per grace period
+    (what it deletes must be older than that anyway). Real runs, catalog and publisher;
+    the sweeps counted around the real one."""
+    wh = IcebergWarehouse(tmp_path / "wh")
+    commit_many(wh, 2)
+    config, opened = catalog_config(wh, "t", tmp_path / "state")
+    sweeps: list[float] = []
+    sweep = IcebergPublisher.sweep
+
+    def counted(publisher: IcebergPublisher, older_than_s: float) -> int:
+        sweeps.append(older_than_s)
+        return sweep(publisher, older_than_s)
+
+    monkeypatch.setattr(IcebergPublisher, "sweep", counted)
+    run_analyze(config, opened, PySketcher())
+    assert sweeps == [config.maintenance.grace_period_s]
+    for i in range(3):
+        wh.append("t", {"id": [100 + i], "cat": ["c0"]})
+        run_analyze(config, opened, PySketcher())
+    assert len(sweeps) == 1  # three runs within the grace period (1 h by default)
+    lineage = set(wh.lineage("t"))
+    assert registered(wh.table("t")) == (lineage, lineage)  # every run still registered
+    # strays of a killed run go at the first run past the grace period (here 0: every run)
+    for i in range(2):
+        wh.append("t", {"id": [200 + i], "cat": ["c1"]})
+    with pytest.raises(Killed):
+        run_analyze(config, opened, PySketcher(), on_commit=kill_after(1))
+    assert files_on_disk(wh.table("t")) - referenced(wh.table("t"))
+    run_analyze(with_grace(config, 0), opened, PySketcher())
+    assert len(sweeps) == 2
+    table = wh.table("t")
+    assert files_on_disk(table) == referenced(table)
 
 
 def test_restaged_theta_sketches_describe_their_own_snapshot(tmp_path: Path) -> None:
