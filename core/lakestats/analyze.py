@@ -700,6 +700,7 @@ def analyze_table(
     on_pending: PendingCallback | None = None,
     rebuild: bool = False,
     on_progress: Callable[[BatchProgress], None] | None = None,
+    refreshed: bool = False,
 ) -> AnalyzeResult:
     """Process every commit not yet reflected in the table's stats, oldest first.
 
@@ -713,6 +714,10 @@ def analyze_table(
     (the daemon's freshness comes from this one lineage walk). ``rebuild`` recomputes from
     the table's history, ignoring the stored segments (stats of earlier snapshots stay
     readable). ``on_progress`` hears each batch before and after its Spark job.
+    ``refreshed``: the caller refreshed the ``OpenedTable`` it passes just before (the
+    daemon's poll does, to see whether there is anything to do), so the run takes the
+    table as it is instead of loading it again — for a catalog table a load parses the
+    whole metadata file; a commit that landed meanwhile is the next run's.
     """
     resolved = as_config(config)
     opened = open_table(table, resolved)
@@ -727,6 +732,7 @@ def analyze_table(
                 on_pending=on_pending,
                 rebuild=rebuild,
                 on_progress=on_progress,
+                refresh=not (refreshed and attempt == 0 and isinstance(table, OpenedTable)),
             )
         except ConcurrentUpdateError:
             # Another process advanced the log first; its work is as good as ours, so
@@ -745,9 +751,11 @@ def _analyze_once(
     on_pending: PendingCallback | None,
     rebuild: bool,
     on_progress: Callable[[BatchProgress], None] | None = None,
+    refresh: bool = True,
 ) -> AnalyzeResult:
     opened = path.opened
-    opened.table.refresh()
+    if refresh:
+        opened.table.refresh()
     state = path.initial_state()
     if rebuild:
         state = replace(state, last_snapshot_id=None, segments=())

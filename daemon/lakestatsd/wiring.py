@@ -86,6 +86,7 @@ def core_fns(config: ServiceConfig) -> CoreFns:
             on_commit=on_commit,
             on_pending=on_pending,
             on_progress=log_progress,
+            refreshed=True,  # the runtime's poll refreshed it to see that there is work
         )
 
     def stop_spark(reason: str | None = None) -> None:

@@ -8,7 +8,9 @@ many snapshots longer), each followed by a run, metadata only (no Spark),
 publishing on (the catalog table's Puffin and partition statistics, as the daemon does).
 It prints the median run time and how many times a run loaded the table from the catalog
 (each load reads and parses the whole metadata JSON, which grows with the snapshots the
-table keeps), counted around pyiceberg's ``SqlCatalog.load_table``.
+table keeps), counted around pyiceberg's ``SqlCatalog.load_table``. ``--poll`` runs as the
+daemon does: the poll refreshes the table first (is there work?) and the run takes it as
+refreshed (``refreshed=True``, where this checkout's ``analyze_table`` has it).
 
     .venv/bin/python tests/bench/iceberg_commits.py            # --history 300 --commits 30
     PYTHONPATH=<checkout>/core:<checkout>/daemon .venv/bin/python tests/bench/iceberg_commits.py
@@ -17,6 +19,7 @@ table keeps), counted around pyiceberg's ``SqlCatalog.load_table``.
 from __future__ import annotations
 
 import argparse
+import inspect
 import shutil
 import statistics
 import time
@@ -63,6 +66,7 @@ def main() -> int:
     parser.add_argument("--history", type=int, default=300)
     parser.add_argument("--commits", type=int, default=30)
     parser.add_argument("--work-dir", default=".bench/iceberg-commits")
+    parser.add_argument("--poll", action="store_true", help="refresh first, as the daemon's poll")
     args = parser.parse_args()
     root = Path(args.work_dir).resolve() / f"h{args.history}"
     print(f"lakestats from {Path(lakestats.__file__).parent}", flush=True)
@@ -79,15 +83,20 @@ def main() -> int:
     analyze_table(opened, config=config, sketcher=None)
     snapshots = len(opened.table.snapshot_ids())
     seconds, loads = [], []
+    knows_refreshed = "refreshed" in inspect.signature(analyze_table).parameters
+    extra = {"refreshed": True} if args.poll and knows_refreshed else {}
     for i in range(args.commits):
         wh.append("t", row(10**6 + i))
         before = _loads[0]
         started = time.perf_counter()
-        analyze_table(opened, config=config, sketcher=None)
+        if args.poll:
+            opened.table.refresh()
+        analyze_table(opened, config=config, sketcher=None, **extra)
         seconds.append(time.perf_counter() - started)
         loads.append(_loads[0] - before)
     print(
-        f"{snapshots} snapshots at the start, {args.commits} runs: median "
+        f"{snapshots} snapshots at the start, {args.commits} runs"
+        f"{' after a poll' if args.poll else ''}: median "
         f"{statistics.median(seconds) * 1000:.1f} ms a run, "
         f"{statistics.median(loads):g} catalog loads a run"
     )

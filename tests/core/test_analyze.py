@@ -18,7 +18,10 @@ import pytest
 from pyiceberg.transforms import DayTransform, IdentityTransform
 from pyiceberg.types import LongType
 
+from lakestats.analyze import analyze_table, read_stats
 from lakestats.cli import main
+from lakestats.config import Config, SketchConfig, TableConfig
+from lakestats.tables import open_configured
 from lakestats.testing import IcebergWarehouse, exact_stats
 from lakestats.values import to_json
 
@@ -304,3 +307,38 @@ def test_an_append_merges_into_the_stored_merge_without_rereading_segments(
     wh.append("t", rows(1000, 7))
     analyze(loc, state_dir)
     assert_matches_exact(show_json(loc, state_dir), wh, "t")
+
+
+def test_a_run_on_a_table_its_caller_just_refreshed_does_not_load_it_again(
+    wh: IcebergWarehouse, tmp_path: Path
+) -> None:
+    """``refreshed=True`` (the daemon's poll refreshes the table to see that there is
+    work): the run takes the table as the caller left it — for a catalog table a load
+    parses the whole metadata file. A commit that lands in between is the next run's."""
+    wh.create_table("t", SCHEMA)
+    first = wh.append("t", rows(0, 20))
+    table = TableConfig(name="t", catalog=wh.catalog_name, identifier=wh.identifier("t"))
+    config = Config(
+        state_dir=str(tmp_path / "state"),
+        sketch=SketchConfig(enabled=False),
+        catalog={wh.catalog_name: dict(wh.catalog_properties)},
+        table=(table,),
+    )
+    opened = open_configured(table, config)
+    refreshes: list[int] = []
+    refresh = opened.table.refresh
+
+    def counted() -> None:
+        refreshes.append(1)
+        refresh()
+
+    opened.table.refresh = counted  # type: ignore[method-assign]
+    second = wh.append("t", rows(20, 20))  # after the caller's look (its open)
+    result = analyze_table(opened, config=config, sketcher=None, refreshed=True)
+    assert refreshes == []
+    assert result.last_snapshot_id == first
+    assert read_stats(opened)["snapshot_id"] == first
+    result = analyze_table(opened, config=config, sketcher=None)  # looks again
+    assert refreshes == [1]
+    assert result.last_snapshot_id == second
+    assert_matches_exact(read_stats(opened), wh, "t")
