@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 from pyiceberg.transforms import DayTransform, IdentityTransform
 from pyiceberg.types import LongType
 
+from call_counts import count_calls
 from lakestats.analyze import analyze_table, read_stats
 from lakestats.cli import main
 from lakestats.config import Config, SketchConfig, TableConfig
@@ -325,20 +327,14 @@ def test_a_run_on_a_table_its_caller_just_refreshed_does_not_load_it_again(
         table=(table,),
     )
     opened = open_configured(table, config)
-    refreshes: list[int] = []
-    refresh = opened.table.refresh
-
-    def counted() -> None:
-        refreshes.append(1)
-        refresh()
-
-    opened.table.refresh = counted  # type: ignore[method-assign]
+    calls: Counter[str] = Counter()
+    count_calls(opened.table, "refresh", calls)
     second = wh.append("t", rows(20, 20))  # after the caller's look (its open)
     result = analyze_table(opened, config=config, sketcher=None, refreshed=True)
-    assert refreshes == []
+    assert calls["refresh"] == 0
     assert result.last_snapshot_id == first
     assert read_stats(opened)["snapshot_id"] == first
     result = analyze_table(opened, config=config, sketcher=None)  # looks again
-    assert refreshes == [1]
+    assert calls["refresh"] == 1
     assert result.last_snapshot_id == second
     assert_matches_exact(read_stats(opened), wh, "t")

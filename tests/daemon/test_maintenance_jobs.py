@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +15,7 @@ import pyarrow as pa
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from call_counts import count_calls
 from lakestats.analyze import analyze_table, read_stats
 from lakestats.config import SketchConfig, load_config
 from lakestats.exceptions import ConfigError
@@ -323,23 +325,13 @@ def test_an_idle_poll_asks_for_the_newest_state_version_once(tmp_path: Path) -> 
         }
     )
     core = core_fns(config)
-    calls: dict[str, int] = {"current": 0, "usage": 0}
+    calls: Counter[str] = Counter(current=0, usage=0)
     handles: list[OpenedTable] = []
 
     def counting_opener(table: Any, cfg: Any) -> OpenedTable:
         opened = core.opener(table, cfg)
-        current, usage = opened.store.current, opened.store.usage
-
-        def counted_current() -> Any:
-            calls["current"] += 1
-            return current()
-
-        def counted_usage() -> tuple[int, int]:
-            calls["usage"] += 1
-            return usage()
-
-        opened.store.current = counted_current  # type: ignore[method-assign]
-        opened.store.usage = counted_usage  # type: ignore[method-assign]
+        count_calls(opened.store, "current", calls)
+        count_calls(opened.store, "usage", calls)
         handles.append(opened)
         return opened
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from call_counts import count_calls
 from lakestats.tables import OpenedTable
 from lakestats.testing import IcebergWarehouse
 from lakestatsd.config import ServiceConfig as Config
@@ -33,23 +35,17 @@ def test_a_processed_commit_loads_the_table_once(tmp_path: Path) -> None:
         }
     )
     core = core_fns(config)
-    refreshes = [0]
+    calls: Counter[str] = Counter()
 
     def counting_opener(table: Any, cfg: Any) -> OpenedTable:
         opened = core.opener(table, cfg)
-        refresh = opened.table.refresh
-
-        def counted() -> None:
-            refreshes[0] += 1
-            refresh()
-
-        opened.table.refresh = counted  # type: ignore[method-assign]
+        count_calls(opened.table, "refresh", calls)
         return opened
 
     service = Service(config, dataclasses.replace(core, opener=counting_opener))
     for i in range(2, 5):
         snapshot_id = wh.append("t", pa.table({"id": [i]}, schema=SCHEMA))
-        before = refreshes[0]
+        before = calls["refresh"]
         assert service.runtime.process("t", lambda: False)
-        assert refreshes[0] - before == 1
+        assert calls["refresh"] - before == 1
         assert service.runtime.read_stats("t", None)["snapshot_id"] == snapshot_id
