@@ -116,6 +116,16 @@ class PaimonTable(TableIdentity):
         self._converter = EntryConverter(
             self.paimon_schema, self._locate, self._options(), current=self.paimon_schema
         )
+        options = self._options()
+        if options.get("deletion-vectors.enabled", "").lower() == "true" and not (
+            self.primary_keys
+        ):
+            _log.warning(
+                "paimon_append_deletion_vectors_not_read",
+                table=self._description,
+                reason="deletion vectors of append-only tables are not read yet: rows they "
+                "delete are counted (docs/paimon.md)",
+            )
 
     # --- identity -------------------------------------------------------------------------
 
