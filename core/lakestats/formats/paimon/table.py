@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -113,13 +113,11 @@ class PaimonTable(TableIdentity):
         self._listed_at = 0.0
         self.refresh()
         self._table_id = self._identity()
+        options = self._options()  # {} when the schema is unreadable: reported when read
         self._converter = EntryConverter(
-            self.paimon_schema, self._locate, self._options(), current=self.paimon_schema
+            self.paimon_schema, self._locate, options, current=self.paimon_schema
         )
-        options = self._options()
-        if options.get("deletion-vectors.enabled", "").lower() == "true" and not (
-            self.primary_keys
-        ):
+        if _vectors_enabled(options) and not self.primary_keys:
             _log.warning(
                 "paimon_append_deletion_vectors_not_read",
                 table=self._description,
@@ -276,8 +274,7 @@ class PaimonTable(TableIdentity):
     @property
     def deletion_vectors(self) -> bool:
         schema = self.paimon_schema()
-        enabled = schema.options.get("deletion-vectors.enabled", "false").lower() == "true"
-        return enabled and bool(schema.primary_keys)
+        return _vectors_enabled(schema.options) and bool(schema.primary_keys)
 
     @property
     def primary_keys(self) -> tuple[str, ...]:
@@ -608,3 +605,8 @@ def _change(snapshot: PaimonSnapshot, added: list[DataFile], removed: list[DataF
         removed_files=tuple(removed),
         fingerprint=snapshot.fingerprint,
     )
+
+
+def _vectors_enabled(options: Mapping[str, str]) -> bool:
+    """The table option; lakestats reads the vectors of primary-key tables only."""
+    return options.get("deletion-vectors.enabled", "false").lower() == "true"
