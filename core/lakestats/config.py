@@ -498,8 +498,9 @@ def _apply_override(data: dict[str, Any], parts: list[str], value: str, var: str
     for depth, part in enumerate(parts[:-1]):
         key = part.lower()
         if head == "catalog" and depth == 1:
-            # catalog names are the user's own words: match them case-insensitively
-            key = next((k for k in node if k.lower() == part.lower()), part)
+            # catalog names are the user's own words: match them case-insensitively; the
+            # environment spells names in capitals by convention, so a new one is "main"
+            key = next((k for k in node if k.lower() == key), key)
         child = node.get(key)
         if child is None:
             child = {}

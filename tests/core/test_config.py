@@ -79,6 +79,21 @@ def test_environment_overrides_every_level(tmp_path: Path) -> None:
     assert config.sketch.quantiles == (0.1, 0.5, 0.9)
 
 
+def test_a_catalog_given_only_by_the_environment_is_named_in_lower_case(tmp_path: Path) -> None:
+    # the environment spells names in capitals: LAKESTATS_CATALOG__MAIN__* is [catalog.main],
+    # as LAKESTATS_TABLE__SALES__* is table "sales", so a table naming "main" finds it
+    text = GOOD[: GOOD.index("[catalog.main]")]
+    config = load_config(
+        _write(tmp_path, text),
+        env={
+            "LAKESTATS_CATALOG__MAIN__TYPE": "sql",
+            "LAKESTATS_CATALOG__MAIN__URI": "sqlite:////c.db",
+        },
+    )
+    assert config.catalog == {"main": {"type": "sql", "uri": "sqlite:////c.db"}}
+    assert config.find_table("events").catalog == "main"  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize(
     ("text", "env", "message"),
     [
