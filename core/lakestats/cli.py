@@ -1,5 +1,5 @@
-"""``lakestats``: analyze a table, show its stats, list per-commit aggregates, notify a daemon,
-expire and compact its stats.
+"""``lakestats``: analyze a table, show its stats, estimate predicates from them, list
+per-commit aggregates, notify a daemon, expire and compact its stats.
 
 Expected failures (bad config, no such table, corrupt metadata, a missing data file) print
 one line naming the problem and exit non-zero; the stats store is never left half-written.
@@ -18,7 +18,13 @@ from typing import Any, TextIO
 from lakestats import __version__, cache
 from lakestats.config import Config, TableConfig, load_config
 from lakestats.exceptions import ConfigError, LakestatsError
-from lakestats.render import render_commits, render_histogram, render_stats, render_table
+from lakestats.render import (
+    render_commits,
+    render_estimates,
+    render_histogram,
+    render_stats,
+    render_table,
+)
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -141,6 +147,25 @@ def _parser() -> argparse.ArgumentParser:
     advise.add_argument(
         "--per-partition", action="store_true", help="also print each partition's summary"
     )
+
+    estimate = sub.add_parser(
+        "estimate",
+        parents=[common],
+        help="estimated rows matching a predicate, from the stored stats (no data read)",
+    )
+    estimate.add_argument("table", metavar="TABLE")
+    estimate.add_argument(
+        "predicate",
+        metavar="PREDICATE",
+        nargs="+",
+        help='one column compared with constants, e.g. "price BETWEEN 10 AND 20", '
+        "\"day < '2024-02-01'\", \"mode IN ('AIR', 'RAIL')\", \"note IS NULL\"; each "
+        "estimated on its own",
+    )
+    estimate.add_argument(
+        "--snapshot", metavar="ID", type=int, help="a snapshot id (default: current)"
+    )
+    estimate.add_argument("--json", action="store_true", help="machine-readable JSON")
 
     notify = sub.add_parser(
         "notify", parents=[common], help="tell a running lakestatsd that a commit landed"
@@ -277,21 +302,11 @@ def _cmd_analyze(args: argparse.Namespace, config: Config, out: TextIO, err: Tex
 
 def _cmd_show(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
     from lakestats.analyze import read_stats  # noqa: PLC0415
-    from lakestats.freshness import freshness  # noqa: PLC0415
     from lakestats.tables import open_configured  # noqa: PLC0415
 
     opened = open_configured(_table_config(args, config), config)
     doc = read_stats(opened, args.snapshot)
-    behind = None
-    if args.snapshot is None:
-        try:
-            fresh = freshness(opened)
-        except LakestatsError:  # the stats are still worth showing
-            fresh = None
-        if fresh is not None and fresh.commits_behind:
-            behind = behind_note(fresh)
-    else:
-        behind = replaced_note(opened, args.snapshot)
+    behind = _staleness(opened, args.snapshot)
     if args.json:
         json.dump(doc, out, indent=2, allow_nan=False)
         out.write("\n")
@@ -305,6 +320,45 @@ def _cmd_show(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO
                 raise LakestatsError(f"no column {name!r} in the stats of {doc['table']}")
             out.write("\n" + render_histogram(name, column))
     return EXIT_OK
+
+
+def _cmd_estimate(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
+    from lakestats.analyze import read_stats  # noqa: PLC0415
+    from lakestats.selectivity import estimate_json  # noqa: PLC0415
+    from lakestats.tables import open_configured  # noqa: PLC0415
+
+    opened = open_configured(_table_config(args, config), config)
+    doc = read_stats(opened, args.snapshot)
+    estimates = [estimate_json(doc, text) for text in args.predicate]
+    if args.json:
+        report = {
+            "table": doc["table"],
+            "snapshot_id": doc["snapshot_id"],
+            "table_rows": doc["record_count"],
+            "estimates": estimates,
+        }
+        json.dump(report, out, indent=2, allow_nan=False)
+        out.write("\n")
+    else:
+        out.write(render_estimates(doc, estimates))
+    behind = _staleness(opened, args.snapshot)
+    if behind:  # stdout stays the estimates
+        print(f"lakestats: warning: {behind}", file=err)
+    return EXIT_OK
+
+
+def _staleness(opened: Any, snapshot_id: int | None) -> str | None:
+    """A note when the stats read for ``snapshot_id`` (None: the current ones) do not
+    describe the table as it is: commits not processed yet, or a commit since replaced."""
+    from lakestats.freshness import freshness  # noqa: PLC0415
+
+    if snapshot_id is not None:
+        return replaced_note(opened, snapshot_id)
+    try:
+        fresh = freshness(opened)
+    except LakestatsError:  # the stats are still worth showing
+        return None
+    return behind_note(fresh) if fresh.commits_behind else None
 
 
 def behind_note(fresh: Any) -> str:
@@ -591,6 +645,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return _cmd_compact(args, config, stdout)
         if args.command == "advise":
             return _cmd_advise(args, config, stdout)
+        if args.command == "estimate":
+            return _cmd_estimate(args, config, stdout, stderr)
         if args.command == "shards":
             return _cmd_shards(args, config, stdout)
         return _cmd_notify(args, config, stdout, stderr)

@@ -264,3 +264,14 @@ def render_commits(table: str, docs: Sequence[dict[str, Any]]) -> str:
         ["snapshot", "operation", "+files", "+rows", "+bytes", "-files", "-rows", "+deletes"],
         rows,
     )
+
+
+def render_estimates(doc: dict[str, Any], estimates: Sequence[dict[str, Any]]) -> str:
+    """``lakestats estimate``: a line per predicate (``selectivity.estimate_json``)."""
+    head = f"{doc['table']} at snapshot {doc['snapshot_id']}: {doc['record_count']:,} rows\n\n"
+    rows = [(_rows(e["rows"]), f"{e['selectivity']:.4%}", e["predicate"]) for e in estimates]
+    return head + _table(("rows≈", "selectivity", "predicate"), rows, wide_last=True)
+
+
+def _rows(rows: float) -> str:
+    return f"{rows:,.0f}" if rows >= 10 or rows == 0 else f"{rows:.2g}"

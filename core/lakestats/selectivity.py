@@ -76,10 +76,37 @@ def estimate(
     from lakestats.read import read_stats  # noqa: PLC0415 - keeps this module pure to import
 
     doc = read_stats(table, config=config, snapshot_id=snapshot_id)
+    return estimate_from(doc, predicate)
+
+
+def estimate_from(doc: dict[str, Any], predicate: Predicate | str) -> Estimate:
+    """``estimate`` over a stats document already read (pure)."""
     parsed = parse_predicate(predicate) if isinstance(predicate, str) else predicate
     fraction = selectivity(doc, parsed)
     rows = int(doc["record_count"])
     return Estimate(rows=fraction * rows, selectivity=fraction, table_rows=rows)
+
+
+def estimate_json(doc: dict[str, Any], predicate: str) -> dict[str, Any]:
+    """One predicate's estimate as ``lakestats estimate --json`` and ``GET
+    /v1/tables/{name}/estimate`` print it: the predicate as given and as read, the rows and
+    the fraction of the table's rows. A ``PredicateError`` names the predicate."""
+    try:
+        parsed = parse_predicate(predicate)
+        result = estimate_from(doc, parsed)
+    except PredicateError as exc:
+        message = str(exc)
+        raise PredicateError(
+            message if repr(predicate) in message else f"{predicate!r}: {message}"
+        ) from None
+    return {
+        "predicate": predicate,
+        "column": parsed.column,
+        "op": parsed.op,
+        "values": list(parsed.values),
+        "rows": result.rows,
+        "selectivity": result.selectivity,
+    }
 
 
 def selectivity(doc: dict[str, Any], predicate: Predicate) -> float:
@@ -524,6 +551,9 @@ def _literal(token: str) -> Any:
     except ValueError:
         pass
     try:
-        return float(token)
+        number = float(token)
     except ValueError:
         raise PredicateError(f"{token!r} is not a number") from None
+    if not math.isfinite(number):  # 1e999: no column holds it, and JSON cannot carry it
+        raise PredicateError(f"{token!r} is out of range")
+    return number

@@ -1,4 +1,5 @@
-"""HTTP API (starlette): health, readiness, metrics, stats, on-commit notifications.
+"""HTTP API (starlette): health, readiness, metrics, stats, estimates, on-commit
+notifications.
 
 Security stance, because the port may be reachable by more than the writers:
 
@@ -32,6 +33,7 @@ from starlette.routing import Route
 from lakestats.advise_io import UnknownColumnError
 from lakestats.config import Config
 from lakestats.exceptions import LakestatsError, SnapshotNotFoundError
+from lakestats.selectivity import PredicateError, estimate_json
 from lakestats.shards import ShardPlan
 from lakestatsd.openapi import openapi_document
 
@@ -39,6 +41,7 @@ _INT64 = re.compile(r"^-?\d{1,19}$")
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
 _WAIT_POLL_S = 0.05
+MAX_PREDICATE_CHARS = 4096  # an IN list of hundreds of values; the parser stays linear
 
 
 class Backend(Protocol):
@@ -254,6 +257,33 @@ def create_app(backend: Backend) -> Starlette:
             return _error(503, "table_unavailable", f"{type(exc).__name__}: {exc}")
         return JSONResponse(doc)
 
+    async def estimate(request: Request) -> Response:
+        name = _table(backend, request)
+        params = _query(request, frozenset({"predicate", "snapshot"}))
+        text = params.get("predicate", "").strip()
+        if not text:
+            raise BadRequestError(
+                400, "bad_query", "predicate is required, e.g. ?predicate=price < 10"
+            )
+        if len(text) > MAX_PREDICATE_CHARS:
+            raise BadRequestError(
+                400, "bad_query", f"predicate is longer than {MAX_PREDICATE_CHARS} characters"
+            )
+        snapshot = _snapshot(params)
+        try:
+            doc = await run_in_threadpool(backend.read_stats, name, snapshot)
+            result = await run_in_threadpool(estimate_json, doc, text)
+        except PredicateError as exc:  # before LakestatsError, of which it is one
+            return _error(400, "bad_predicate", str(exc))
+        except SnapshotNotFoundError as exc:
+            return _error(404, "no_stats", str(exc))
+        except LakestatsError as exc:
+            return _error(503, "table_unavailable", f"{type(exc).__name__}: {exc}")
+        table = {"table": name, "snapshot_id": doc["snapshot_id"]}
+        # stats served while the table's metadata is unreadable say so here too
+        stale = {k: doc[k] for k in ("stale", "stale_reason") if k in doc}
+        return JSONResponse({**table, "table_rows": doc["record_count"], **result, **stale})
+
     async def commits(request: Request) -> Response:
         _check_token(config, request)
         name = _table(backend, request)
@@ -303,6 +333,7 @@ def create_app(backend: Backend) -> Starlette:
             Route("/v1/tables", list_tables, methods=["GET"]),
             Route("/v1/tables/{name}/stats", stats, methods=["GET"]),
             Route("/v1/tables/{name}/advice", advice, methods=["GET"]),
+            Route("/v1/tables/{name}/estimate", estimate, methods=["GET"]),
             Route("/v1/tables/{name}/commits", commits, methods=["POST"]),
         ],
         exception_handlers={BadRequestError: bad_request, HTTPException: http_error},

@@ -157,6 +157,72 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+            "/v1/tables/{name}/estimate": {
+                "get": {
+                    "summary": "Estimated rows matching a predicate, as one entry of "
+                    "`lakestats estimate --json`",
+                    "description": "One column compared with constants (=, <, <=, >, >=, "
+                    "BETWEEN, IN, IS [NOT] NULL), estimated from the stored histogram, "
+                    "frequent values, NDV and null counts; no data is read "
+                    '(docs/sketches.md, "Selectivity"). The answer carries the table, the '
+                    "snapshot the stats describe, its rows, the predicate as given and as "
+                    "read (column, op, values), and the estimated rows and selectivity.",
+                    "parameters": [
+                        _NAME,
+                        {
+                            "name": "predicate",
+                            "in": "query",
+                            "required": True,
+                            "description": "e.g. `price BETWEEN 10 AND 20`, "
+                            "`day < '2024-02-01'`, `mode IN ('AIR', 'RAIL')`, `x IS NULL` "
+                            "(URL-encoded; at most 4096 characters)",
+                            "schema": {"type": "string", "maxLength": 4096},
+                        },
+                        {
+                            "name": "snapshot",
+                            "in": "query",
+                            "required": False,
+                            "description": "Snapshot id (default: the newest processed one)",
+                            "schema": {"type": "integer", "format": "int64"},
+                        },
+                    ],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "table": {"type": "string"},
+                                    "snapshot_id": {"type": "integer", "format": "int64"},
+                                    "table_rows": {"type": "integer"},
+                                    "predicate": {"type": "string"},
+                                    "column": {"type": "string"},
+                                    "op": {"type": "string"},
+                                    "values": {"type": "array", "items": {}},
+                                    "rows": {"type": "number"},
+                                    "selectivity": {"type": "number"},
+                                    "stale": {
+                                        "type": "boolean",
+                                        "description": "present (true) when the stats "
+                                        "are served while the table's metadata is "
+                                        "unreadable, as for /stats",
+                                    },
+                                    "stale_reason": {"type": "string"},
+                                },
+                            },
+                            "the estimate",
+                        ),
+                        "400": _json(
+                            _ERROR,
+                            "malformed query, or a predicate that cannot be read or estimated "
+                            "(error bad_predicate: unknown column, wrong constant, a range on "
+                            "a column without a histogram)",
+                        ),
+                        "404": _json(_ERROR, "unknown table, or no stats for that snapshot"),
+                        "421": _json(_MISDIRECTED, _OTHER_SHARD),
+                        "503": _json(_ERROR, "the table or its stats store is unreadable"),
+                    },
+                }
+            },
             "/v1/tables/{name}/commits": {
                 "post": {
                     "summary": "On-commit notification: a commit landed, look at the table",

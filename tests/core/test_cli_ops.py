@@ -119,6 +119,27 @@ def test_show_says_when_stats_are_behind(two_tables: tuple[IcebergWarehouse, Pat
     assert "2 commit(s) behind" in err
 
 
+def test_estimate_says_when_stats_are_behind(two_tables: tuple[IcebergWarehouse, Path]) -> None:
+    """``estimate`` answers from the stats it has (metadata only here: null counts, exact)
+    and warns on stderr when the table has moved on; an unknown snapshot is one line."""
+    wh, config = two_tables
+    assert run("analyze", "a", "--config", str(config), "--no-sketches", "-q")[0] == 0
+    first = wh.lineage("a")[-1]
+    code, out, err = run("estimate", "a", "price IS NOT NULL", "--config", str(config), "--json")
+    assert code == 0 and err == ""
+    answer = json.loads(out)
+    assert answer["snapshot_id"] == first and answer["table_rows"] == 10
+    assert answer["estimates"][0]["rows"] == 10 and answer["estimates"][0]["selectivity"] == 1
+    wh.append("a", rows(10, 5))
+    code, out, err = run("estimate", "a", "id IS NULL", "--config", str(config))
+    assert code == 0
+    assert out.splitlines()[0] == f"a at snapshot {first}: 10 rows"
+    assert out.splitlines()[-1].split() == ["0", "0.0000%", "id", "IS", "NULL"]
+    assert "1 commit(s) behind" in err and err.startswith("lakestats: warning:")
+    code, out, err = run("estimate", "a", "id IS NULL", "--config", str(config), "--snapshot", "7")
+    assert code == 1 and out == "" and err.count("\n") == 1 and "7" in err, err
+
+
 def test_analyze_all_keeps_going_past_a_failing_table(
     two_tables: tuple[IcebergWarehouse, Path], tmp_path: Path
 ) -> None:

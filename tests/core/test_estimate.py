@@ -455,3 +455,76 @@ def test_frequent_values_of_low_cardinality_columns_are_exact(analyzed: Analyzed
         assert len(listed) == values and listed == counts
     for predicate in (Predicate("qty", "=", ("17",)), Predicate("disc", "in", ("0.01", "0.10"))):
         assert selectivity(doc, predicate) * len(data) == exact_count(data, predicate)
+
+
+def test_the_estimate_command_answers_from_the_stored_stats(
+    analyzed: Analyzed, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lakestats estimate``: each predicate's rows as the library estimates them (and so
+    within its bounds of the exact count), in JSON and as a table; a bad predicate is one
+    line naming it, exit 1, nothing printed on stdout."""
+    import json
+
+    from lakestats.cli import main
+    from lakestats.selectivity import estimate_from
+
+    texts = [
+        "day BETWEEN '1993-01-01' AND '1993-03-31'",
+        "qty IN ('3.00', 4, 50)",
+        "skew = 7",
+        "price IS NULL",
+        "mode = 'AIR'",
+        "disc >= 0.05",
+    ]
+    state = ["--state-dir", analyzed.config.state_dir]
+    out = io.StringIO()
+    assert main(["estimate", analyzed.location, *state, "--json", *texts], out=out) == 0
+    report = json.loads(out.getvalue())
+    rows = len(analyzed.data)
+    assert report["table_rows"] == rows
+    assert report["snapshot_id"] == analyzed.doc["snapshot_id"]
+    assert [e["predicate"] for e in report["estimates"]] == texts
+    for entry, text in zip(report["estimates"], texts, strict=True):
+        predicate = parse_predicate(text)
+        assert (entry["column"], entry["op"], tuple(entry["values"])) == (
+            predicate.column,
+            predicate.op,
+            predicate.values,
+        )
+        library = estimate_from(analyzed.doc, predicate)
+        assert entry["rows"] == library.rows and entry["selectivity"] == library.selectivity
+        exact = exact_count(analyzed.data, predicate)
+        if predicate.op == "between":
+            bound = analyzed.doc["columns"]["day"]["sketch"]["quantiles"]["bucket_count_error"]
+            assert abs(entry["rows"] - exact) <= 2 * rows / 100 + 2 * bound, (text, exact)
+        elif predicate.op == ">=":
+            bound = analyzed.doc["columns"]["disc"]["sketch"]["quantiles"]["bucket_count_error"]
+            assert abs(entry["rows"] - exact) <= rows / 100 + 2 * bound, (text, exact)
+        else:
+            assert _q_error(entry["rows"], exact) <= 1.1, (text, entry["rows"], exact)
+    capsys.readouterr()
+
+    out = io.StringIO()
+    assert main(["estimate", analyzed.location, *state, *texts], out=out) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0] == (
+        f"{Path(analyzed.location).name} at snapshot {analyzed.doc['snapshot_id']}: {rows:,} rows"
+    )
+    assert lines[2].split() == ["rows≈", "selectivity", "predicate"]
+    for line, entry in zip(lines[4:], report["estimates"], strict=True):
+        assert line.endswith(entry["predicate"])
+        assert f"{entry['selectivity']:.4%}" in line
+    assert len(lines) == 4 + len(texts)
+    assert capsys.readouterr().err == ""  # the stats are current: no warning
+
+    for bad, message in (
+        ("nope = 1", "'nope = 1': no column 'nope'"),
+        ("mode < 'B'", "has no histogram"),
+        ("qty = 1e999", "'1e999' is out of range"),
+        ("qty ~ 5", "cannot read predicate 'qty ~ 5'"),
+    ):
+        out = io.StringIO()
+        assert main(["estimate", analyzed.location, *state, "skew = 7", bad], out=out) == 1
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1 and "Traceback" not in err, err
+        assert out.getvalue() == ""

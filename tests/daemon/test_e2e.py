@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import pytest
@@ -192,6 +193,18 @@ def test_watching_converges_and_serves_everything(tmp_path: Path, run_daemon: Ru
     assert daemon.request("GET", "/v1/tables/t/stats?snapshot=123").status == 404
     assert daemon.request("GET", "/v1/tables/t/stats?snapshot=abc").status == 400
     assert daemon.request("GET", "/v1/tables/nope/stats").status == 404
+
+    # estimates from the served stats: null counts are exact; a range needs a histogram,
+    # which metadata-only stats do not have
+    served = daemon.get_json("/v1/tables/t/stats")
+    answer = daemon.get_json("/v1/tables/t/estimate?predicate=" + quote("score IS NOT NULL"))
+    assert answer["snapshot_id"] == served["snapshot_id"] == current
+    assert answer["rows"] == answer["table_rows"] == served["record_count"]
+    older = daemon.get_json(f"/v1/tables/t/estimate?snapshot={first}&predicate=id%20IS%20NULL")
+    assert older["snapshot_id"] == first and older["rows"] == 0
+    resp = daemon.request("GET", "/v1/tables/t/estimate?predicate=" + quote("id < 3"))
+    assert resp.status == 400 and resp.json()["error"] == "bad_predicate"
+    assert daemon.request("GET", "/v1/tables/t/estimate").status == 400
 
     # on-commit notifications: auth, limits, unknown tables, wait
     auth = {"Authorization": f"Bearer {TOKEN}"}
