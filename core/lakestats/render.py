@@ -216,6 +216,7 @@ def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
             q = quantiles or {}
             marks = " / ".join(_cell(q.get(k)) for k in ("0.25", "0.5", "0.75"))
             out.append(f"  {name:<20} {line or '':<24}  {marks}")
+    out.extend(_common_values_lines(doc))
     partitions = doc.get("partitions") or []
     if len(partitions) > 1 or (partitions and partitions[0]["partition"]):
         out.append("")
@@ -242,6 +243,33 @@ def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
         for where in published:
             out.append(f"published: {where}")
     return "\n".join(out) + "\n"
+
+
+COMMON_SHARE = 0.01  # a value hotter than one bucket of a 100-bucket histogram
+COMMON_SHOWN = 5
+
+
+def _common_values_lines(doc: dict[str, Any]) -> list[str]:
+    """The columns' most common values, as ``frequent_values`` lists them: the few that
+    hold at least ``COMMON_SHARE`` of the rows each (a column with none is not listed). A
+    count the sketch holds only within bounds prints with ≈."""
+    rows = doc["record_count"]
+    lines = []
+    for name, col in doc["columns"].items():
+        common = [
+            f"{_cell(f['value'], exact=True)} {f['count'] / rows:.1%}"
+            + ("" if f.get("count_lower") == f.get("count_upper") else "≈")
+            for f in (col.get("frequent_values") or [])[:COMMON_SHOWN]
+            if rows and f["count"] >= COMMON_SHARE * rows
+        ]
+        if common:
+            lines.append(f"  {name:<20} {', '.join(common)}")
+    if not lines:
+        return []
+    title = (
+        f"\nmost common values (those holding ≥ {COMMON_SHARE:.0%} of the rows; share of the rows)"
+    )
+    return [title, *lines]
 
 
 def render_commits(table: str, docs: Sequence[dict[str, Any]]) -> str:

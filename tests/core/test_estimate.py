@@ -528,3 +528,44 @@ def test_the_estimate_command_answers_from_the_stored_stats(
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1 and "Traceback" not in err, err
         assert out.getvalue() == ""
+
+
+def test_show_lists_the_most_common_values(analyzed: Analyzed) -> None:
+    """``show`` lists, per column, the values holding at least 1 % of the rows each, with
+    their share, from the served ``frequent_values``: checked against pyarrow's exact
+    counts. A column without such values (dates spread over ~2,500 days) is not listed."""
+    from lakestats.cli import main
+    from lakestats.render import COMMON_SHARE, COMMON_SHOWN
+
+    out = io.StringIO()
+    assert main(["show", analyzed.location, "--state-dir", analyzed.config.state_dir], out=out) == 0
+    text = out.getvalue()
+    section = text[text.index("most common values") :].split("\n\n")[0].splitlines()[1:]
+    listed = {line.split()[0]: line.split(maxsplit=1)[1] for line in section}
+    rows = len(analyzed.data)
+    expected = {}
+    for name in NUMERIC:
+        counts = pc.value_counts(analyzed.data.column(name).drop_null()).to_pylist()
+        common = sorted(
+            (c for c in counts if c["counts"] >= COMMON_SHARE * rows),
+            key=lambda c: (-c["counts"], str(c["values"])),
+        )
+        if common:
+            expected[name] = common
+    assert set(listed) == set(expected) == {"qty", "disc", "skew"}
+    for name, common in expected.items():
+        shown = listed[name].split(", ")
+        assert len(shown) == min(COMMON_SHOWN, len(common))
+        exact = {str(c["values"]): c["counts"] for c in common}
+        served = {str(f["value"]): f for f in analyzed.doc["columns"][name]["frequent_values"]}
+        for item in shown:
+            value, share = item.split()
+            entry = served[value]
+            assert entry["count_lower"] <= exact[value] <= entry["count_upper"], (name, item)
+            if entry["count_lower"] == entry["count_upper"]:  # the sketch's count is exact
+                assert share == f"{exact[value] / rows:.1%}", (name, item)
+            else:  # an estimate, said so
+                assert share == f"{entry['count'] / rows:.1%}≈", (name, item)
+    # 30 % of the rows; 100,000 other values, so the sketch holds its count within bounds
+    assert listed["skew"].startswith("7 ") and listed["skew"].endswith("≈")
+    assert "≈" not in listed["qty"] + listed["disc"]  # 50 and 11 values: counted exactly
