@@ -5,8 +5,9 @@ deltalake (delta-rs) directly, as writers would. Builds a demo warehouse with py
 SQLite catalog and a Delta table under ``<repository>/demo-warehouse`` (replaced on every
 run), starts ``lakestatsd --config <repository>/config/local.toml`` in the background,
 then writes commits (appends, a delete, a compaction; Delta appends, a delete, an update)
-and after each one shows the stats the daemon serves over HTTP and how fresh they are;
-finally stops the daemon with SIGTERM. Needs this package (with its test extra, which
+and after each one shows the stats the daemon serves over HTTP and how fresh they are,
+then a few filters' rows as the daemon estimates them beside a scan's count; finally stops
+the daemon with SIGTERM. Needs this package (with its test extra, which
 brings deltalake) and Java, and runs from any working directory.
 """
 
@@ -20,6 +21,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 import pyarrow as pa
 from demo_daemon import base_url, get_json, run_beside_daemon
@@ -159,6 +161,33 @@ def _write_and_watch(table: Table, config: Config, base: str) -> None:
             f"demo: {label:<24} {doc['snapshot_id']:>20} {doc['record_count']:>6} "
             f"{columns['customer'].get('ndv')!s:>13} {p50!s:>11} {fresh_after:>10.2f}s "
             f"{_lag(base):>7}",
+            flush=True,
+        )
+    _estimates(table, base)
+
+
+# (lakestats predicate, the same filter for pyiceberg's scan, which counts the rows)
+FILTERS = (
+    ("amount < 20", "amount < 20"),
+    (
+        "order_date BETWEEN '2026-02-01' AND '2026-02-28'",
+        "order_date >= '2026-02-01' and order_date <= '2026-02-28'",
+    ),
+    ("order_id >= 12000", "order_id >= 12000"),
+    ("region = 'emea' AND amount < 20", "region = 'emea' and amount < 20"),
+)
+
+
+def _estimates(table: Table, base: str) -> None:
+    print(
+        "\ndemo: rows a filter matches, estimated by lakestatsd from the stats alone "
+        "(GET /v1/tables/orders/estimate), and counted by a scan"
+    )
+    for predicate, scan_filter in FILTERS:
+        answer = get_json(f"{base}/v1/tables/orders/estimate?predicate={quote(predicate)}")
+        counted = table.scan(row_filter=scan_filter).to_arrow().num_rows
+        print(
+            f"demo: {predicate:<50} estimated {answer['rows']:>8.0f}  counted {counted:>6}",
             flush=True,
         )
 

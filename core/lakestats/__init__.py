@@ -31,10 +31,10 @@ _EXPORTS = {
     "TableConfig": "lakestats.config",
     "load_config": "lakestats.config",
     "LakestatsError": "lakestats.exceptions",
-    "estimate": "lakestats.selectivity",
-    "Estimate": "lakestats.selectivity",
-    "Predicate": "lakestats.selectivity",
-    "parse_predicate": "lakestats.selectivity",
+    "estimate": "lakestats.estimates",
+    "Estimate": "lakestats.estimates",
+    "Predicate": "lakestats.predicates",
+    "parse_predicate": "lakestats.predicates",
 }
 
 __all__ = [
@@ -60,9 +60,10 @@ __all__ = [
 if TYPE_CHECKING:
     from lakestats.analyze import AUTO, AnalyzeResult, CommitReport, analyze_table
     from lakestats.config import Config, TableConfig, load_config
+    from lakestats.estimates import Estimate, estimate
     from lakestats.exceptions import LakestatsError
+    from lakestats.predicates import Predicate, parse_predicate
     from lakestats.read import list_commit_docs, read_stats
-    from lakestats.selectivity import Estimate, Predicate, estimate, parse_predicate
     from lakestats.tables import OpenedTable, open_table
 
 

@@ -158,9 +158,9 @@ def _parser() -> argparse.ArgumentParser:
         "predicate",
         metavar="PREDICATE",
         nargs="+",
-        help='one column compared with constants, e.g. "price BETWEEN 10 AND 20", '
-        "\"day < '2024-02-01'\", \"mode IN ('AIR', 'RAIL')\", \"note IS NULL\"; each "
-        "estimated on its own",
+        help='columns compared with constants, joined by AND, e.g. "price BETWEEN 10 AND '
+        "20\", \"day < '2024-02-01' AND mode IN ('AIR', 'RAIL')\", \"note IS NULL\"; "
+        "each PREDICATE estimated on its own",
     )
     estimate.add_argument(
         "--snapshot", metavar="ID", type=int, help="a snapshot id (default: current)"
@@ -324,7 +324,7 @@ def _cmd_show(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO
 
 def _cmd_estimate(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
     from lakestats.analyze import read_stats  # noqa: PLC0415
-    from lakestats.selectivity import estimate_json  # noqa: PLC0415
+    from lakestats.estimates import estimate_json  # noqa: PLC0415
     from lakestats.tables import open_configured  # noqa: PLC0415
 
     opened = open_configured(_table_config(args, config), config)

@@ -2,8 +2,8 @@
 
 ``selectivity(doc, predicate)`` is pure: it reads one column of the ``show --json``
 document (row and null counts, NDV, the equi-depth histogram) and returns the estimated
-fraction of the table's rows that satisfy the predicate. ``estimate(table, predicate)``
-reads the current stats first (``lakestats.read_stats``).
+fraction of the table's rows that satisfy the predicate. ``lakestats.estimates`` builds on
+it: a table's current stats read first, comparisons joined by AND.
 
 The model (docs/sketches.md, "Selectivity"):
 
@@ -29,84 +29,15 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import math
-import re
-from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal, cast
+from typing import Any
 
-from lakestats.exceptions import LakestatsError
-from lakestats.tables import ConfigLike, TableLike
+from lakestats.predicates import OPS, Op, Predicate, PredicateError, parse_predicate
 from lakestats.values import from_json, to_physical
 
-Op = Literal["=", "<", "<=", ">", ">=", "between", "in", "is null", "is not null"]
-_OPS: tuple[str, ...] = ("=", "<", "<=", ">", ">=", "between", "in", "is null", "is not null")
+__all__ = ["Op", "Predicate", "PredicateError", "order_key", "parse_predicate", "selectivity"]
+
 _NUMERIC = ("int", "long", "float", "double", "date", "timestamp", "timestamptz")
-
-
-class PredicateError(LakestatsError):
-    """A predicate that cannot be estimated: unknown column, wrong constants, no histogram."""
-
-
-@dataclass(frozen=True)
-class Predicate:
-    """``column op values``: one constant for comparisons, two for ``between`` (low, high,
-    both inclusive), any number for ``in``, none for ``is null`` / ``is not null``."""
-
-    column: str
-    op: Op
-    values: tuple[Any, ...] = ()
-
-
-@dataclass(frozen=True)
-class Estimate:
-    rows: float  # estimated rows satisfying the predicate
-    selectivity: float  # rows / the table's rows
-    table_rows: int
-
-
-def estimate(
-    table: TableLike,
-    predicate: Predicate | str,
-    *,
-    config: ConfigLike = None,
-    snapshot_id: int | None = None,
-) -> Estimate:
-    """Estimated rows of ``table`` satisfying ``predicate`` (a ``Predicate`` or text such as
-    ``"price BETWEEN 10 AND 20"``), from its current (or ``snapshot_id``'s) stats."""
-    from lakestats.read import read_stats  # noqa: PLC0415 - keeps this module pure to import
-
-    doc = read_stats(table, config=config, snapshot_id=snapshot_id)
-    return estimate_from(doc, predicate)
-
-
-def estimate_from(doc: dict[str, Any], predicate: Predicate | str) -> Estimate:
-    """``estimate`` over a stats document already read (pure)."""
-    parsed = parse_predicate(predicate) if isinstance(predicate, str) else predicate
-    fraction = selectivity(doc, parsed)
-    rows = int(doc["record_count"])
-    return Estimate(rows=fraction * rows, selectivity=fraction, table_rows=rows)
-
-
-def estimate_json(doc: dict[str, Any], predicate: str) -> dict[str, Any]:
-    """One predicate's estimate as ``lakestats estimate --json`` and ``GET
-    /v1/tables/{name}/estimate`` print it: the predicate as given and as read, the rows and
-    the fraction of the table's rows. A ``PredicateError`` names the predicate."""
-    try:
-        parsed = parse_predicate(predicate)
-        result = estimate_from(doc, parsed)
-    except PredicateError as exc:
-        message = str(exc)
-        raise PredicateError(
-            message if repr(predicate) in message else f"{predicate!r}: {message}"
-        ) from None
-    return {
-        "predicate": predicate,
-        "column": parsed.column,
-        "op": parsed.op,
-        "values": list(parsed.values),
-        "rows": result.rows,
-        "selectivity": result.selectivity,
-    }
 
 
 def selectivity(doc: dict[str, Any], predicate: Predicate) -> float:
@@ -114,8 +45,8 @@ def selectivity(doc: dict[str, Any], predicate: Predicate) -> float:
     column = doc["columns"].get(predicate.column)
     if column is None:
         raise PredicateError(f"no column {predicate.column!r} in the stats")
-    if predicate.op not in _OPS:
-        raise PredicateError(f"unknown operator {predicate.op!r}; one of {', '.join(_OPS)}")
+    if predicate.op not in OPS:
+        raise PredicateError(f"unknown operator {predicate.op!r}; one of {', '.join(OPS)}")
     total = float(doc["record_count"])
     if total <= 0:
         return 0.0
@@ -500,60 +431,11 @@ def _clamp(fraction: float) -> float:
     return min(1.0, max(0.0, fraction))
 
 
-_LITERAL = r"""(?:'(?:[^']|'')*'|[-+]?[0-9.eE+-]+|true|false)"""
-_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("is not null", re.compile(r"^(?P<col>\S+)\s+is\s+not\s+null$", re.I)),
-    ("is null", re.compile(r"^(?P<col>\S+)\s+is\s+null$", re.I)),
-    (
-        "between",
-        re.compile(
-            rf"^(?P<col>\S+)\s+between\s+(?P<a>{_LITERAL})\s+and\s+(?P<b>{_LITERAL})$", re.I
-        ),
-    ),
-    ("in", re.compile(r"^(?P<col>\S+)\s+in\s*\((?P<list>.*)\)$", re.I)),
-    ("cmp", re.compile(rf"^(?P<col>\S+?)\s*(?P<op><=|>=|<|>|=)\s*(?P<a>{_LITERAL})$", re.I)),
-]
-
-
-def parse_predicate(text: str) -> Predicate:
-    """``"col = 5"``, ``"col < 2.5"``, ``"day BETWEEN '2024-01-01' AND '2024-01-31'"``,
-    ``"col IN (1, 2, 3)"``, ``"col IS NULL"``, ``"col IS NOT NULL"``: quoted constants are
-    strings (dates, timestamps, decimals, text), others numbers or true/false."""
-    stripped = text.strip()
-    for kind, pattern in _PATTERNS:
-        m = pattern.match(stripped)
-        if m is None:
-            continue
-        column = m.group("col").strip('`"')
-        if kind in ("is null", "is not null"):
-            return Predicate(column, cast("Op", kind))
-        if kind == "between":
-            return Predicate(column, "between", (_literal(m.group("a")), _literal(m.group("b"))))
-        if kind == "in":
-            items = re.findall(_LITERAL, m.group("list"), re.I)
-            if not items:
-                break
-            return Predicate(column, "in", tuple(_literal(i) for i in items))
-        return Predicate(column, cast("Op", m.group("op")), (_literal(m.group("a")),))
-    raise PredicateError(
-        f"cannot read predicate {text!r}: use col = v, <, <=, >, >=, BETWEEN a AND b, "
-        "IN (a, b), IS [NOT] NULL"
-    )
-
-
-def _literal(token: str) -> Any:
-    if token.startswith("'"):
-        return token[1:-1].replace("''", "'")
-    if token.lower() in ("true", "false"):
-        return token.lower() == "true"
-    try:
-        return int(token)
-    except ValueError:
-        pass
-    try:
-        number = float(token)
-    except ValueError:
-        raise PredicateError(f"{token!r} is not a number") from None
-    if not math.isfinite(number):  # 1e999: no column holds it, and JSON cannot carry it
-        raise PredicateError(f"{token!r} is out of range")
-    return number
+def order_key(type_str: str, value: Any) -> Any:
+    """A constant as the column's type orders it: booleans as booleans; numbers, dates,
+    decimals and timestamps on the KLL number line; strings as given."""
+    if type_str == "boolean":
+        return _bool(value)
+    if type_str in _NUMERIC or type_str.startswith(("decimal", "timestamp")):
+        return _unit(type_str, value)
+    return value

@@ -32,8 +32,9 @@ from starlette.routing import Route
 
 from lakestats.advise_io import UnknownColumnError
 from lakestats.config import Config
+from lakestats.estimates import estimate_json
 from lakestats.exceptions import LakestatsError, SnapshotNotFoundError
-from lakestats.selectivity import PredicateError, estimate_json
+from lakestats.predicates import PredicateError
 from lakestats.shards import ShardPlan
 from lakestatsd.openapi import openapi_document
 
@@ -41,7 +42,7 @@ _INT64 = re.compile(r"^-?\d{1,19}$")
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
 _WAIT_POLL_S = 0.05
-MAX_PREDICATE_CHARS = 4096  # an IN list of hundreds of values; the parser stays linear
+MAX_PREDICATE_CHARS = 4096  # room for an IN list of hundreds of values; bounds the parsing
 
 
 class Backend(Protocol):

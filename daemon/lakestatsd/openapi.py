@@ -161,12 +161,14 @@ def openapi_document() -> dict[str, Any]:
                 "get": {
                     "summary": "Estimated rows matching a predicate, as one entry of "
                     "`lakestats estimate --json`",
-                    "description": "One column compared with constants (=, <, <=, >, >=, "
-                    "BETWEEN, IN, IS [NOT] NULL), estimated from the stored histogram, "
-                    "frequent values, NDV and null counts; no data is read "
-                    '(docs/sketches.md, "Selectivity"). The answer carries the table, the '
-                    "snapshot the stats describe, its rows, the predicate as given and as "
-                    "read (column, op, values), and the estimated rows and selectivity.",
+                    "description": "Columns compared with constants (=, <, <=, >, >=, "
+                    "BETWEEN, IN, IS [NOT] NULL), joined by AND, estimated from the stored "
+                    "histogram, frequent values, NDV and null counts; no data is read "
+                    '(docs/sketches.md, "Selectivity"). Comparisons on one column are '
+                    "combined into one range or value set; different columns are taken as "
+                    "independent. The answer carries the table, the snapshot the stats "
+                    "describe, its rows, the predicate as given and as read (terms), and "
+                    "the estimated rows and selectivity.",
                     "parameters": [
                         _NAME,
                         {
@@ -174,7 +176,7 @@ def openapi_document() -> dict[str, Any]:
                             "in": "query",
                             "required": True,
                             "description": "e.g. `price BETWEEN 10 AND 20`, "
-                            "`day < '2024-02-01'`, `mode IN ('AIR', 'RAIL')`, `x IS NULL` "
+                            "`day < '2024-02-01' AND mode IN ('AIR', 'RAIL')`, `x IS NULL` "
                             "(URL-encoded; at most 4096 characters)",
                             "schema": {"type": "string", "maxLength": 4096},
                         },
@@ -195,9 +197,25 @@ def openapi_document() -> dict[str, Any]:
                                     "snapshot_id": {"type": "integer", "format": "int64"},
                                     "table_rows": {"type": "integer"},
                                     "predicate": {"type": "string"},
-                                    "column": {"type": "string"},
-                                    "op": {"type": "string"},
-                                    "values": {"type": "array", "items": {}},
+                                    "terms": {
+                                        "type": "array",
+                                        "description": "the comparisons as read, each "
+                                        "with its own selectivity",
+                                        "items": {
+                                            "type": "object",
+                                            "properties": {
+                                                "column": {"type": "string"},
+                                                "op": {"type": "string"},
+                                                "values": {"type": "array", "items": {}},
+                                                "selectivity": {"type": "number"},
+                                            },
+                                        },
+                                    },
+                                    "independent_columns": {
+                                        "type": "boolean",
+                                        "description": "comparisons on several columns, "
+                                        "their fractions multiplied",
+                                    },
                                     "rows": {"type": "number"},
                                     "selectivity": {"type": "number"},
                                     "stale": {

@@ -130,6 +130,7 @@ def test_estimate_says_when_stats_are_behind(two_tables: tuple[IcebergWarehouse,
     answer = json.loads(out)
     assert answer["snapshot_id"] == first and answer["table_rows"] == 10
     assert answer["estimates"][0]["rows"] == 10 and answer["estimates"][0]["selectivity"] == 1
+    assert answer["estimates"][0]["terms"][0]["op"] == "is not null"
     wh.append("a", rows(10, 5))
     code, out, err = run("estimate", "a", "id IS NULL", "--config", str(config))
     assert code == 0

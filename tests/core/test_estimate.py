@@ -466,7 +466,7 @@ def test_the_estimate_command_answers_from_the_stored_stats(
     import json
 
     from lakestats.cli import main
-    from lakestats.selectivity import estimate_from
+    from lakestats.estimates import estimate_from
 
     texts = [
         "day BETWEEN '1993-01-01' AND '1993-03-31'",
@@ -486,12 +486,15 @@ def test_the_estimate_command_answers_from_the_stored_stats(
     assert [e["predicate"] for e in report["estimates"]] == texts
     for entry, text in zip(report["estimates"], texts, strict=True):
         predicate = parse_predicate(text)
-        assert (entry["column"], entry["op"], tuple(entry["values"])) == (
+        [term] = entry["terms"]
+        assert (term["column"], term["op"], tuple(term["values"])) == (
             predicate.column,
             predicate.op,
             predicate.values,
         )
+        assert entry["independent_columns"] is False
         library = estimate_from(analyzed.doc, predicate)
+        assert term["selectivity"] == library.selectivity
         assert entry["rows"] == library.rows and entry["selectivity"] == library.selectivity
         exact = exact_count(analyzed.data, predicate)
         if predicate.op == "between":
@@ -569,3 +572,77 @@ def test_show_lists_the_most_common_values(analyzed: Analyzed) -> None:
     # 30 % of the rows; 100,000 other values, so the sketch holds its count within bounds
     assert listed["skew"].startswith("7 ") and listed["skew"].endswith("≈")
     assert "≈" not in listed["qty"] + listed["disc"]  # 50 and 11 values: counted exactly
+
+
+def test_conjunctions_against_exact_counts(analyzed: Analyzed) -> None:
+    """Comparisons joined by AND: on one column combined as one range or value set (the
+    same count as the single comparison they amount to, and as close to the exact count);
+    contradictions count nothing; different columns multiplied, and, where the data's
+    columns are independent (drawn apart here), close to the exact count."""
+    from lakestats.estimates import estimate_from, estimate_json
+    from lakestats.predicates import parse_conjunction
+
+    doc, data = analyzed
+    rows = len(data)
+
+    def est(text: str) -> float:
+        return estimate_from(doc, text).rows
+
+    def exact(text: str) -> int:
+        mask = None
+        for term in parse_conjunction(text):
+            column = data.column(term.column)
+            one = (
+                pc.is_null(column)
+                if term.op == "is null"
+                else pc.is_valid(column)
+                if term.op == "is not null"
+                else _matches(column, term)
+            )
+            mask = one if mask is None else pc.and_kleene(mask, one)
+        return int(pc.sum(pc.fill_null(mask, False)).as_py() or 0)
+
+    day_bound = doc["columns"]["day"]["sketch"]["quantiles"]["bucket_count_error"]
+    for same, single in (
+        (
+            "day >= '1993-01-01' AND day <= '1993-03-31'",
+            "day BETWEEN '1993-01-01' AND '1993-03-31'",
+        ),
+        (
+            "day <= '1993-03-31' AND day > '1992-06-30' AND day >= '1993-01-01'",
+            "day BETWEEN '1993-01-01' AND '1993-03-31'",
+        ),
+        ("price < 1000 AND price IS NOT NULL", "price < 1000"),
+        ("qty IN ('3.00', 4, 50) AND qty > 10", "qty = 50"),
+        ("qty IN (3, 4, 50) AND qty IN (4, 50, 7) AND qty <= 4", "qty = 4"),
+        ("skew = 7 AND skew BETWEEN 0 AND 10", "skew = 7"),
+    ):
+        assert est(same) == pytest.approx(est(single), abs=1e-6), same
+        assert exact(same) == exact(single), same
+        assert abs(est(same) - exact(same)) <= 2 * rows / 100 + 2 * day_bound, same
+    for nothing in (
+        "skew = 7 AND skew = 8",
+        "price IS NULL AND price > 5",
+        "day > '1995-01-01' AND day < '1994-01-01'",
+        "qty > 5 AND qty < 5",
+        "qty >= 5 AND qty < 5",
+        "qty IN (1, 2) AND qty > 2",
+    ):
+        assert est(nothing) == 0 and exact(nothing) == 0, nothing
+    # different columns: independent in this data (drawn apart), so the product is close
+    for text in ("disc = 0.05 AND qty < 10", "mode = 'AIR' AND skew = 7 AND price IS NOT NULL"):
+        answer = estimate_json(doc, text)
+        assert answer["independent_columns"] is True
+        product = math.prod(t["selectivity"] for t in answer["terms"])
+        assert answer["selectivity"] == pytest.approx(product)
+        assert _q_error(answer["rows"], exact(text)) <= 1.15, (text, answer["rows"], exact(text))
+
+
+def _matches(column: pa.ChunkedArray, predicate: Predicate) -> pa.ChunkedArray:
+    typed = [pa.scalar(v, type=column.type) for v in _typed(column.type, predicate.values)]
+    if predicate.op == "in":
+        return pc.is_in(column, value_set=pa.array([t.as_py() for t in typed], column.type))
+    if predicate.op == "between":
+        return pc.and_(pc.greater_equal(column, typed[0]), pc.less_equal(column, typed[1]))
+    compare = {"=": pc.equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater}
+    return compare.get(predicate.op, pc.greater_equal)(column, typed[0])

@@ -20,7 +20,9 @@ from test_api import FakeBackend, call, make_config
 
 import lakestats
 from lakestats.config import Config
-from lakestats.selectivity import estimate_from, parse_predicate
+from lakestats.estimates import estimate_from
+from lakestats.predicates import parse_conjunction
+from lakestats.selectivity import selectivity
 from lakestats.testing import IcebergWarehouse
 from lakestatsd.api import MAX_PREDICATE_CHARS
 
@@ -75,18 +77,31 @@ def test_the_route_answers_what_the_library_estimates(
 ) -> None:
     doc, data = served
     backend = StatsBackend(make_config(), doc)
-    for text in ("price BETWEEN 10 AND 20", "id < 1000", "mode IN ('AIR')", "price IS NULL"):
+    for text in (
+        "price BETWEEN 10 AND 20",
+        "id < 1000",
+        "mode IN ('AIR')",
+        "price IS NULL",
+        "mode = 'AIR' AND id BETWEEN 100 AND 200",
+    ):
         status, body = estimate(backend, text)
         assert status == 200, body
-        library, predicate = estimate_from(doc, text), parse_predicate(text)
+        library, terms = estimate_from(doc, text), parse_conjunction(text)
         assert body == {
             "table": "sales",
             "snapshot_id": doc["snapshot_id"],
             "table_rows": len(data),
             "predicate": text,
-            "column": predicate.column,
-            "op": predicate.op,
-            "values": list(predicate.values),
+            "terms": [
+                {
+                    "column": t.column,
+                    "op": t.op,
+                    "values": list(t.values),
+                    "selectivity": selectivity(doc, t),
+                }
+                for t in terms
+            ],
+            "independent_columns": len(terms) > 1,
             "rows": library.rows,
             "selectivity": library.selectivity,
         }

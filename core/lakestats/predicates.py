@@ -1,0 +1,123 @@
+"""Predicates as text: one column compared with constants, and conjunctions of them.
+
+``parse_predicate("price BETWEEN 10 AND 20")`` reads one comparison;
+``parse_conjunction("region = 'emea' AND price < 10")`` reads comparisons joined by ``AND``
+(the ``AND`` of a ``BETWEEN`` and any inside quotes belong to their comparison). Quoted
+constants are strings (dates, timestamps, decimals, text, as ``show --json`` prints them),
+others numbers or true/false. Every reading failure is a one-line ``PredicateError`` that
+quotes the text; nothing is guessed (an ``IN`` list is constants and commas, no more).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from lakestats.exceptions import LakestatsError
+
+Op = Literal["=", "<", "<=", ">", ">=", "between", "in", "is null", "is not null"]
+OPS: tuple[str, ...] = ("=", "<", "<=", ">", ">=", "between", "in", "is null", "is not null")
+RANGE_OPS = ("<", "<=", ">", ">=", "between")
+
+
+class PredicateError(LakestatsError):
+    """A predicate that cannot be estimated: unknown column, wrong constants, no histogram."""
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """``column op values``: one constant for comparisons, two for ``between`` (low, high,
+    both inclusive), any number for ``in``, none for ``is null`` / ``is not null``."""
+
+    column: str
+    op: Op
+    values: tuple[Any, ...] = ()
+
+
+_LITERAL = r"""(?:'(?:[^']|'')*'|[-+]?[0-9.eE+-]+|true|false)"""
+_LIST = re.compile(rf"^\s*{_LITERAL}\s*(?:,\s*{_LITERAL}\s*)*$", re.I)
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("is not null", re.compile(r"^(?P<col>\S+)\s+is\s+not\s+null$", re.I)),
+    ("is null", re.compile(r"^(?P<col>\S+)\s+is\s+null$", re.I)),
+    (
+        "between",
+        re.compile(
+            rf"^(?P<col>\S+)\s+between\s+(?P<a>{_LITERAL})\s+and\s+(?P<b>{_LITERAL})$", re.I
+        ),
+    ),
+    ("in", re.compile(r"^(?P<col>\S+)\s+in\s*\((?P<list>.*)\)$", re.I)),
+    ("cmp", re.compile(rf"^(?P<col>\S+?)\s*(?P<op><=|>=|<|>|=)\s*(?P<a>{_LITERAL})$", re.I)),
+]
+# what splitting a conjunction looks at: quoted strings (skipped whole), BETWEEN, AND
+_CONJUNCTION_TOKENS = re.compile(r"'(?:[^']|'')*'|\bbetween\b|\band\b", re.I)
+
+
+def parse_predicate(text: str) -> Predicate:
+    """``"col = 5"``, ``"col < 2.5"``, ``"day BETWEEN '2024-01-01' AND '2024-01-31'"``,
+    ``"col IN (1, 2, 3)"``, ``"col IS NULL"``, ``"col IS NOT NULL"``."""
+    stripped = text.strip()
+    for kind, pattern in _PATTERNS:
+        m = pattern.match(stripped)
+        if m is None:
+            continue
+        column = m.group("col").strip('`"')
+        if kind in ("is null", "is not null"):
+            return Predicate(column, cast("Op", kind))
+        if kind == "between":
+            return Predicate(column, "between", (_literal(m.group("a")), _literal(m.group("b"))))
+        if kind == "in":
+            if not _LIST.match(m.group("list")):
+                break
+            items = re.findall(_LITERAL, m.group("list"), re.I)
+            return Predicate(column, "in", tuple(_literal(i) for i in items))
+        return Predicate(column, cast("Op", m.group("op")), (_literal(m.group("a")),))
+    raise PredicateError(
+        f"cannot read predicate {text!r}: use col = v, <, <=, >, >=, BETWEEN a AND b, "
+        "IN (a, b), IS [NOT] NULL, joined by AND"
+    )
+
+
+def parse_conjunction(text: str) -> tuple[Predicate, ...]:
+    """The comparisons of ``"a AND b AND …"``, in order (one for a single comparison)."""
+    return tuple(parse_predicate(part) for part in split_conjunction(text))
+
+
+def split_conjunction(text: str) -> list[str]:
+    """``text`` cut at each ``AND`` that joins two comparisons: not a ``BETWEEN``'s, not
+    one inside quotes. An empty part (``"a AND"``) is an error."""
+    parts: list[str] = []
+    start, between_open = 0, False
+    for token in _CONJUNCTION_TOKENS.finditer(text):
+        word = token.group().lower()
+        if word == "between":
+            between_open = True
+        elif word == "and":
+            if between_open:
+                between_open = False
+            else:
+                parts.append(text[start : token.start()])
+                start = token.end()
+    parts.append(text[start:])
+    if any(not part.strip() for part in parts):
+        raise PredicateError(f"cannot read predicate {text!r}: AND needs a comparison each side")
+    return [part.strip() for part in parts]
+
+
+def _literal(token: str) -> Any:
+    if token.startswith("'"):
+        return token[1:-1].replace("''", "'")
+    if token.lower() in ("true", "false"):
+        return token.lower() == "true"
+    try:
+        return int(token)
+    except ValueError:
+        pass
+    try:
+        number = float(token)
+    except ValueError:
+        raise PredicateError(f"{token!r} is not a number") from None
+    if not math.isfinite(number):  # 1e999: no column holds it, and JSON cannot carry it
+        raise PredicateError(f"{token!r} is out of range")
+    return number

@@ -1,0 +1,99 @@
+"""Reading predicates (``lakestats.predicates``): comparisons, and conjunctions cut at the
+ANDs that join comparisons — never at a BETWEEN's, never inside quotes; lists read
+strictly."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lakestats.predicates import (
+    Predicate,
+    PredicateError,
+    parse_conjunction,
+    parse_predicate,
+    split_conjunction,
+)
+
+
+def test_conjunctions_are_cut_at_the_ands_that_join_comparisons() -> None:
+    assert parse_conjunction("a BETWEEN 1 AND 2 AND b = 3") == (
+        Predicate("a", "between", (1, 2)),
+        Predicate("b", "=", (3,)),
+    )
+    assert parse_conjunction("mode = 'SAND AND SEA' and x between 'a and b' and 'c'") == (
+        Predicate("mode", "=", ("SAND AND SEA",)),
+        Predicate("x", "between", ("a and b", "c")),
+    )
+    assert parse_conjunction("x IN (1) AND y IN (2, 3)") == (
+        Predicate("x", "in", (1,)),
+        Predicate("y", "in", (2, 3)),
+    )
+    assert parse_conjunction("band = 1 AND brand_and = 2") == (
+        Predicate("band", "=", (1,)),
+        Predicate("brand_and", "=", (2,)),
+    )
+    assert parse_conjunction("  price IS NOT NULL  ") == (Predicate("price", "is not null"),)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a = 1 AND", "AND needs a comparison each side"),
+        ("AND a = 1", "AND needs a comparison each side"),
+        ("a = 1 AND AND b = 2", "AND needs a comparison each side"),
+        ("x IN (1, abc)", "cannot read predicate"),  # was read as x IN (1)
+        ("x IN ()", "cannot read predicate"),
+        ("x IN (1,,2)", "cannot read predicate"),
+        ("a = 1 OR b = 2", "cannot read predicate"),
+        ("x = 1e999", "out of range"),
+    ],
+)
+def test_what_cannot_be_read_is_one_line_quoting_it(text: str, message: str) -> None:
+    with pytest.raises(PredicateError, match=message) as caught:
+        parse_conjunction(text)
+    assert "\n" not in str(caught.value)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            # the words that join and bound comparisons are not column names
+            st.from_regex(r"[a-z][a-z_]{0,6}", fullmatch=True).filter(
+                lambda c: c not in ("and", "between")
+            ),
+            st.sampled_from(["=", "<", ">=", "between", "in", "is null"]),
+            st.lists(st.text(alphabet="ab ANDnd'", max_size=6), min_size=2, max_size=3),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_any_conjunction_reads_back_as_written(
+    terms: list[tuple[str, str, list[str]]],
+) -> None:
+    """Comparisons written out with quoted string constants (which may hold AND, BETWEEN
+    and quotes) and joined by AND read back as the same predicates."""
+
+    def quoted(value: str) -> str:
+        return "'" + value.replace("'", "''") + "'"
+
+    written, expected = [], []
+    for column, op, values in terms:
+        if op == "between":
+            written.append(f"{column} BETWEEN {quoted(values[0])} AND {quoted(values[1])}")
+            expected.append(Predicate(column, "between", (values[0], values[1])))
+        elif op == "in":
+            written.append(f"{column} IN ({', '.join(quoted(v) for v in values)})")
+            expected.append(Predicate(column, "in", tuple(values)))
+        elif op == "is null":
+            written.append(f"{column} IS NULL")
+            expected.append(Predicate(column, "is null"))
+        else:
+            written.append(f"{column} {op} {quoted(values[0])}")
+            expected.append(Predicate(column, op, (values[0],)))  # type: ignore[arg-type]
+    text = " AND ".join(written)
+    assert split_conjunction(text) == written
+    assert parse_conjunction(text) == tuple(expected)
+    assert parse_predicate(written[0]) == expected[0]
