@@ -103,9 +103,15 @@ def _rows_without_histogram(column: dict[str, Any], predicate: Predicate, non_nu
         wanted = {_bool(v) for v in predicate.values}
         return sum(float(column["true_count" if v else "false_count"] or 0) for v in wanted)
     if predicate.op not in ("=", "in"):
+        type_str = str(column["type"])
+        why = (
+            "its stats were computed without sketches, or it holds no value"
+            if type_str in _NUMERIC or type_str.startswith(("decimal", "timestamp"))
+            else f"no column of type {type_str} has one"
+        )
         raise PredicateError(
-            f"column of type {column['type']} has no histogram: only =, IN and IS [NOT] NULL "
-            "can be estimated"
+            f"column {predicate.column!r} has no histogram ({why}): only =, IN and "
+            "IS [NOT] NULL can be estimated"
         )
     ndv = column.get("ndv")
     if not ndv:

@@ -139,6 +139,9 @@ def test_estimate_says_when_stats_are_behind(two_tables: tuple[IcebergWarehouse,
     assert "1 commit(s) behind" in err and err.startswith("lakestats: warning:")
     code, out, err = run("estimate", "a", "id IS NULL", "--config", str(config), "--snapshot", "7")
     assert code == 1 and out == "" and err.count("\n") == 1 and "7" in err, err
+    # metadata-only stats: no histogram to estimate a range from, and the error says why
+    code, out, err = run("estimate", "a", "id < 3", "--config", str(config))
+    assert code == 1 and out == "" and "stats were computed without sketches" in err, err
 
 
 def test_analyze_all_keeps_going_past_a_failing_table(
