@@ -22,7 +22,9 @@ Predicates per numeric/decimal/date column and kind (``--per-kind`` each, consta
 from the column's own values): ``=``, ``<``, narrow ``BETWEEN`` (≈ 0.1 % of the value
 range), wide ``BETWEEN`` (≈ 10-50 %), ``IN`` of 3 values. q-error = max(est/exact,
 exact/est) with both floored at 1 row. Also the bucket row-count error of lakestats'
-histogram against exact counts per bucket.
+histogram against exact counts per bucket, and, in a table of their own, comparisons
+joined by AND (``lakestats.estimates``): a range written as ``c >= a AND c <= b``, and
+``c1 <= a AND c2 >= b`` on two columns (independence assumed by lakestats and Spark).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import tpch
 from baseline import SPARK_TABLE, create_table
 
 from lakestats.config import SketchConfig
+from lakestats.estimates import estimate_from
 from lakestats.model import ColumnAggregate, ColumnSketch, TableSchema
 from lakestats.pipeline import sketch_files
 from lakestats.publish.native import column_doc
@@ -56,6 +59,7 @@ from lakestats.sketches.value_sample import union_value_samples
 
 _HISTOGRAM_TYPES = ("int", "long", "double", "float", "date")
 KINDS = ("=", "<", "between narrow", "between wide", "in")
+CONJUNCTION_KINDS = ("and, one column", "and, two columns")
 
 
 def _schema(path: str) -> TableSchema:
@@ -317,6 +321,92 @@ def run_dataset(
         s90, s99 = (float(np.percentile(theirs, p)) for p in (90, 99))
         met = "yes" if p90 <= s90 and p99 <= s99 else "**no**"
         print(f"| {kind} | {p90:.4f} / {s90:.4f} | {p99:.4f} / {s99:.4f} | {met} |", flush=True)
+    _report_conjunctions(doc, con, source, session, numeric, args)
+
+
+def _report_conjunctions(  # noqa: PLR0917 - private, called once
+    doc: dict[str, Any],
+    con: Any,
+    source: str,
+    session: Any,
+    numeric: list[Any],
+    args: argparse.Namespace,
+) -> None:
+    """Comparisons joined by AND (``lakestats.estimates``), apart from the kinds above: a
+    range written as two comparisons on one column, and comparisons on two columns (taken
+    as independent by lakestats and by Spark's CBO alike). Their own random stream, so the
+    predicates above stay the same."""
+    rows = int(doc["record_count"])
+    rng = random.Random(args.seed * 1000 + 1)
+    samples = {c.name: _row_sample(con, source, c.name) for c in numeric}
+    q: dict[str, dict[str, list[float]]] = {
+        k: {"lakestats": [], "spark": [], "uniform": []} for k in CONJUNCTION_KINDS
+    }
+    for _ in range(args.per_kind * len(numeric)):  # as many as one kind above
+        c = rng.choice(numeric)
+        a, b = sorted(rng.sample(samples[c.name], 2))
+        one = [(c, ">=", a), (c, "<=", b)]
+        first, second = rng.sample(numeric, 2)
+        two = [(first, "<=", rng.choice(samples[first.name]))]
+        two.append((second, ">=", rng.choice(samples[second.name])))
+        for kind, terms in zip(CONJUNCTION_KINDS, (one, two), strict=True):
+            text = " AND ".join(f"{t.name} {op} {_lakestats_literal(v)}" for t, op, v in terms)
+            spark = " AND ".join(f"{t.name} {op} {_sql_literal(v)}" for t, op, v in terms)
+            duck = " AND ".join(f"{t.name} {op} {_duck_literal(v)}" for t, op, v in terms)
+            exact = float(
+                con.execute(f"SELECT count(*) FROM {source} WHERE {duck}").fetchone()[0]  # noqa: S608
+            )
+            ours = estimate_from(doc, text).rows
+            theirs = _spark_rows(session, spark)
+            if kind == "and, one column":  # one range of one column
+                between = Predicate(c.name, "between", tuple(_constant(v) for v in (a, b)))
+                uniform = _uniform(doc["columns"][c.name], rows, between)
+            else:  # the uniform model takes columns as independent too
+                uniform = rows * math.prod(
+                    _uniform_fraction(doc["columns"][t.name], rows, op, v) for t, op, v in terms
+                )
+            if args.show_worst and max(_q(ours, exact), _q(theirs, exact)) > args.show_worst:
+                print(f"  worst: {text} lakestats {ours:.2f} Spark {theirs} exact {exact:.0f}")
+            q[kind]["lakestats"].append(_q(ours, exact))
+            q[kind]["spark"].append(_q(theirs, exact))
+            q[kind]["uniform"].append(_q(uniform, exact))
+    print(
+        "\nComparisons joined by AND (not a kind of the target above; two columns are "
+        "taken as independent by both):\n"
+    )
+    print("| conjunction | n | lakestats q-error p50 / p90 / p99 / max | Spark CBO | uniform |")
+    print("|---|---|---|---|---|")
+    for kind in CONJUNCTION_KINDS:
+        got = q[kind]
+        print(f"| {kind} | {len(got['lakestats'])} | {_summary(got['lakestats'])} | "
+              f"{_summary(got['spark'])} | {_summary(got['uniform'])} |", flush=True)  # fmt: skip
+
+
+def _row_sample(con: Any, source: str, name: str) -> list[Any]:
+    return [
+        r[0]
+        for r in con.execute(
+            f"SELECT {name} FROM (SELECT {name} FROM {source} WHERE {name} IS NOT NULL) "  # noqa: S608 - our own names
+            "USING SAMPLE reservoir(2000 ROWS) REPEATABLE (15)"
+        ).fetchall()
+    ]
+
+
+def _lakestats_literal(value: Any) -> str:
+    if isinstance(value, dt.date):
+        return f"'{value.isoformat()}'"
+    return str(value)
+
+
+def _constant(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, dt.date) else value
+
+
+def _uniform_fraction(column: dict[str, Any], rows: int, op: str, value: Any) -> float:
+    """The uniform model's fraction of ``column <= value`` or ``column >= value``."""
+    below = _uniform(column, rows, Predicate("c", "<", (_constant(value),)))  # name not read
+    non_null = rows - (column["null_count"] or 0)
+    return (below if op == "<=" else non_null - below) / rows
 
 
 def main(argv: Sequence[str] | None = None) -> int:
