@@ -21,6 +21,13 @@ _NAME = {
     "description": "A table name from the daemon's configuration",
     "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"},
 }
+_SNAPSHOT = {
+    "name": "snapshot",
+    "in": "query",
+    "required": False,
+    "description": "Snapshot id (default: the newest processed one)",
+    "schema": {"type": "integer", "format": "int64"},
+}
 
 
 def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -111,13 +118,7 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "Table statistics, as `lakestats show --json` prints them",
                     "parameters": [
                         _NAME,
-                        {
-                            "name": "snapshot",
-                            "in": "query",
-                            "required": False,
-                            "description": "Snapshot id (default: the newest processed one)",
-                            "schema": {"type": "integer", "format": "int64"},
-                        },
+                        _SNAPSHOT,
                     ],
                     "responses": {
                         "200": _json({"type": "object"}, "the stats document"),
@@ -178,15 +179,10 @@ def openapi_document() -> dict[str, Any]:
                             "description": "e.g. `price BETWEEN 10 AND 20`, "
                             "`day < '2024-02-01' AND mode IN ('AIR', 'RAIL')`, `x IS NULL` "
                             "(URL-encoded; at most 4096 characters)",
+                            # api.MAX_PREDICATE_CHARS (test_api_estimate checks they agree)
                             "schema": {"type": "string", "maxLength": 4096},
                         },
-                        {
-                            "name": "snapshot",
-                            "in": "query",
-                            "required": False,
-                            "description": "Snapshot id (default: the newest processed one)",
-                            "schema": {"type": "integer", "format": "int64"},
-                        },
+                        _SNAPSHOT,
                     ],
                     "responses": {
                         "200": _json(

@@ -25,6 +25,7 @@ from lakestats.predicates import parse_conjunction
 from lakestats.selectivity import selectivity
 from lakestats.testing import IcebergWarehouse
 from lakestatsd.api import MAX_PREDICATE_CHARS
+from lakestatsd.openapi import openapi_document
 
 SCHEMA = pa.schema([("id", pa.int64()), ("price", pa.float64()), ("mode", pa.string())])
 
@@ -139,3 +140,6 @@ def test_bad_requests_are_4xx_with_the_reason(served: tuple[dict[str, Any], pa.T
     status, body = estimate(backend, "id = 1", "&snapshot=503")
     assert status == 503 and body["error"] == "table_unavailable"
     assert len("id IN (" + ", ".join(["1"] * 2000) + ")") > MAX_PREDICATE_CHARS
+    route = openapi_document()["paths"]["/v1/tables/{name}/estimate"]["get"]
+    [predicate] = [p for p in route["parameters"] if p["name"] == "predicate"]
+    assert predicate["schema"]["maxLength"] == MAX_PREDICATE_CHARS  # the documented limit
