@@ -114,8 +114,13 @@ def _rows_without_histogram(column: dict[str, Any], predicate: Predicate, non_nu
             "IS [NOT] NULL can be estimated"
         )
     ndv = column.get("ndv")
-    if not ndv:
-        return 0.0 if non_null <= 0 else non_null
+    if non_null <= 0:
+        return 0.0
+    if not ndv:  # every row would be a bound, not an estimate
+        raise PredicateError(
+            f"column {predicate.column!r} has no NDV (its stats were computed without "
+            "sketches): = and IN cannot be estimated"
+        )
     return min(non_null, non_null / float(ndv) * len(set(predicate.values)))
 
 

@@ -142,6 +142,8 @@ def test_estimate_says_when_stats_are_behind(two_tables: tuple[IcebergWarehouse,
     # metadata-only stats: no histogram to estimate a range from, and the error says why
     code, out, err = run("estimate", "a", "id < 3", "--config", str(config))
     assert code == 1 and out == "" and "stats were computed without sketches" in err, err
+    code, out, err = run("estimate", "a", "id = 3", "--config", str(config))  # nor an NDV
+    assert code == 1 and out == "" and "has no NDV" in err, err
 
 
 def test_analyze_all_keeps_going_past_a_failing_table(
