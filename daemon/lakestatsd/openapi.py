@@ -229,7 +229,7 @@ def openapi_document() -> dict[str, Any]:
                             _ERROR,
                             "malformed query, or a predicate that cannot be read or estimated "
                             "(error bad_predicate: unknown column, wrong constant, a range on "
-                            "a column without a histogram)",
+                            "a column without a histogram, = or IN on one without an NDV)",
                         ),
                         "404": _json(_ERROR, "unknown table, or no stats for that snapshot"),
                         "421": _json(_MISDIRECTED, _OTHER_SHARD),
