@@ -213,7 +213,7 @@ def test_hostile_predicates_are_answered_never_raised(daemon: DaemonProcess) -> 
         began = time.monotonic()
         resp = daemon.request("GET", "/v1/tables/t/estimate?predicate=" + quote(text))
         assert resp.status in (200, 400), (text[:80], resp.status, resp.body[:200])
-        assert time.monotonic() - began < 5, text[:80]
+        assert time.monotonic() - began < 10, text[:80]  # a runaway parse takes far longer
         if resp.status == 400:
             assert resp.json()["error"] in ("bad_predicate", "bad_query"), resp.body[:200]
     log = daemon.log_path.read_text(errors="replace")

@@ -87,7 +87,9 @@ location = "{wh.location("t")}"
     assert doc["record_count"] == good["record_count"] == 3
     assert doc["columns"] == good["columns"]
     estimate = restarted.get_json("/v1/tables/t/estimate?predicate=id%20IS%20NOT%20NULL")
-    assert estimate["stale"] is True and estimate["stale_reason"] == doc["stale_reason"]
+    # the same error (its text may say how long ago the file was written)
+    kind = doc["stale_reason"].split(":", 1)[0]
+    assert estimate["stale"] is True and estimate["stale_reason"].startswith(f"{kind}: ")
     assert estimate["rows"] == 3 and estimate["snapshot_id"] == good["snapshot_id"]
     # a specific snapshot still needs the metadata: 503, as before
     other = restarted.request("GET", f"/v1/tables/t/stats?snapshot={good['snapshot_id']}")
