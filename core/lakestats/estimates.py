@@ -67,8 +67,8 @@ def estimate_json(doc: dict[str, Any], predicate: str) -> dict[str, Any]:
     the rows and the fraction of the table's rows. A ``PredicateError`` names the text."""
     try:
         terms = parse_conjunction(predicate)
-        result = estimate_from(doc, terms)
         each = [selectivity(doc, term) for term in terms]
+        fraction = _combine(doc, terms, each)
     except PredicateError as exc:
         message = str(exc)
         raise PredicateError(
@@ -77,12 +77,12 @@ def estimate_json(doc: dict[str, Any], predicate: str) -> dict[str, Any]:
     return {
         "predicate": predicate,
         "terms": [
-            {"column": t.column, "op": t.op, "values": list(t.values), "selectivity": s}
-            for t, s in zip(terms, each, strict=True)
+            {"column": t.column, "op": t.op, "values": list(t.values), "selectivity": f}
+            for t, f in zip(terms, each, strict=True)
         ],
         "independent_columns": len({t.column for t in terms}) > 1,
-        "rows": result.rows,
-        "selectivity": result.selectivity,
+        "rows": fraction * int(doc["record_count"]),
+        "selectivity": fraction,
     }
 
 
@@ -93,29 +93,35 @@ def conjunction_selectivity(doc: dict[str, Any], predicates: Sequence[Predicate]
     fractions multiplied, as cost-based optimizers do without column-group statistics."""
     if not predicates:
         raise PredicateError("no predicate given")
-    by_column: dict[str, list[Predicate]] = {}
-    for predicate in predicates:
-        selectivity(doc, predicate)  # each one alone must be valid: the same errors
-        by_column.setdefault(predicate.column, []).append(predicate)
-    fraction = 1.0
+    # each one alone must be valid (the same errors), and its fraction serves below
+    return _combine(doc, predicates, [selectivity(doc, p) for p in predicates])
+
+
+def _combine(doc: dict[str, Any], predicates: Sequence[Predicate], alone: list[float]) -> float:
+    """``conjunction_selectivity`` given each predicate's fraction ``alone`` (in order)."""
+    by_column: dict[str, list[tuple[Predicate, float]]] = {}
+    for predicate, fraction in zip(predicates, alone, strict=True):
+        by_column.setdefault(predicate.column, []).append((predicate, fraction))
+    combined = 1.0
     for same in by_column.values():
-        fraction *= _one_column(doc, same)
-    return min(1.0, max(0.0, fraction))
+        combined *= _one_column(doc, same)
+    return min(1.0, max(0.0, combined))
 
 
-def _one_column(doc: dict[str, Any], predicates: list[Predicate]) -> float:
+def _one_column(doc: dict[str, Any], measured: list[tuple[Predicate, float]]) -> float:
     """Predicates on one column, ANDed: a null satisfies only IS NULL; IS NOT NULL adds
     nothing to a comparison; constants (=, IN) are kept where every other predicate admits
     them; ranges meet in their tightest lower and upper bound."""
-    column = predicates[0].column
-    ops = {p.op for p in predicates}
+    column = measured[0][0].column
+    ops = {p.op for p, _ in measured}
     if "is null" in ops:
-        return selectivity(doc, predicates[0]) if ops == {"is null"} else 0.0
-    compared = [p for p in predicates if p.op != "is not null"]
-    if not compared:
-        return selectivity(doc, predicates[0])
-    if len(compared) == 1:
-        return selectivity(doc, compared[0])
+        return measured[0][1] if ops == {"is null"} else 0.0
+    kept = [(p, f) for p, f in measured if p.op != "is not null"]
+    if not kept:
+        return measured[0][1]
+    if len(kept) == 1:
+        return kept[0][1]
+    compared = [p for p, _ in kept]
     type_str = str(doc["columns"][column]["type"])
     points = [p for p in compared if p.op in ("=", "in")]
     ranges = [p for p in compared if p.op in RANGE_OPS]
