@@ -50,6 +50,13 @@ _PAIMON = {
 }
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 FULL_STATS = {"metadata.stats-mode": "full"}
+# an append-only table whose rows pypaimon can delete (deletion vectors) and update in place
+# (files of some columns for rows other files hold): pypaimon requires all three
+DATA_EVOLUTION = {
+    "data-evolution.enabled": "true",
+    "row-tracking.enabled": "true",
+    "deletion-vectors.enabled": "true",
+}
 
 
 def paimon_type(type_str: str) -> str:
@@ -139,6 +146,40 @@ class PaimonWarehouse:
 
     def rollback(self, name: str, snapshot_id: int) -> None:
         self.table(name).rollback_to(snapshot_id)
+
+    def row_ids(self, name: str, column: str) -> dict[Any, int]:
+        """``column``'s value → its row's ``_ROW_ID`` (a row-tracking table, unique values)."""
+        builder = self.table(name).new_read_builder().with_projection(["_ROW_ID", column])
+        rows = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+        return dict(zip(rows[column].to_pylist(), rows["_ROW_ID"].to_pylist(), strict=True))
+
+    def delete_rows(self, name: str, row_ids: Collection[int]) -> int:
+        """A row-level delete by pypaimon (``DATA_EVOLUTION`` tables): one commit of
+        deletion vectors, the data files unchanged; the new id."""
+        return self._commit_update(name, lambda update: update.delete_by_row_id(list(row_ids)))
+
+    def delete_where(self, name: str, where: Callable[[Any], Any]) -> int:
+        """``DELETE WHERE where(predicate builder)`` by pypaimon, as deletion vectors."""
+        return self._commit_update(
+            name, lambda update: update.delete_by_predicate(where(update.new_predicate_builder()))
+        )
+
+    def update_columns(self, name: str, data: pa.Table) -> int:
+        """pypaimon's in-place update of ``data``'s columns for its ``_ROW_ID`` rows: files
+        of those columns only (data evolution); the new id."""
+        columns = [c for c in data.column_names if c != "_ROW_ID"]
+        return self._commit_update(
+            name,
+            lambda update: update.with_update_type(columns).update_by_arrow_with_row_id(data),
+        )
+
+    def _commit_update(self, name: str, prepare: Callable[[Any], Any]) -> int:
+        builder = self.table(name).new_batch_write_builder()
+        messages = prepare(builder.new_update())
+        commit = builder.new_commit()
+        commit.commit(messages)
+        commit.close()
+        return self.current(name)
 
     def open(self, name: str) -> PaimonTable:
         return open_paimon_location(str(self.location(name)))

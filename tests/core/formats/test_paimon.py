@@ -6,6 +6,7 @@ see), pyarrow over the data files, or the README operations where pypaimon canno
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
 import json
@@ -24,6 +25,7 @@ from pypaimon.schema.data_types import AtomicType, DataField
 from pypaimon.table.row.generic_row import GenericRow, GenericRowSerializer
 from pyroaring import BitMap64
 
+from lakestats.cli import main
 from lakestats.exceptions import LineageError, MetadataError, TableNotFoundError
 from lakestats.formats.paimon import PaimonTable, open_paimon_location
 from lakestats.formats.paimon.binary_row import decode_row
@@ -41,7 +43,7 @@ from paimon_fixtures import (
     needs_paimon_fixtures,
     read_rows,
 )
-from paimon_tables import PaimonWarehouse
+from paimon_tables import DATA_EVOLUTION, PaimonWarehouse
 
 pytestmark = needs_paimon_fixtures
 
@@ -347,6 +349,38 @@ class TestPypaimonTables:
         with pytest.raises(TableNotFoundError, match="not a Paimon table"):
             open_paimon_location(str(tmp_path))
 
+    def test_a_column_update_in_place_is_one_line_and_the_stats_before_it_stay(
+        self, tmp_path: Path
+    ) -> None:
+        """pypaimon's in-place update (data evolution) writes a file of the updated
+        columns for rows another file holds; read as a file of its own it would count
+        those rows twice and their other columns as nulls. lakestats refuses the table at
+        that commit, in one line naming the file, and keeps the stats it had."""
+        warehouse = PaimonWarehouse(tmp_path / "wh")
+        location = warehouse.create("t", [("id", "long"), ("s", "string")], options=DATA_EVOLUTION)
+        warehouse.write("t", {"id": [1, 2, 3], "s": ["a", "b", "c"]})
+        state = ["--state-dir", str(tmp_path / "state"), "--no-sketches", str(location)]
+        code, _, err = run_cli("analyze", "--quiet", *state)
+        assert (code, err) == (0, "")
+        row_ids = warehouse.row_ids("t", "id")
+        update = pa.table({"_ROW_ID": pa.array([row_ids[2]], pa.int64()), "s": ["z"]})
+        updated = warehouse.update_columns("t", update)
+        (patch,) = [
+            f for f in location.rglob("*.parquet") if pq.read_schema(f).names == ["s"]
+        ]  # the update: column s of rows 0..2 (the whole file's rows, z at row 1)
+        assert warehouse.read("t").column("s").to_pylist() == ["a", "z", "c"]
+        with pytest.raises(MetadataError) as raised:
+            open_paimon_location(str(location)).commits_since(updated - 1)
+        assert patch.name in str(raised.value) and "\n" not in str(raised.value)
+        code, out, err = run_cli("analyze", "--quiet", *state)
+        assert code == 1 and out == ""
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert patch.name in err and "updates column(s) s of rows 0..2" in err
+        assert "data evolution" in err
+        code, out, _ = run_cli("show", "--json", *state[:2], str(location))
+        shown = json.loads(out)
+        assert (code, shown["snapshot_id"], shown["record_count"]) == (0, updated - 1, 3)
+
 
 _NEW_FIELDS = {"_VALUE_STATS_COLS", "_EXTERNAL_PATH", "_FIRST_ROW_ID", "_WRITE_COLS"}
 
@@ -375,3 +409,10 @@ def _py(value: Any, type_str: str) -> Any:
     if type_str.endswith("_ns") and hasattr(value, "to_pydatetime"):
         return value.to_pydatetime()
     return value
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(list(args), out=out)
+    return code, out.getvalue(), err.getvalue()

@@ -28,7 +28,7 @@ from lakestats.sketching import SparkSketcher
 from lakestats.tables import open_configured
 from lakestats.values import to_json
 from paimon_fixtures import copy_fixture, fixture, needs_paimon_fixtures, read_rows
-from paimon_tables import NameSketcher, PaimonWarehouse, one_table_config
+from paimon_tables import DATA_EVOLUTION, NameSketcher, PaimonWarehouse, one_table_config
 
 pytestmark = [pytest.mark.spark, needs_paimon_fixtures]
 
@@ -186,6 +186,53 @@ def test_incremental_equals_from_scratch_on_a_pypaimon_table(spark: Any, tmp_pat
     # the overwrite replaced partition p0 only (dynamic): 34 + 33 rows in p1, p2; p0, p9 1
     assert step["record_count"] == rows.num_rows == 69
     assert step["columns"]["note"]["null_count"] == rows.num_rows - 1
+
+
+def test_row_deletes_on_an_append_table_analyze_to_what_readers_see(
+    spark: Any, tmp_path: Path
+) -> None:
+    """pypaimon's DELETE on an append-only table writes deletion vectors and leaves the
+    data files be: each delete re-sketches the files it touched and no other, and the stats
+    after every step equal what pypaimon reads, and a from-scratch run."""
+    warehouse = PaimonWarehouse(tmp_path / "wh")
+    columns = [("id", "long"), ("s", "string"), ("v", "double")]
+    location = warehouse.create("t", columns, options=DATA_EVOLUTION)
+
+    def rows(start: int) -> dict[str, list[Any]]:
+        ids = list(range(start, start + 100))
+        return {
+            "id": ids,
+            "s": [f"s{i % 13}" * (1 + i % 3) if i % 11 else None for i in ids],
+            "v": [i / 7 for i in ids],
+        }
+
+    incremental = one_table_config("t", location, tmp_path / "inc")
+    for start in (0, 100, 200):
+        warehouse.write("t", rows(start))
+    analyze(incremental)
+    row_ids = warehouse.row_ids("t", "id")
+    # the table's max (the third file's) and rows of the second; then its min and a null
+    steps: list[Any] = [
+        lambda: warehouse.delete_rows("t", [row_ids[i] for i in (299, 150, 160)]),
+        lambda: warehouse.delete_where("t", lambda where: where.less_than("id", 12)),
+        lambda: warehouse.write("t", rows(300)),
+        lambda: warehouse.delete_rows("t", [row_ids[i] for i in (151, 152)]),  # a vector grows
+    ]
+    touched = [2, 1, 0, 1]
+    for step, files in zip(steps, touched, strict=True):
+        step()
+        doc = analyze(incremental)
+        assert_readers_see(doc, warehouse.read("t"), "t")
+        changed = doc["commit"]
+        assert changed["removed"]["data_files"] == files
+        assert changed["added"]["data_files"] == files + (1 if files == 0 else 0)
+    assert doc["record_count"] == 400 and doc["merged_record_count"] == 400 - 3 - 12 - 2
+    assert doc["paimon"]["merged_record_count_why"].endswith("minus deletion-vector rows")
+    scratch = analyze(one_table_config("t", location, tmp_path / "scratch"))
+    for done in (doc, scratch):
+        done.pop("computed_at_ms")
+        done.pop("commit")
+    assert doc == scratch
 
 
 def _json(value: Any, type_str: str) -> Any:

@@ -1,20 +1,18 @@
 """Paimon's ``mergedRecordCount`` of an append-only table: taken from the stats (the rows
 of every live file, which they count already), not from a pass over the snapshot's live
 manifest entries on every commit. The two agree on every snapshot of a history with
-appends, partition overwrites and whole files deleted, and with what pypaimon reads. An
-append-only table with deletion vectors enabled (not read yet) says so when opened."""
+appends, partition overwrites and whole files deleted, and row-level deletes (deletion
+vectors), and with what pypaimon reads."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from structlog.testing import capture_logs
-
 from lakestats.analyze import analyze_table
 from lakestats.formats.paimon.merged import EXACT, merged_record_count
 from lakestats.read import read_stats
 from lakestats.tables import open_configured
-from paimon_tables import FULL_STATS, PaimonWarehouse, one_table_config
+from paimon_tables import DATA_EVOLUTION, PaimonWarehouse, one_table_config
 
 
 def test_an_append_only_count_from_the_stats_equals_the_live_entries(tmp_path: Path) -> None:
@@ -47,21 +45,36 @@ def test_an_append_only_count_from_the_stats_equals_the_live_entries(tmp_path: P
     assert terms["merged_record_count"] == warehouse.read("t").num_rows
 
 
-def test_an_append_table_with_deletion_vectors_enabled_says_they_are_not_read(
+def test_an_append_only_count_subtracts_the_rows_deletion_vectors_delete(
     tmp_path: Path,
 ) -> None:
-    """lakestats reads deletion vectors of primary-key tables only (docs/paimon.md): on an
-    append-only table with them enabled, the rows they delete would be counted, so
-    opening one says so rather than leave ``exact`` unexplained."""
+    """pypaimon's row-level deletes on an append-only table (deletion vectors, the data
+    files unchanged): from the stats and from the entries, each snapshot's count is the
+    rows pypaimon reads at that snapshot, and says why."""
     warehouse = PaimonWarehouse(tmp_path / "wh")
-    options = {**FULL_STATS, "deletion-vectors.enabled": "true"}
-    warehouse.create("dv", [("id", "long")], options=options)
-    warehouse.write("dv", {"id": [1, 2]})
-    warehouse.create("plain", [("id", "long")])
-    warehouse.write("plain", {"id": [1, 2]})
-    with capture_logs() as logs:
-        warehouse.open("dv")
-        warehouse.open("plain")
-    warned = [e for e in logs if e["event"] == "paimon_append_deletion_vectors_not_read"]
-    assert [e["log_level"] for e in warned] == ["warning"]
-    assert str(warehouse.location("dv")) in warned[0]["table"]
+    location = warehouse.create(
+        "t", [("id", "long"), ("p", "string")], partition_keys=["p"], options=DATA_EVOLUTION
+    )
+    counts: dict[int, int] = {}
+    for start in (0, 40):
+        ids = list(range(start, start + 40))
+        snapshot_id = warehouse.write("t", {"id": ids, "p": [f"p{i % 2}" for i in ids]})
+        counts[snapshot_id] = warehouse.read("t").num_rows
+    row_ids = warehouse.row_ids("t", "id")
+    for doomed in ([row_ids[3], row_ids[4], row_ids[50]], [row_ids[5], row_ids[60]]):
+        snapshot_id = warehouse.delete_rows("t", doomed)
+        counts[snapshot_id] = warehouse.read("t").num_rows
+    snapshot_id = warehouse.delete_where("t", lambda where: where.less_than("id", 3))
+    counts[snapshot_id] = warehouse.read("t").num_rows
+    assert list(counts.values()) == [40, 80, 77, 75, 72]
+
+    config = one_table_config("t", location, tmp_path / "state", sketches=False)
+    analyze_table(open_configured(config.table[0], config), config=config, sketcher=None)
+    table = warehouse.open("t")
+    for snapshot_id, count in counts.items():
+        terms = read_stats("t", snapshot_id, config=config)["paimon"]
+        from_entries = merged_record_count(table, snapshot_id)
+        assert (from_entries.value, from_entries.how) == (count, EXACT), snapshot_id
+        assert (terms["merged_record_count"], terms["merged_record_count_is"]) == (count, EXACT)
+        deletes = count < 80 and snapshot_id > 2
+        assert ("deletion-vector" in terms["merged_record_count_why"]) == deletes

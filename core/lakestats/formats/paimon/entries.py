@@ -65,6 +65,10 @@ class ManifestEntry:
     external_path: str | None = None
     min_sequence_number: int = 0
     max_sequence_number: int = 0
+    # data evolution (Paimon 1.1+): the file's first row id, and the columns it writes
+    # (None: every column; fewer: an update of those columns of rows another file holds)
+    first_row_id: int | None = None
+    write_cols: tuple[str, ...] | None = None
 
     @property
     def identifier(self) -> tuple[bytes, int, str]:
@@ -78,6 +82,8 @@ def parse_entry(record: Mapping[str, Any], manifest: str) -> ManifestEntry:
         meta = record["_FILE"]
         stats = meta.get("_VALUE_STATS") or {}
         cols = meta.get("_VALUE_STATS_COLS")
+        first_row_id = meta.get("_FIRST_ROW_ID")
+        write_cols = meta.get("_WRITE_COLS")
         return ManifestEntry(
             kind=int(record["_KIND"]),
             partition=bytes(record.get("_PARTITION") or b""),
@@ -97,6 +103,8 @@ def parse_entry(record: Mapping[str, Any], manifest: str) -> ManifestEntry:
             external_path=meta.get("_EXTERNAL_PATH"),
             min_sequence_number=int(meta.get("_MIN_SEQUENCE_NUMBER") or 0),
             max_sequence_number=int(meta.get("_MAX_SEQUENCE_NUMBER") or 0),
+            first_row_id=None if first_row_id is None else int(first_row_id),
+            write_cols=None if write_cols is None else tuple(str(c) for c in write_cols),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise MetadataError(f"{manifest}: malformed manifest entry ({exc!r})") from exc
@@ -149,6 +157,7 @@ class EntryConverter:
 
     def data_file(self, entry: ManifestEntry) -> DataFile:
         schema = self._schema_of(entry.schema_id)
+        _refuse_column_update(entry, schema)
         path = entry.external_path or self._locate(self.relative_path(entry), entry.file_name)
         return DataFile(
             path=path,
@@ -224,6 +233,23 @@ def _same_values(written: str, current: str | None) -> bool:
     if current is None or current == written or (written, current) in _WIDENINGS:
         return True
     return written.startswith("decimal") and current.startswith("decimal")
+
+
+def _refuse_column_update(entry: ManifestEntry, schema: PaimonSchema) -> None:
+    """A data-evolution file that writes some columns only is an update of rows another
+    file holds (readers take each column from the newest file that writes it): counted as
+    a file of its own, its rows would be counted twice and its other columns as nulls."""
+    if entry.write_cols is None:
+        return
+    missing = [f.name for f in schema.fields if f.name not in entry.write_cols]
+    if missing:
+        first = entry.first_row_id
+        rows = "" if first is None else f" {first}..{first + entry.row_count - 1}"
+        raise MetadataError(
+            f"data file {entry.file_name} updates column(s) {', '.join(entry.write_cols)} of "
+            f"rows{rows} in place (Paimon data evolution); lakestats does not merge column "
+            "updates yet and cannot describe this table (docs/paimon.md)"
+        )
 
 
 def _fields(schema: PaimonSchema, names: Sequence[str], what: str) -> list[PaimonField]:

@@ -1,6 +1,7 @@
 """Paimon's ``mergedRecordCount``: rows after merging by primary key, and how it is known.
 
-* append-only table: every row is live — exact;
+* append-only table: every row of the live files, minus the rows their deletion vectors
+  delete (row-level ``DELETE``/``UPDATE`` with ``deletion-vectors.enabled``) — exact;
 * deletion vectors: readers see compacted (level > 0) files minus their vectors — exact;
 * primary key, every bucket fully compacted (one sorted run: all of its files in one level
   above 0, no retraction rows): keys are unique — exact;
@@ -41,6 +42,10 @@ class MergedCount:
     bounds: tuple[int, int] | None = None  # of an estimate (~95 %)
 
 
+def _append_why(deleted: int) -> str:
+    return "append-only table, minus deletion-vector rows" if deleted else "append-only table"
+
+
 def merged_record_count(
     table: PaimonTable,
     snapshot_id: int,
@@ -54,13 +59,21 @@ def merged_record_count(
     (``KeyMerge``), their live rows are the merged rows — exact."""
     snapshot = table.snapshot(snapshot_id)
     schema = table.paimon_schema(snapshot.schema_id)
-    if not schema.primary_keys and live is not None:
-        # every row of every live file: the stats count them already, and reading the
-        # snapshot's live entries again costs a pass over all of them on every commit
-        return MergedCount(live.record_count, EXACT, "append-only table")
+    if not schema.primary_keys and live is not None and not live.deletes_unknown_files:
+        # every live file's rows minus those its deletion vector deletes: the stats count
+        # them already, and reading the snapshot's live entries again costs a pass over
+        # all of them on every commit
+        return MergedCount(live.live_record_count, EXACT, _append_why(live.deleted_records))
     entries = table.live_entries(snapshot)
     if not schema.primary_keys:
-        return MergedCount(sum(e.row_count for e in entries.values()), EXACT, "append-only table")
+        vectors = table.vectors(snapshot)
+        deleted = sum(
+            v.cardinality if v.cardinality is not None else table.deletion_vector(v).cardinality
+            for key, v in vectors.items()
+            if key in entries
+        )
+        rows = sum(e.row_count for e in entries.values()) - deleted
+        return MergedCount(rows, EXACT, _append_why(deleted))
     if table.deletion_vectors:
         files = table.live_files(snapshot_id)
         deleted = sum(

@@ -117,13 +117,6 @@ class PaimonTable(TableIdentity):
         self._converter = EntryConverter(
             self.paimon_schema, self._locate, options, current=self.paimon_schema
         )
-        if _vectors_enabled(options) and not self.primary_keys:
-            _log.warning(
-                "paimon_append_deletion_vectors_not_read",
-                table=self._description,
-                reason="deletion vectors of append-only tables are not read yet: rows they "
-                "delete are counted (docs/paimon.md)",
-            )
 
     # --- identity -------------------------------------------------------------------------
 
@@ -479,7 +472,7 @@ class PaimonTable(TableIdentity):
         changed = [
             key
             for key in set(vectors) | set(before)
-            if key not in touched and vectors.get(key) != before.get(key)
+            if key not in touched and self._vector_changed(before.get(key), vectors.get(key))
         ]
         if self._retypes(snapshot):
             changed = [k for k in self.live_entries(snapshot) if k not in touched]
@@ -492,6 +485,21 @@ class PaimonTable(TableIdentity):
                 removed.append(self.data_file(entry, before.get(key)))
                 added.append(self.data_file(entry, vectors.get(key)))
         return _change(snapshot, added, removed)
+
+    def _vector_changed(self, was: VectorRange | None, now: VectorRange | None) -> bool:
+        """Whether a data file's deleted rows changed. A writer may rewrite an index file
+        whole (pypaimon keeps one per table): a vector that only moved is no change, and
+        re-sketching its file would be wasted work."""
+        if was == now:
+            return False
+        if was is None or now is None:
+            return True
+        if None not in (was.cardinality, now.cardinality) and was.cardinality != now.cardinality:
+            return True
+        try:
+            return self.deletion_vector(was) != self.deletion_vector(now)
+        except MetadataError:  # the old index file is gone (expired): sketch the file again
+            return True
 
     def _live_data_files(self, snapshot: PaimonSnapshot) -> list[DataFile]:
         if self.key_merge_rules is not None:
