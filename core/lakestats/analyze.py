@@ -22,7 +22,12 @@ from typing import Any
 import structlog
 
 from lakestats.config import Config
-from lakestats.exceptions import ConcurrentUpdateError, LakestatsError, StoreError
+from lakestats.exceptions import (
+    ConcurrentUpdateError,
+    LakestatsError,
+    StoreError,
+    UnreadableCommitError,
+)
 from lakestats.formats.base import KeepsListedFiles, SupportsFormatTerms
 from lakestats.lineage import pending_commits, rebased_baseline, reusable_sketches
 from lakestats.locations import LocationMap
@@ -210,6 +215,8 @@ class _CommitPath:
         # for the files ``reusable`` names
         self.reusing: ReusingSketcher | None = None
         self.reusable: frozenset[str] = frozenset()
+        # the commit the lineage walk stopped at (``pending``): reported after the others
+        self.stopped: UnreadableCommitError | None = None
         fmt = opened.table
         retire = isinstance(fmt, KeepsListedFiles) and fmt.keeps_listed_files()
         self.writer = SegmentWriter(self.store, self.settings, retire=retire)
@@ -240,6 +247,7 @@ class _CommitPath:
         what was processed, or when the processed id now names another commit, the run
         starts over from the table's lineage."""
         pending = pending_commits(self.opened.table, state)
+        self.stopped = pending.stopped
         if pending.started_over is None:
             # a commit may add again a file the state holds tombstoned (Delta's RESTORE):
             # known from the state alone, read from the store only when it happens
@@ -813,4 +821,6 @@ def _analyze_once(
     if stale_stats(opened, state):
         # snapshots expired by anyone (a writer, a Spark procedure …): drop their stats
         expire_stats(opened)
+    if path.stopped is not None:  # the commits before it are processed and kept
+        raise path.stopped
     return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports))

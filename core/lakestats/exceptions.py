@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 
 class LakestatsError(Exception):
     """Base of every expected error: its message is meant for the user as it stands."""
@@ -26,6 +29,17 @@ class PartialMetadataError(MetadataError):
     """The newest metadata file cannot be parsed and was written moments ago: a writer
     that writes it in place (not to a temporary name) may still be at it. Retry soon; the
     daemon counts it as contention, not as a failure."""
+
+
+class UnreadableCommitError(MetadataError):
+    """One commit of a lineage walk cannot be read, or describes what lakestats cannot:
+    the walk stops there. ``readable`` are the commits before it (``model.Commit``, oldest
+    first), each whole: a run processes them, then reports this error, so the stats reach
+    the commit before the bad one instead of staying where they were."""
+
+    def __init__(self, message: str, readable: Sequence[Any] = ()) -> None:
+        super().__init__(message)
+        self.readable = tuple(readable)
 
 
 class DataFileError(LakestatsError):

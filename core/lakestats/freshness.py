@@ -59,6 +59,8 @@ def freshness(opened: OpenedTable, now_ms: int | None = None) -> Freshness:
         if current is None or (current == last and replaced is None)
         else pending_commits(opened.table, state)
     )
+    if walk.stopped is not None:
+        raise walk.stopped  # how far behind is unknown past a commit that cannot be read
     pending = list(walk.commits)
     return Freshness(
         name=opened.name,

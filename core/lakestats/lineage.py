@@ -9,7 +9,9 @@ naming a different commit. The state records the processed commit's
 ``Commit.fingerprint`` (``StateVersion.last_fingerprint``); when the format now names
 another fingerprint for that id (``SupportsCommitFingerprint``), the walk starts over too.
 A state without a fingerprint (written before it existed, or an Iceberg table, whose
-random snapshot ids are never reused) is trusted as before.
+random snapshot ids are never reused) is trusted as before. A walk that reaches a commit
+it cannot read (``UnreadableCommitError``) gives the commits before it, and the error to
+report once they are processed.
 
 A walk that starts over (except after a reused id) need not read again what the store
 already holds: ``rebased_baseline`` keeps held files in their segments when the walk
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from lakestats.exceptions import LineageError
+from lakestats.exceptions import LineageError, UnreadableCommitError
 from lakestats.formats.base import SupportsCommitFingerprint, TableFormat
 from lakestats.model import (
     UNPARTITIONED,
@@ -44,6 +46,9 @@ class Pending:
     # the processed id names another commit now: nothing recorded about the table's
     # history can be trusted (stats of older snapshots included)
     id_reused: bool = False
+    # the walk stopped at a commit it cannot read: ``commits`` are those before it, to be
+    # processed before the error is reported
+    stopped: UnreadableCommitError | None = None
 
 
 def replaced_commit(table: TableFormat, state: StateVersion | None) -> str | None:
@@ -68,11 +73,27 @@ def pending_commits(table: TableFormat, state: StateVersion | None) -> Pending:
     last = state.last_snapshot_id if state is not None else None
     replaced = replaced_commit(table, state)
     if replaced is not None:
-        return Pending(table.commits_since(None), replaced, id_reused=True)
+        return _walk(table, None, replaced, id_reused=True)
     try:
-        return Pending(table.commits_since(last))
+        return _walk(table, last)
     except LineageError as exc:  # rolled back past the stats
-        return Pending(table.commits_since(None), str(exc))
+        return _walk(table, None, str(exc))
+
+
+def _walk(
+    table: TableFormat,
+    after: int | None,
+    started_over: str | None = None,
+    *,
+    id_reused: bool = False,
+) -> Pending:
+    try:
+        commits = table.commits_since(after)
+    except UnreadableCommitError as exc:
+        if not exc.readable:
+            raise
+        return Pending(exc.readable, started_over, id_reused, stopped=exc)
+    return Pending(commits, started_over, id_reused)
 
 
 def rebased_baseline(baseline: Commit, held: Mapping[str, HeldFile]) -> Commit:

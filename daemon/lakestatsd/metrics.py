@@ -69,6 +69,17 @@ class FreshnessTracker:
             f.stale_since_ms = next_unreflected_ms
             f.checked_at = self._clock()
 
+    def failing(self, table: str, current: int | None) -> None:
+        """A run failed with ``current`` not processed: the lag counts from now unless it
+        already counts (a commit that cannot be read has no time to count from; 0 would
+        say the table is up to date)."""
+        with self._lock:
+            f = self._tables.setdefault(table, _Freshness())
+            f.current_snapshot_id = current
+            if current != f.last_snapshot_id and f.stale_since_ms is None:
+                f.stale_since_ms = int(self._clock() * 1000)
+            f.checked_at = self._clock()
+
     def lag_s(self, table: str) -> float | None:
         with self._lock:
             f = self._tables.get(table)

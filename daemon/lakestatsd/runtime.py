@@ -190,9 +190,13 @@ class TableRuntime:
             self._commit_done(name, report, order, stamps)
 
         started = time.monotonic()
-        result = self._analyze(
-            opened, should_stop=should_stop, on_commit=on_commit, on_pending=on_pending
-        )
+        try:
+            result = self._analyze(
+                opened, should_stop=should_stop, on_commit=on_commit, on_pending=on_pending
+            )
+        except LakestatsError:
+            self._freshness.failing(name, current)
+            raise
         self._metrics.table_healthy.labels(name).set(1)
         log.info(
             "table_run_done",

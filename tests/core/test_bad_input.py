@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -107,6 +108,37 @@ def test_missing_manifest_list(
     manifest_list = Path(snapshot.manifest_list.removeprefix("file://"))
     manifest_list.unlink()
     assert_analyze_refused(capsys, loc, state, manifest_list.name)
+
+
+def test_the_commits_before_an_unreadable_one_are_processed(
+    analyzed: tuple[IcebergWarehouse, str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One unreadable commit stops the walk there, not before: the stats reach the commit
+    before it, the error is one line naming the commit and the file, and a run after it
+    changes nothing until the commit can be read."""
+    wh, loc, state = analyzed
+    second = wh.table("t").current_snapshot()
+    assert second is not None
+    wh.append("t", pa.table({"id": [5, 6], "name": ["e", None]}, schema=SCHEMA))
+    table = wh.table("t")
+    third = table.current_snapshot()
+    assert third is not None
+    (new,) = [m for m in third.manifests(table.io) if m.added_snapshot_id == third.snapshot_id]
+    broken = Path(new.manifest_path.removeprefix("file://"))
+    good = broken.read_bytes()
+    broken.write_bytes(b"Obj\x01garbage")
+    code, err = run(capsys, "analyze", loc, "--state-dir", str(state), "--no-sketches", "-q")
+    assert code == 1
+    assert_one_line(err, broken.name, f"snapshot {third.snapshot_id}:")
+    code = main(["show", loc, "--state-dir", str(state), "--json"], out=(out := io.StringIO()))
+    shown = json.loads(out.getvalue())
+    assert (code, shown["snapshot_id"], shown["record_count"]) == (0, second.snapshot_id, 4)
+    assert_analyze_refused(capsys, loc, state, broken.name)
+    broken.write_bytes(good)
+    assert main(["analyze", loc, "--state-dir", str(state), "--no-sketches", "-q"]) == 0
+    code = main(["show", loc, "--state-dir", str(state), "--json"], out=(out := io.StringIO()))
+    shown = json.loads(out.getvalue())
+    assert (shown["snapshot_id"], shown["record_count"]) == (third.snapshot_id, 6)
 
 
 def test_bad_config_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

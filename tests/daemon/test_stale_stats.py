@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from lakestatsd_harness import DaemonProcess
 
-from lakestats.exceptions import MetadataError
+from lakestats.exceptions import MetadataError, UnreadableCommitError
 from lakestats.testing import IcebergWarehouse
 from lakestatsd.config import ServiceConfig
 from lakestatsd.wiring import Service, core_fns
@@ -31,8 +31,8 @@ def make_table(tmp_path: Path) -> IcebergWarehouse:
     return wh
 
 
-def test_corruption_in_place_is_noticed_by_the_next_run(tmp_path: Path) -> None:
-    wh = make_table(tmp_path)
+def in_process_service(tmp_path: Path, wh: IcebergWarehouse) -> Service:
+    """The daemon's service around table ``t`` of ``wh``, metadata only, run by hand."""
     config = ServiceConfig.model_validate(
         {
             "state_dir": str(tmp_path / "state"),
@@ -40,12 +40,55 @@ def test_corruption_in_place_is_noticed_by_the_next_run(tmp_path: Path) -> None:
             "table": [{"name": "t", "location": wh.location("t")}],
         }
     )
-    service = Service(config, core_fns(config))
+    return Service(config, core_fns(config))
+
+
+def test_corruption_in_place_is_noticed_by_the_next_run(tmp_path: Path) -> None:
+    wh = make_table(tmp_path)
+    service = in_process_service(tmp_path, wh)
     assert service.runtime.process("t", lambda: False)
     assert service.runtime.process("t", lambda: False)  # nothing new: the cheap path
     corrupt_in_place(wh.location("t"))
     with pytest.raises(MetadataError, match="metadata"):
         service.runtime.process("t", lambda: False)
+
+
+def test_a_commit_that_cannot_be_read_stops_the_daemon_after_the_ones_before_it(
+    tmp_path: Path,
+) -> None:
+    """The daemon processes the commits before an unreadable one and reports it; the
+    freshness lag does not say 0 while the stats are behind; once the file is readable
+    again the next run catches up."""
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", pa.schema([("id", pa.int64())]))
+    wh.append("t", {"id": [1, 2]})
+    service = in_process_service(tmp_path, wh)
+    assert service.runtime.process("t", lambda: False)
+    assert service.freshness.lag_s("t") == 0
+    second = wh.append("t", {"id": [3]})
+    third = wh.append("t", {"id": [4, 5]})
+    table = wh.table("t")
+    snapshot = table.snapshot_by_id(third)
+    assert snapshot is not None
+    (new,) = [m for m in snapshot.manifests(table.io) if m.added_snapshot_id == third]
+    broken = Path(new.manifest_path.removeprefix("file://"))
+    good = broken.read_bytes()
+    broken.write_bytes(b"Obj\x01garbage")
+    with pytest.raises(UnreadableCommitError, match=f"snapshot {third}: .*{broken.name}"):
+        service.runtime.process("t", lambda: False)
+    assert service.runtime.read_stats("t", None)["snapshot_id"] == second
+    lag = service.freshness.lag_s("t")
+    assert lag is not None and lag >= 0
+    assert service.freshness.snapshot_ids("t") == (second, third)
+    time.sleep(0.05)
+    with pytest.raises(UnreadableCommitError):  # nothing before it now: the same error
+        service.runtime.process("t", lambda: False)
+    again = service.freshness.lag_s("t")
+    assert again is not None and again > lag  # counting, not reset to 0
+    broken.write_bytes(good)
+    assert service.runtime.process("t", lambda: False)
+    assert service.runtime.read_stats("t", None)["snapshot_id"] == third
+    assert service.freshness.lag_s("t") == 0
 
 
 def test_after_a_restart_the_last_good_stats_are_served_flagged_stale(

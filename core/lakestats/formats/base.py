@@ -9,10 +9,12 @@ its name is to decide what it can do.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from lakestats.exceptions import MetadataError, PartialMetadataError, UnreadableCommitError
 from lakestats.model import (
     Commit,
     DataFile,
@@ -65,7 +67,8 @@ class TableFormat(Protocol):
         longer available (expired), the first element is a baseline commit (operation
         ``"baseline"``) listing every live file of that snapshot as added. Raises
         ``LineageError`` when ``after_snapshot_id`` is not an ancestor of the current
-        snapshot, ``MetadataError`` when metadata cannot be read.
+        snapshot, ``MetadataError`` when metadata cannot be read; when one commit's cannot
+        (``read_commit``), ``UnreadableCommitError`` with the commits before it.
         """
         ...
 
@@ -167,3 +170,16 @@ class WatchSpec:
 
     directories: tuple[str, ...]
     markers: tuple[str, ...]
+
+
+@contextmanager
+def read_commit(where: str, before: Sequence[Commit]) -> Iterator[None]:
+    """One commit of a lineage walk is read inside: its ``MetadataError`` stops the walk
+    there as an ``UnreadableCommitError`` naming ``where`` and holding the commits listed
+    ``before`` it (a metadata file still being written stays what it is: retried soon)."""
+    try:
+        yield
+    except (PartialMetadataError, UnreadableCommitError):
+        raise
+    except MetadataError as exc:
+        raise UnreadableCommitError(f"{where}: {exc}", before) from exc

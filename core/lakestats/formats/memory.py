@@ -22,7 +22,7 @@ from lakestats.exceptions import (
     MetadataError,
     SnapshotNotFoundError,
 )
-from lakestats.formats.base import TableIdentity
+from lakestats.formats.base import TableIdentity, read_commit
 from lakestats.model import (
     BASELINE_OPERATION,
     UNPARTITIONED,
@@ -80,6 +80,7 @@ class MemoryTable(TableIdentity):
         self._commits_made = 0  # never reused: what a commit's fingerprint counts
         self._metadata_version = 1
         self._unreadable: str | None = None
+        self._unreadable_commits: dict[int, str] = {}
 
     # --- identity -------------------------------------------------------------------------
 
@@ -124,7 +125,12 @@ class MemoryTable(TableIdentity):
                 f"snapshot {after_snapshot_id} is not an ancestor of the current snapshot "
                 f"{self._current} of table {self._name} (rolled back, replaced, or expired)"
             )
-        commits = [snapshot.commit for snapshot in chain]
+        commits: list[Commit] = []
+        for snapshot in chain:
+            snapshot_id = snapshot.commit.snapshot_id
+            with read_commit(f"snapshot {snapshot_id}", commits):
+                self._check_commit_readable(snapshot_id)
+            commits.append(snapshot.commit)
         if commits and not reached and commits[0].parent_id is not None:
             # the parent was expired: its history is gone, so list the whole snapshot
             oldest = chain[0]
@@ -333,8 +339,25 @@ class MemoryTable(TableIdentity):
 
     def make_readable(self) -> None:
         self._unreadable = None
+        self._unreadable_commits.clear()
+
+    def make_commit_unreadable(self, snapshot_id: int, reason: str = "truncated") -> None:
+        """From now on listing that commit raises ``MetadataError`` naming its manifest
+        (the table's metadata stays readable)."""
+        self._unreadable_commits[snapshot_id] = reason
+
+    def commit_manifest(self, snapshot_id: int) -> str:
+        """A name for a commit's own metadata, as error messages name files."""
+        return f"{self.location}/metadata/snap-{snapshot_id}.avro"
 
     # --- internals ------------------------------------------------------------------------
+
+    def _check_commit_readable(self, snapshot_id: int) -> None:
+        reason = self._unreadable_commits.get(snapshot_id)
+        if reason is not None:
+            raise MetadataError(
+                f"manifest list {self.commit_manifest(snapshot_id)} is unreadable ({reason})"
+            )
 
     def _check_readable(self) -> None:
         if self._unreadable is not None:

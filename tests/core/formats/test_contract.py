@@ -9,6 +9,7 @@ tests speak rows and columns only; a new format passes the suite by adding one d
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
@@ -26,6 +27,7 @@ from lakestats.exceptions import (
     MetadataError,
     SnapshotNotFoundError,
     TableNotFoundError,
+    UnreadableCommitError,
 )
 from lakestats.formats.base import (
     KeepsListedFiles,
@@ -89,6 +91,11 @@ class TableDriver(Protocol):
 
     def corrupt(self) -> str:
         """Make the current metadata unreadable; what the error message must name."""
+        ...
+
+    def corrupt_commit(self) -> str:
+        """Make the newest commit's own metadata unreadable (its new manifest, its log
+        entry), the table's metadata readable; what the error message must name."""
         ...
 
 
@@ -159,6 +166,18 @@ class IcebergDriver:
             return self.warehouse.identifier(self.name)
         return metadata_file.rsplit("/", 1)[-1]
 
+    def corrupt_commit(self) -> str:
+        table = self.warehouse.table(self.name)
+        snapshot = table.current_snapshot()
+        assert snapshot is not None
+        (new,) = [
+            m for m in snapshot.manifests(table.io) if m.added_snapshot_id == snapshot.snapshot_id
+        ]
+        filesystem, where = pafs.FileSystem.from_uri(new.manifest_path)
+        with filesystem.open_output_stream(where) as out:
+            out.write(b"Obj\x01garbage")
+        return new.manifest_path.rsplit("/", 1)[-1]
+
 
 class MemoryDriver:
     """``MemoryTable`` through its writer API; metrics computed from the rows."""
@@ -222,6 +241,12 @@ class MemoryDriver:
         self.memory.make_unreadable("truncated")
         return name
 
+    def corrupt_commit(self) -> str:
+        current = self.memory.current_snapshot_id()
+        assert current is not None
+        self.memory.make_commit_unreadable(current)
+        return self.memory.commit_manifest(current)
+
 
 class PaimonDriver:
     """Real pypaimon 2.1 commits (``metadata.stats-mode=full``), opened by location.
@@ -273,6 +298,12 @@ class PaimonDriver:
         snapshot.write_bytes(text[: len(text) // 2])
         return snapshot.name
 
+    def corrupt_commit(self) -> str:
+        snapshot = self.location / "snapshot" / f"snapshot-{self.warehouse.current(self.name)}"
+        delta = self.location / "manifest" / json.loads(snapshot.read_text())["deltaManifestList"]
+        delta.write_bytes(b"Obj\x01garbage")
+        return delta.name
+
 
 class DeltaDriver:
     """Real delta-rs commits on a column-mapping table; opened by location (read-only).
@@ -321,6 +352,17 @@ class DeltaDriver:
         commit = self.writer.log / f"{self.writer.version():020d}.json"
         text = commit.read_bytes()
         commit.write_bytes(text[: len(text) // 2])
+        return commit.name
+
+    def corrupt_commit(self) -> str:
+        # the newest log entry is the table's state too (read to open it): its add's
+        # statistics are the commit's own, read when the commit is listed
+        commit = self.writer.log / f"{self.writer.version():020d}.json"
+        actions = [json.loads(line) for line in commit.read_text().splitlines() if line]
+        for action in actions:
+            if "add" in action:
+                action["add"]["stats"] = '{"numRecords": 1, "minValues": {'
+        commit.write_text("".join(json.dumps(a) + "\n" for a in actions))
         return commit.name
 
 
@@ -403,6 +445,11 @@ class OnS3:
 
     def corrupt(self) -> str:
         named = self.inner.corrupt()
+        self._sync()
+        return named
+
+    def corrupt_commit(self) -> str:
+        named = self.inner.corrupt_commit()
         self._sync()
         return named
 
@@ -705,6 +752,26 @@ class TestBadMetadata:
         message = str(raised.value)
         assert named in message
         assert "\n" not in message
+
+    def test_an_unreadable_commit_stops_the_walk_after_the_ones_before_it(
+        self, driver: TableDriver
+    ) -> None:
+        first = driver.append(rows([1]))
+        second = driver.append(rows([2]))
+        third = driver.append(rows([3]))
+        named = driver.corrupt_commit()
+
+        with pytest.raises(UnreadableCommitError) as raised:
+            opened = driver.open()
+            opened.refresh()
+            opened.commits_since(None)
+        message = str(raised.value)
+        assert named in message and str(third) in message and "\n" not in message
+        assert [c.snapshot_id for c in raised.value.readable] == [first, second]
+        # nothing readable before it: the walk has nothing to give
+        with pytest.raises(UnreadableCommitError) as raised:
+            driver.open().commits_since(second)
+        assert raised.value.readable == ()
 
 
 class TestSnapshotExpiryCapability:

@@ -354,8 +354,8 @@ class TestPypaimonTables:
     ) -> None:
         """pypaimon's in-place update (data evolution) writes a file of the updated
         columns for rows another file holds; read as a file of its own it would count
-        those rows twice and their other columns as nulls. lakestats refuses the table at
-        that commit, in one line naming the file, and keeps the stats it had."""
+        those rows twice and their other columns as nulls. lakestats stops at that
+        commit, in one line naming the file, with the stats of the commits before it."""
         warehouse = PaimonWarehouse(tmp_path / "wh")
         location = warehouse.create("t", [("id", "long"), ("s", "string")], options=DATA_EVOLUTION)
         warehouse.write("t", {"id": [1, 2, 3], "s": ["a", "b", "c"]})
@@ -380,6 +380,12 @@ class TestPypaimonTables:
         code, out, _ = run_cli("show", "--json", *state[:2], str(location))
         shown = json.loads(out)
         assert (code, shown["snapshot_id"], shown["record_count"]) == (0, updated - 1, 3)
+        # a first run gets as far: the commits before the update are processed
+        fresh = ["--state-dir", str(tmp_path / "fresh")]
+        code, _, err = run_cli("analyze", "--quiet", "--no-sketches", *fresh, str(location))
+        assert code == 1 and f"snapshot {updated}: data file {patch.name}" in err
+        code, out, _ = run_cli("show", "--json", *fresh, str(location))
+        assert (code, json.loads(out)["snapshot_id"]) == (0, updated - 1)
 
 
 _NEW_FIELDS = {"_VALUE_STATS_COLS", "_EXTERNAL_PATH", "_FIRST_ROW_ID", "_WRITE_COLS"}

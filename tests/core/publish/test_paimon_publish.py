@@ -34,7 +34,7 @@ from lakestats.publish.paimon import PaimonPublisher
 from lakestats.publish.registry import publisher_for
 from lakestats.read import read_stats
 from lakestats.tables import open_configured
-from paimon_tables import NameSketcher, PaimonWarehouse, one_table_config
+from paimon_tables import DATA_EVOLUTION, NameSketcher, PaimonWarehouse, one_table_config
 
 COLUMNS = [("id", "long"), ("cat", "string"), ("price", "decimal(10, 2)"), ("day", "date")]
 REPO = Path(__file__).resolve().parents[3]
@@ -151,6 +151,43 @@ class TestPublishing:
         assert (newest.id, newest.commit_kind) == (5, "ANALYZE")
         assert java_reads(location, newest.statistics)["snapshotId"] == 4
         assert java_reads(location, newest.statistics)["mergedRecordCount"] == 31
+
+    def test_on_a_table_with_row_level_deletes_pypaimon_goes_on_after_our_snapshots(
+        self, tmp_path: Path
+    ) -> None:
+        """A data-evolution table (row ids, deletion vectors): an ANALYZE snapshot keeps its
+        parent's index manifest and next row id, so pypaimon reads the rows its vectors
+        leave, and deletes and appends after it as after its own commits; the published
+        ``mergedRecordCount`` is the rows it reads."""
+        warehouse = PaimonWarehouse(tmp_path / "wh")
+        location = warehouse.create("t", COLUMNS, options=DATA_EVOLUTION)
+        warehouse.write("t", rows(range(1, 21)))
+        row_ids = warehouse.row_ids("t", "id")
+        warehouse.delete_rows("t", [row_ids[2], row_ids[3]])
+        config = config_for(location, tmp_path / "state", publish=True, sketches=False)
+        opened = open_configured(config.table[0], config)
+        analyze_table(opened, config=config, sketcher=None)
+        analyzed = snapshot_doc(location, warehouse.current("t"))
+        parent = snapshot_doc(location, analyzed["id"] - 1)
+        assert analyzed["commitKind"] == "ANALYZE"
+        assert analyzed["indexManifest"] == parent["indexManifest"]
+        assert analyzed["nextRowId"] == parent["nextRowId"] == 20
+        stats = java_reads(location, analyzed["statistics"])
+        assert stats["mergedRecordCount"] == warehouse.read("t").num_rows == 18
+
+        warehouse.write("t", rows(range(21, 26)))  # row ids 20..24, after the ANALYZE
+        row_ids = warehouse.row_ids("t", "id")
+        assert sorted(row_ids[i] for i in range(21, 26)) == [20, 21, 22, 23, 24]
+        warehouse.delete_rows("t", [row_ids[5], row_ids[22]])
+        analyze_table(opened, config=config, sketcher=None)
+        read = warehouse.read("t")
+        assert sorted(read.column("id").to_pylist()) == [
+            i for i in range(1, 26) if i not in (2, 3, 5, 22)
+        ]
+        newest = snapshot_doc(location, warehouse.current("t"))
+        stats = java_reads(location, newest["statistics"])
+        assert stats["mergedRecordCount"] == read.num_rows == 21
+        assert read_stats("t", config=config)["merged_record_count"] == 21
 
     def test_without_publish_true_nothing_is_written(
         self, table_location: tuple[PaimonWarehouse, Path], tmp_path: Path

@@ -33,6 +33,7 @@ from lakestats.exceptions import (
     TableNotFoundError,
     first_line,
 )
+from lakestats.formats.base import read_commit
 from lakestats.formats.delta.dv import DvDescriptor, read_deletion_vector
 from lakestats.formats.delta.files import FileStats, data_file
 from lakestats.formats.delta.log import (
@@ -274,40 +275,45 @@ class DeltaLakeTable:
         self, listing: LogListing, state: ReplayState, parent: int | None, last: int
     ) -> list[Commit]:
         """The data commits after ``state`` up to ``last``; the others only move metadata."""
-        commits = []
+        commits: list[Commit] = []
         for version in range(state.version + 1, last + 1):
-            log = self._commit(listing, version)
-            # a remove of a file that is not live removes nothing (nothing was recorded)
-            removed = {
-                key[0]: remove for remove in log.removes if (key := file_key(remove)) in state.files
-            }
-            state.apply(log, with_files=True)
-            where = f"{LOG_DIR}/{commit_name(version)}"
-            check_protocol(state.protocol, where=where)
-            if not log.adds and not log.removes:
-                continue  # schema, properties, VACUUM, OPTIMIZE of nothing: no new stats
-            schema = self._delta_schema(self._require_metadata(state))
-            added, _ = log.net_changes()
-            commits.append(
-                Commit(
-                    snapshot_id=version,
-                    parent_id=parent,
-                    sequence_number=version,
-                    timestamp_ms=log.timestamp_ms,
-                    operation=log.operation,
-                    schema_id=schema.schema_id,
-                    added_files=tuple(
-                        self._data_file(add, schema, where) for add in added.values()
-                    ),
-                    removed_files=tuple(
-                        _removed_file(self._file_uri(path), remove)
-                        for path, remove in removed.items()
-                    ),
-                    fingerprint=log.fingerprint,
-                )
-            )
-            parent = version
+            with read_commit(f"version {version}", commits):
+                commit = self._follow_one(listing, state, parent, version)
+            if commit is not None:
+                commits.append(commit)
+                parent = version
         return commits
+
+    def _follow_one(
+        self, listing: LogListing, state: ReplayState, parent: int | None, version: int
+    ) -> Commit | None:
+        """``version`` applied to ``state``: its data commit, ``None`` when it moves only
+        metadata."""
+        log = self._commit(listing, version)
+        # a remove of a file that is not live removes nothing (nothing was recorded)
+        removed = {
+            key[0]: remove for remove in log.removes if (key := file_key(remove)) in state.files
+        }
+        state.apply(log, with_files=True)
+        where = f"{LOG_DIR}/{commit_name(version)}"
+        check_protocol(state.protocol, where=where)
+        if not log.adds and not log.removes:
+            return None  # schema, properties, VACUUM, OPTIMIZE of nothing: no new stats
+        schema = self._delta_schema(self._require_metadata(state))
+        added, _ = log.net_changes()
+        return Commit(
+            snapshot_id=version,
+            parent_id=parent,
+            sequence_number=version,
+            timestamp_ms=log.timestamp_ms,
+            operation=log.operation,
+            schema_id=schema.schema_id,
+            added_files=tuple(self._data_file(add, schema, where) for add in added.values()),
+            removed_files=tuple(
+                _removed_file(self._file_uri(path), remove) for path, remove in removed.items()
+            ),
+            fingerprint=log.fingerprint,
+        )
 
     def _vacuumed_start(
         self,

@@ -24,6 +24,7 @@ from lakestats.exceptions import (
     SnapshotNotFoundError,
     first_line,
 )
+from lakestats.formats.base import read_commit
 from lakestats.formats.iceberg.commits import (
     baseline_commit,
     inherits_files,
@@ -204,12 +205,14 @@ class IcebergTable:
         commits: list[Commit] = []
         for index, snapshot in enumerate(chain):
             targets = self._delete_targets
-            if index == 0 and history_cut:
-                commit = baseline_commit(snapshot, metadata, reader, converter)
-                commits.append(baseline_with_deletes(commit, snapshot, reader, converter, targets))
-            else:
-                commit = snapshot_commit(snapshot, metadata, reader, converter)
-                commits.append(with_deletes(commit, snapshot, reader, converter, targets))
+            with read_commit(f"snapshot {snapshot.snapshot_id}", commits):
+                if index == 0 and history_cut:
+                    commit = baseline_commit(snapshot, metadata, reader, converter)
+                    commit = baseline_with_deletes(commit, snapshot, reader, converter, targets)
+                else:
+                    commit = snapshot_commit(snapshot, metadata, reader, converter)
+                    commit = with_deletes(commit, snapshot, reader, converter, targets)
+            commits.append(commit)
         return commits
 
     def live_files(self, snapshot_id: int) -> Sequence[DataFile]:

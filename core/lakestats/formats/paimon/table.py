@@ -20,7 +20,7 @@ from pyarrow import fs as pafs
 
 from lakestats.cache import CacheView, process_cache
 from lakestats.exceptions import ExpiryError, LineageError, MetadataError, SnapshotNotFoundError
-from lakestats.formats.base import TableIdentity
+from lakestats.formats.base import TableIdentity, read_commit
 from lakestats.formats.paimon.changes import (
     FileKey,
     delta_changes,
@@ -427,12 +427,13 @@ class PaimonTable(TableIdentity):
                 break
         if after_snapshot_id is not None and chain and chain[0] != after_snapshot_id + 1:
             raise self._not_an_ancestor(after_snapshot_id)
-        commits = []
+        commits: list[Commit] = []
         for position, snapshot_id in enumerate(chain):
-            if position == 0 and history_cut:
-                commits.append(self._baseline(self.snapshot(snapshot_id)))
-            else:
-                commits.append(self._commit(self.snapshot(snapshot_id)))
+            with read_commit(f"snapshot {snapshot_id}", commits):
+                if position == 0 and history_cut:
+                    commits.append(self._baseline(self.snapshot(snapshot_id)))
+                else:
+                    commits.append(self._commit(self.snapshot(snapshot_id)))
         return commits
 
     def _not_an_ancestor(self, snapshot_id: int) -> LineageError:
