@@ -31,6 +31,11 @@ class PartialMetadataError(MetadataError):
     daemon counts it as contention, not as a failure."""
 
 
+class UnsupportedTableError(MetadataError):
+    """The table needs a reader lakestats is not (a Delta reader version or feature, a
+    Paimon BLOB column): none of its commits is processed, whatever the walk read before."""
+
+
 class UnreadableCommitError(MetadataError):
     """One commit of a lineage walk cannot be read, or describes what lakestats cannot:
     the walk stops there. ``readable`` are the commits before it (``model.Commit``, oldest

@@ -272,6 +272,17 @@ DeleteSource = PositionDeletes | EqualityDeletes | DeletionVector | KeyMerge
 
 
 @dataclass(frozen=True)
+class ColumnFile:
+    """Another file holding some columns of a data file's rows: the same rows in the same
+    order, for ``field_ids`` (Paimon data evolution: an in-place update writes the updated
+    columns of a row range as a file of their own). ``retyped`` as ``DataFile.retyped``."""
+
+    path: str  # as the format lists it; location mapping applies
+    field_ids: tuple[int, ...]
+    retyped: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class DataFile:
     """One file listed by the format, with the metrics its manifest entry already holds."""
 
@@ -310,6 +321,10 @@ class DataFile:
     # type (Paimon after a type change): the core reads the file with those types and casts
     # them to the current ones (``written_types``). Empty for every other format.
     retyped: tuple[tuple[int, str], ...] = ()
+    # Columns whose values are another file's (``ColumnFile``), for this file's rows: its
+    # stats describe the rows readers assemble, each column sketched from the file that
+    # holds it. Empty for every format but Paimon's data evolution.
+    column_files: tuple[ColumnFile, ...] = ()
 
     @property
     def live_rows(self) -> int:
@@ -462,6 +477,7 @@ class HeldFile:
             self.whole
             and self.content == FileContent.DATA == data_file.content
             and not data_file.deletes
+            and not data_file.column_files  # the same anchor may take other columns now
             and self.record_count == data_file.record_count
             and self.file_size_bytes == data_file.file_size_bytes
         )

@@ -8,6 +8,7 @@ files it removes into a ``CommitPlan`` that the store step executes.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -102,18 +103,17 @@ def bounds_needed(files: Sequence[DataFile]) -> frozenset[int]:
 
 
 def plan_batches(commits: Sequence[Commit], max_files: int) -> tuple[BatchPlan, ...]:
-    """Consecutive commits whose added data files fit one Spark job (≥ 1 commit each)."""
-    batches: list[list[Commit]] = []
-    files = 0
-    for commit in commits:
-        n = len(commit.added_files)
-        if batches and batches[-1] and files + n <= max_files:
-            batches[-1].append(commit)
-            files += n
-            continue
-        batches.append([commit])
-        files = n
-    return tuple(_batch(group) for group in batches)
+    """Consecutive commits whose added data files fit one Spark job (≥ 1 commit each):
+    ``next_batch`` without a limit on commits or bytes."""
+    batches: list[BatchPlan] = []
+    start = 0
+    while start < len(commits):
+        batch = next_batch(
+            commits, start, max_commits=len(commits), max_files=max_files, max_bytes=sys.maxsize
+        )
+        batches.append(batch)
+        start += len(batch.commits)
+    return tuple(batches)
 
 
 def next_batch(
@@ -126,14 +126,24 @@ def next_batch(
 ) -> BatchPlan:
     """The batch that starts at ``commits[start]``: consecutive commits, at most
     ``max_commits`` of them, whose added data files number at most ``max_files`` and
-    weigh at most ``max_bytes`` (always ≥ 1 commit, however big)."""
+    weigh at most ``max_bytes`` (always ≥ 1 commit, however big), and that add a file
+    with column files (``DataFile.column_files``) at most once."""
     taken: list[Commit] = []
     files = size = 0
+    assembled: set[str] = set()  # paths of files with column files the batch adds
     for commit in commits[start:]:
         n = len(commit.added_files)
         b = sum(f.file_size_bytes for f in commit.added_files)
         if taken and (len(taken) >= max_commits or files + n > max_files or size + b > max_bytes):
             break
+        # a file added again with other column files is other rows under the same path:
+        # the sketches of one batch are by path, so it starts the next batch
+        again = {f.path for f in commit.added_files if f.column_files} & {
+            f.path for c in taken for f in c.added_files
+        }
+        if taken and (again or any(f.path in assembled for f in commit.added_files)):
+            break
+        assembled.update(f.path for f in commit.added_files if f.column_files)
         taken.append(commit)
         files += n
         size += b

@@ -18,6 +18,7 @@ from lakestats.config import Config
 from lakestats.exceptions import DataFileError, LakestatsError, SketchError
 from lakestats.locations import LocationMap
 from lakestats.model import (
+    ColumnFile,
     ColumnSketch,
     DataFile,
     DeleteSource,
@@ -232,6 +233,57 @@ class ReusingSketcher:
         return {**found, **read}
 
 
+class ColumnFilesSketcher:
+    """Sketches files some of whose columns are other files' (``DataFile.column_files``):
+    each file with the table's columns, then each of those columns from the file that
+    holds it — the same rows in the same order, read with the file's deletes — in place
+    of the file's own. ``sources``: path → its column files."""
+
+    def __init__(self, inner: Sketcher, sources: Mapping[str, tuple[ColumnFile, ...]]) -> None:
+        self.inner = inner
+        self.sources = sources
+        self.startup_s = 0.0
+
+    def __call__(
+        self, paths: Sequence[str], schema: TableSchema, bounds_for: Collection[int], **kw: Any
+    ) -> Mapping[str, Mapping[int, ColumnSketch]]:
+        inner: Any = self.inner  # extra keywords only when the caller gave them
+        result: Mapping[str, Mapping[int, ColumnSketch]] = inner(paths, schema, bounds_for, **kw)
+        self.startup_s = float(getattr(self.inner, "startup_s", 0.0))
+        reads: dict[tuple[int, ...], list[tuple[str, ColumnFile]]] = {}
+        for path in paths:
+            if path in result:
+                for column_file in self.sources.get(path, ()):
+                    reads.setdefault(column_file.field_ids, []).append((path, column_file))
+        if not reads:
+            return result
+        out = {path: dict(sketches) for path, sketches in result.items()}
+        deletes = kw.get("deletes") or {}
+        for field_ids, files in reads.items():
+            extra = {k: v for k, v in kw.items() if k not in ("deletes", "retyped")}
+            if deletes:
+                extra["deletes"] = {f.path: deletes[p] for p, f in files if p in deletes}
+            retyped = {f.path: f.retyped for _, f in files if f.retyped}
+            if retyped:
+                extra["retyped"] = retyped
+            columns = tuple(c for c in schema.columns if c.field_id in field_ids)
+            read = inner(
+                [f.path for _, f in files],
+                replace(schema, columns=columns),
+                [i for i in bounds_for if i in field_ids],
+                **extra,
+            )
+            self.startup_s += float(getattr(self.inner, "startup_s", 0.0))
+            for path, column_file in files:
+                if column_file.path not in read:
+                    raise SketchError(f"column file {column_file.path} of {path} was not read")
+                got = read[column_file.path]
+                out[path].update({i: got[i] for i in field_ids if i in got})
+        if isinstance(result, LiveSketched):
+            return LiveSketched(out, result.live_rows)
+        return out
+
+
 def _mapped_delete(source: DeleteSource, mapping: LocationMap) -> DeleteSource:
     if isinstance(source, DeletionVector):
         return source
@@ -283,6 +335,11 @@ def sketch_batch(
         return _counted_without_data(batch, location_map), 0.0, 0.0
     if not batch.paths:
         return {}, 0.0, 0.0
+    column_files = {
+        f.path: f.column_files for c in batch.commits for f in c.added_files if f.column_files
+    }
+    if column_files:  # one version of a path per batch (``plan.next_batch``)
+        sketcher = ColumnFilesSketcher(sketcher, column_files)
     formats = {f.path: f.file_format for c in batch.commits for f in c.added_files}
     avro = [p for p in batch.paths if formats.get(p) == "AVRO"]
     if avro:

@@ -24,6 +24,7 @@ from lakestats.merge import (
 )
 from lakestats.model import (
     Column,
+    ColumnFile,
     ColumnMetrics,
     ColumnSketch,
     Commit,
@@ -135,6 +136,26 @@ def test_next_batch_respects_every_limit(
         seen += batch.commits
         start += len(batch.commits)
     assert seen == commits
+
+
+def test_a_file_added_again_with_other_column_files_starts_the_next_batch() -> None:
+    """A batch's sketches are by path: a Paimon row group listed again with another
+    column update (the same anchor path, other rows) goes to a batch of its own."""
+    plain = data_file("a")
+    first = replace(plain, column_files=(ColumnFile("file:///t/data/u1.parquet", (2,)),))
+    second = replace(plain, column_files=(ColumnFile("file:///t/data/u2.parquet", (2,)),))
+    other = data_file("b")
+    commits = [
+        commit(1, (plain,)),
+        commit(2, (first,), (plain,)),
+        commit(3, (other,)),
+        commit(4, (second,), (first,)),
+        commit(5, (data_file("c"),)),
+    ]
+    batches = plan_batches(commits, max_files=100)
+    assert [[c.snapshot_id for c in b.commits] for b in batches] == [[1], [2, 3], [4, 5]]
+    batch = next_batch(commits, 1, max_commits=10, max_files=100, max_bytes=10**9)
+    assert [c.snapshot_id for c in batch.commits] == [2, 3]
 
 
 def test_batches_start_at_one_commit_grow_when_fast_and_shrink_when_slow() -> None:

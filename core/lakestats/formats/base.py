@@ -14,7 +14,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from lakestats.exceptions import MetadataError, PartialMetadataError, UnreadableCommitError
+from lakestats.exceptions import (
+    MetadataError,
+    PartialMetadataError,
+    UnreadableCommitError,
+    UnsupportedTableError,
+)
 from lakestats.model import (
     Commit,
     DataFile,
@@ -176,10 +181,11 @@ class WatchSpec:
 def read_commit(where: str, before: Sequence[Commit]) -> Iterator[None]:
     """One commit of a lineage walk is read inside: its ``MetadataError`` stops the walk
     there as an ``UnreadableCommitError`` naming ``where`` and holding the commits listed
-    ``before`` it (a metadata file still being written stays what it is: retried soon)."""
+    ``before`` it (a metadata file still being written stays what it is: retried soon; so
+    does a table that needs a reader lakestats is not: nothing of it is processed)."""
     try:
         yield
-    except (PartialMetadataError, UnreadableCommitError):
+    except (PartialMetadataError, UnreadableCommitError, UnsupportedTableError):
         raise
     except MetadataError as exc:
         raise UnreadableCommitError(f"{where}: {exc}", before) from exc

@@ -32,6 +32,7 @@ from lakestats.formats.paimon.binary_row import decode_row
 from lakestats.formats.paimon.changes import delta_changes
 from lakestats.formats.paimon.deletion_vectors import BITMAP_MAGIC, decode_vector
 from lakestats.formats.paimon.entries import ADD, DELETE, ManifestEntry
+from lakestats.formats.paimon.merged import merged_record_count
 from lakestats.formats.paimon.types import parse_type
 from lakestats.formats.registry import detect_format, open_table
 from lakestats.model import DeletionVector
@@ -43,7 +44,7 @@ from paimon_fixtures import (
     needs_paimon_fixtures,
     read_rows,
 )
-from paimon_tables import DATA_EVOLUTION, PaimonWarehouse
+from paimon_tables import DATA_EVOLUTION, FULL_STATS, PaimonWarehouse
 
 pytestmark = needs_paimon_fixtures
 
@@ -349,43 +350,52 @@ class TestPypaimonTables:
         with pytest.raises(TableNotFoundError, match="not a Paimon table"):
             open_paimon_location(str(tmp_path))
 
-    def test_a_column_update_in_place_is_one_line_and_the_stats_before_it_stay(
+    def test_a_column_update_in_place_is_one_file_of_the_rows_readers_assemble(
         self, tmp_path: Path
     ) -> None:
         """pypaimon's in-place update (data evolution) writes a file of the updated
-        columns for rows another file holds; read as a file of its own it would count
-        those rows twice and their other columns as nulls. lakestats stops at that
-        commit, in one line naming the file, with the stats of the commits before it."""
+        columns for rows another file holds. lakestats lists the two as one data file:
+        the rows once, each column's metrics from the newest file that writes it, the
+        update's file named to sketch that column from; only the updated row group is
+        listed again."""
         warehouse = PaimonWarehouse(tmp_path / "wh")
-        location = warehouse.create("t", [("id", "long"), ("s", "string")], options=DATA_EVOLUTION)
-        warehouse.write("t", {"id": [1, 2, 3], "s": ["a", "b", "c"]})
+        options = {**DATA_EVOLUTION, **FULL_STATS}
+        location = warehouse.create("t", [("id", "long"), ("s", "string")], options=options)
+        warehouse.write("t", {"id": [1, 2, 3], "s": ["a", "b", None]})
+        warehouse.write("t", {"id": [4, 5], "s": ["d", "e"]})
+        row_ids = warehouse.row_ids("t", "id")
+        update = pa.table(
+            {"_ROW_ID": pa.array([row_ids[2], row_ids[3]], pa.int64()), "s": ["z"] * 2}
+        )
+        updated = warehouse.update_columns("t", update)
+        (patch,) = [f for f in location.rglob("*.parquet") if pq.read_schema(f).names == ["s"]]
+        assert warehouse.read("t").column("s").to_pylist() == ["a", "z", "z", "d", "e"]
+
+        table = open_paimon_location(str(location))
+        (commit,) = table.commits_since(updated - 1)
+        assert len(commit.added_files) == len(commit.removed_files) == 1
+        (was,), (now,) = commit.removed_files, commit.added_files
+        assert was.path == now.path and not was.column_files
+        assert now.record_count == 3
+        s_id = next(c.field_id for c in table.schema().columns if c.name == "s")
+        (column_file,) = now.column_files
+        assert column_file.path.endswith(patch.name) and column_file.field_ids == (s_id,)
+        # the update's own metrics: z everywhere (the whole row range is written again)
+        assert (now.columns[s_id].lower, now.columns[s_id].upper) == ("a", "z")
+        assert now.columns[s_id].null_count == 0 and was.columns[s_id].null_count == 1
+        live = table.live_files(updated)
+        assert sorted(f.record_count for f in live) == [2, 3]
+        assert merged_record_count(table, updated).value == 5  # from the entries
+
         state = ["--state-dir", str(tmp_path / "state"), "--no-sketches", str(location)]
         code, _, err = run_cli("analyze", "--quiet", *state)
         assert (code, err) == (0, "")
-        row_ids = warehouse.row_ids("t", "id")
-        update = pa.table({"_ROW_ID": pa.array([row_ids[2]], pa.int64()), "s": ["z"]})
-        updated = warehouse.update_columns("t", update)
-        (patch,) = [
-            f for f in location.rglob("*.parquet") if pq.read_schema(f).names == ["s"]
-        ]  # the update: column s of rows 0..2 (the whole file's rows, z at row 1)
-        assert warehouse.read("t").column("s").to_pylist() == ["a", "z", "c"]
-        with pytest.raises(MetadataError) as raised:
-            open_paimon_location(str(location)).commits_since(updated - 1)
-        assert patch.name in str(raised.value) and "\n" not in str(raised.value)
-        code, out, err = run_cli("analyze", "--quiet", *state)
-        assert code == 1 and out == ""
-        assert err.count("\n") == 1 and "Traceback" not in err
-        assert patch.name in err and "updates column(s) s of rows 0..2" in err
-        assert "data evolution" in err
         code, out, _ = run_cli("show", "--json", *state[:2], str(location))
         shown = json.loads(out)
-        assert (code, shown["snapshot_id"], shown["record_count"]) == (0, updated - 1, 3)
-        # a first run gets as far: the commits before the update are processed
-        fresh = ["--state-dir", str(tmp_path / "fresh")]
-        code, _, err = run_cli("analyze", "--quiet", "--no-sketches", *fresh, str(location))
-        assert code == 1 and f"snapshot {updated}: data file {patch.name}" in err
-        code, out, _ = run_cli("show", "--json", *fresh, str(location))
-        assert (code, json.loads(out)["snapshot_id"]) == (0, updated - 1)
+        assert (shown["snapshot_id"], shown["record_count"]) == (updated, 5)
+        assert shown["paimon"]["merged_record_count"] == 5
+        s = shown["columns"]["s"]
+        assert (s["null_count"], s["min"], s["max"]) == (0, "a", "z")
 
 
 _NEW_FIELDS = {"_VALUE_STATS_COLS", "_EXTERNAL_PATH", "_FIRST_ROW_ID", "_WRITE_COLS"}

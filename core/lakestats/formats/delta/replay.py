@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from lakestats.exceptions import MetadataError
+from lakestats.exceptions import MetadataError, UnsupportedTableError
 from lakestats.formats.delta.dv import DvDescriptor
 
 FileKey = tuple[str, str]  # (unquoted path, deletion vector unique id or "")
@@ -173,18 +173,18 @@ class ReplayState:
 
 
 def check_protocol(protocol: Mapping[str, Any] | None, *, where: str) -> None:
-    """``MetadataError`` when the table needs a reader lakestats is not."""
+    """``UnsupportedTableError`` when the table needs a reader lakestats is not."""
     if protocol is None:
         return
     version = int(protocol.get("minReaderVersion") or 1)
     if version > MAX_READER_VERSION:
-        raise MetadataError(
+        raise UnsupportedTableError(
             f"{where}: the table needs Delta reader version {version}; lakestats reads up to "
             f"{MAX_READER_VERSION}"
         )
     unknown = sorted(set(protocol.get("readerFeatures") or ()) - SUPPORTED_READER_FEATURES)
     if unknown:
-        raise MetadataError(
+        raise UnsupportedTableError(
             f"{where}: the table uses Delta reader feature(s) {', '.join(unknown)} that "
             "lakestats cannot read"
         )

@@ -3,7 +3,8 @@
 An entry is ADD (``_KIND`` 0) or DELETE (1) of one data file of a (partition, bucket).
 ``_FILE`` is a ``DataFileMeta``: row count, size, LSM level, the schema it was written with,
 and ``_VALUE_STATS`` — min/max as BinaryRows and null counts — over the columns
-``_VALUE_STATS_COLS`` names (null or absent: every field of the file's schema; empty: none).
+``_VALUE_STATS_COLS`` names (null or absent: every field of the file's schema, or those
+``_WRITE_COLS`` names when the file writes some columns only; empty: none).
 Fields are looked up by name and tolerated when missing (Paimon 0.9 manifests).
 """
 
@@ -157,7 +158,6 @@ class EntryConverter:
 
     def data_file(self, entry: ManifestEntry) -> DataFile:
         schema = self._schema_of(entry.schema_id)
-        _refuse_column_update(entry, schema)
         path = entry.external_path or self._locate(self.relative_path(entry), entry.file_name)
         return DataFile(
             path=path,
@@ -171,11 +171,11 @@ class EntryConverter:
         )
 
     def _metrics(self, entry: ManifestEntry, schema: PaimonSchema) -> dict[int, ColumnMetrics]:
-        names = (
-            entry.value_stats_cols
-            if entry.value_stats_cols is not None
-            else tuple(f.name for f in schema.fields)
-        )
+        # null: the columns the file writes (all of its schema's but for a data-evolution
+        # file of some columns), as Java's ``SimpleStatsEvolutions`` reads them
+        names = entry.value_stats_cols
+        if names is None:
+            names = entry.write_cols or tuple(f.name for f in schema.fields)
         if not names:
             return {}
         by_name = schema.by_name()
@@ -233,23 +233,6 @@ def _same_values(written: str, current: str | None) -> bool:
     if current is None or current == written or (written, current) in _WIDENINGS:
         return True
     return written.startswith("decimal") and current.startswith("decimal")
-
-
-def _refuse_column_update(entry: ManifestEntry, schema: PaimonSchema) -> None:
-    """A data-evolution file that writes some columns only is an update of rows another
-    file holds (readers take each column from the newest file that writes it): counted as
-    a file of its own, its rows would be counted twice and its other columns as nulls."""
-    if entry.write_cols is None:
-        return
-    missing = [f.name for f in schema.fields if f.name not in entry.write_cols]
-    if missing:
-        first = entry.first_row_id
-        rows = "" if first is None else f" {first}..{first + entry.row_count - 1}"
-        raise MetadataError(
-            f"data file {entry.file_name} updates column(s) {', '.join(entry.write_cols)} of "
-            f"rows{rows} in place (Paimon data evolution); lakestats does not merge column "
-            "updates yet and cannot describe this table (docs/paimon.md)"
-        )
 
 
 def _fields(schema: PaimonSchema, names: Sequence[str], what: str) -> list[PaimonField]:

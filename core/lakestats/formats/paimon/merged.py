@@ -17,6 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from lakestats.formats.paimon.changes import is_visible
+from lakestats.formats.paimon.evolution import row_count
 from lakestats.formats.paimon.table import PaimonTable
 from lakestats.model import DeletionVector, KeyMerge, PartitionAggregate
 
@@ -72,7 +73,7 @@ def merged_record_count(
             for key, v in vectors.items()
             if key in entries
         )
-        rows = sum(e.row_count for e in entries.values()) - deleted
+        rows = row_count(entries.values()) - deleted
         return MergedCount(rows, EXACT, _append_why(deleted))
     if table.deletion_vectors:
         files = table.live_files(snapshot_id)

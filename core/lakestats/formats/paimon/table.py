@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -29,6 +29,15 @@ from lakestats.formats.paimon.changes import (
 )
 from lakestats.formats.paimon.deletion_vectors import VectorRange, read_vector, vector_ranges
 from lakestats.formats.paimon.entries import EntryConverter, ManifestEntry, parse_entry
+from lakestats.formats.paimon.evolution import (
+    GroupKey,
+    RowGroup,
+    by_group,
+    changed_groups,
+    group_key,
+    partial,
+    row_group,
+)
 from lakestats.formats.paimon.key_merge import (
     bucket_merge,
     by_bucket,
@@ -52,6 +61,7 @@ from lakestats.formats.probing import PROBE_ABOVE_ENTRIES, FileStamp, probe_or_l
 from lakestats.locations import TableLocation
 from lakestats.model import (
     BASELINE_OPERATION,
+    ColumnFile,
     Commit,
     DataFile,
     DeletionVector,
@@ -459,33 +469,116 @@ class PaimonTable(TableIdentity):
         if self.key_merge_rules is not None:
             return self._merged_commit(snapshot)
         dv = self.deletion_vectors
-        changes = delta_changes(
-            self.manifest_entries(snapshot.delta_manifest_list), deletion_vectors=dv
-        )
+        delta = self.manifest_entries(snapshot.delta_manifest_list)
+        changes = delta_changes(delta, deletion_vectors=dv)
         vectors = self.vectors(snapshot)
         parent_id = snapshot.snapshot_id - 1
         before: dict[FileKey, VectorRange] = {}
         if parent_id in self._ids and (vectors or self.snapshot(parent_id).index_manifest):
             before = self.vectors(self.snapshot(parent_id))
-        added = [self.data_file(e, vectors.get(e.identifier)) for e in changes.added]
-        removed = [self.data_file(e, before.get(e.identifier)) for e in changes.removed]
+        # row groups a column update or a compaction changed: listed as groups below
+        regrouped = changed_groups(delta, self._partial)
+        plain = [
+            (e, mine)
+            for entries, mine in ((changes.added, True), (changes.removed, False))
+            for e in entries
+            if group_key(e) not in regrouped
+        ]
+        added = [self.data_file(e, vectors.get(e.identifier)) for e, mine in plain if mine]
+        removed = [self.data_file(e, before.get(e.identifier)) for e, mine in plain if not mine]
         touched = {e.identifier for e in (*changes.added, *changes.removed)}
-        changed = [
+        if regrouped:
+            now = self._listed(_in_groups(self.live_entries(snapshot), regrouped), vectors)
+            was: dict[FileKey, DataFile] = {}
+            if parent_id in self._ids:
+                parent = self.live_entries(self.snapshot(parent_id))
+                was = self._listed(_in_groups(parent, regrouped), before)
+            for key in sorted(set(was) | set(now)):
+                if was.get(key) != now.get(key):
+                    removed.extend([was[key]] if key in was else [])
+                    added.extend([now[key]] if key in now else [])
+            touched |= set(was) | set(now)
+        changed = {
             key
             for key in set(vectors) | set(before)
             if key not in touched and self._vector_changed(before.get(key), vectors.get(key))
-        ]
+        }
         if self._retypes(snapshot):
-            changed = [k for k in self.live_entries(snapshot) if k not in touched]
+            changed = {k for k in self.live_entries(snapshot) if k not in touched}
         if changed:
             live = self.live_entries(snapshot)
-            for key in sorted(changed):
-                entry = live.get(key)
-                if entry is None or not is_visible(entry, deletion_vectors=dv):
-                    continue
-                removed.append(self.data_file(entry, before.get(key)))
-                added.append(self.data_file(entry, vectors.get(key)))
+            then = self._listed(live, before, only=changed)
+            for key, listed in sorted(self._listed(live, vectors, only=changed).items()):
+                removed.append(then[key])
+                added.append(listed)
         return _change(snapshot, added, removed)
+
+    def _listed(
+        self,
+        live: Mapping[FileKey, ManifestEntry],
+        vectors: Mapping[FileKey, VectorRange],
+        only: Collection[FileKey] | None = None,
+    ) -> dict[FileKey, DataFile]:
+        """The visible data files of ``live`` with their vectors, by identifier: a row
+        group (data evolution: ``evolution.py``) as one file, under its anchor's;
+        ``only``: those of these identifiers."""
+        dv = self.deletion_vectors
+        groups: dict[FileKey, RowGroup] = {}
+        members: set[FileKey] = set()
+        for files in by_group(live.values()).values():
+            if len(files) == 1 and not self._partial(files[0]):
+                continue
+            group = row_group(files, self._field_ids_of)
+            groups[group.anchor.identifier] = group
+            members.update(f.identifier for f in files)
+        listed: dict[FileKey, DataFile] = {}
+        for key, entry in live.items():
+            if (only is not None and key not in only) or not is_visible(entry, deletion_vectors=dv):
+                continue
+            if key in groups:
+                listed[key] = self._group_file(groups[key], vectors.get(key))
+            elif key not in members:
+                listed[key] = self.data_file(entry, vectors.get(key))
+        return listed
+
+    def _group_file(self, group: RowGroup, vector: VectorRange | None) -> DataFile:
+        """A row group as one data file: the anchor's path, rows and vector; each column's
+        metrics from the file that holds it, and those files to sketch them from."""
+        anchor = self.data_file(group.anchor, vector)
+        files = {group.anchor.file_name: anchor}
+        column_files = []
+        for name, (entry, field_ids) in group.others.items():
+            other = self.data_file(entry)
+            files[name] = other
+            kept = tuple(r for r in other.retyped if r[0] in field_ids)
+            column_files.append(ColumnFile(other.path, field_ids, kept))
+        columns = {
+            field_id: metrics
+            for field_id, entry in group.owners.items()
+            if (metrics := files[entry.file_name].columns.get(field_id)) is not None
+        }
+        own = {f for f, e in group.owners.items() if e.file_name == group.anchor.file_name}
+        return replace(
+            anchor,
+            file_size_bytes=sum(f.file_size_bytes for f in files.values()),
+            columns=columns,
+            field_ids=frozenset(group.owners),
+            retyped=tuple(r for r in anchor.retyped if r[0] in own),
+            column_files=tuple(column_files),
+        )
+
+    def _field_ids_of(self, entry: ManifestEntry) -> list[int]:
+        """The columns a data file writes (``_WRITE_COLS``, by the names of its schema)."""
+        schema = self.paimon_schema(entry.schema_id)
+        if entry.write_cols is None:
+            return [f.field_id for f in schema.fields]
+        by_name = schema.by_name()
+        return [by_name[n].field_id for n in entry.write_cols if n in by_name]
+
+    def _partial(self, entry: ManifestEntry) -> bool:
+        if entry.write_cols is None:
+            return False
+        return partial(entry, [f.name for f in self.paimon_schema(entry.schema_id).fields])
 
     def _vector_changed(self, was: VectorRange | None, now: VectorRange | None) -> bool:
         """Whether a data file's deleted rows changed. A writer may rewrite an index file
@@ -505,13 +598,7 @@ class PaimonTable(TableIdentity):
     def _live_data_files(self, snapshot: PaimonSnapshot) -> list[DataFile]:
         if self.key_merge_rules is not None:
             return self._merged_files(self.live_entries(snapshot).values())
-        dv = self.deletion_vectors
-        vectors = self.vectors(snapshot)
-        return [
-            self.data_file(entry, vectors.get(key))
-            for key, entry in self.live_entries(snapshot).items()
-            if is_visible(entry, deletion_vectors=dv)
-        ]
+        return list(self._listed(self.live_entries(snapshot), self.vectors(snapshot)).values())
 
     # --- primary-key merge (no deletion vectors) ----------------------------------------
 
@@ -598,6 +685,12 @@ class PaimonTable(TableIdentity):
                 f"snapshot {snapshot_id} is not in table {self._description}"
             )
         return self._live_data_files(self.snapshot(snapshot_id))
+
+
+def _in_groups(
+    live: Mapping[FileKey, ManifestEntry], keys: Collection[GroupKey]
+) -> dict[FileKey, ManifestEntry]:
+    return {k: e for k, e in live.items() if group_key(e) in keys}
 
 
 def _change(snapshot: PaimonSnapshot, added: list[DataFile], removed: list[DataFile]) -> Commit:
