@@ -12,6 +12,7 @@ import io
 import json
 import struct
 import zlib
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -26,12 +27,18 @@ from pypaimon.table.row.generic_row import GenericRow, GenericRowSerializer
 from pyroaring import BitMap64
 
 from lakestats.cli import main
-from lakestats.exceptions import LineageError, MetadataError, TableNotFoundError
+from lakestats.exceptions import (
+    LineageError,
+    MetadataError,
+    TableNotFoundError,
+    UnsupportedTableError,
+)
 from lakestats.formats.paimon import PaimonTable, open_paimon_location
 from lakestats.formats.paimon.binary_row import decode_row
 from lakestats.formats.paimon.changes import delta_changes
 from lakestats.formats.paimon.deletion_vectors import BITMAP_MAGIC, decode_vector
 from lakestats.formats.paimon.entries import ADD, DELETE, ManifestEntry
+from lakestats.formats.paimon.evolution import changed_groups, row_count, row_group
 from lakestats.formats.paimon.merged import merged_record_count
 from lakestats.formats.paimon.types import parse_type
 from lakestats.formats.registry import detect_format, open_table
@@ -292,6 +299,33 @@ class TestChanges:
             ["b"],
             ["a"],
         )
+
+    def test_a_row_group_takes_each_column_from_its_newest_file(self) -> None:
+        def written(name: str, sequence: int, columns: tuple[str, ...] | None) -> ManifestEntry:
+            entry = replace(_entry(ADD, name, 0), max_sequence_number=sequence)
+            return replace(entry, first_row_id=10, write_cols=columns)
+
+        ids = {"a": 1, "b": 2, "c": 3}
+
+        def field_ids_of(entry: ManifestEntry) -> list[int]:
+            return [ids[c] for c in (entry.write_cols or tuple(ids))]
+
+        base, first, second = (
+            written("f0", 1, None),
+            written("f1", 2, ("b", "c")),
+            written("f2", 3, ("c",)),
+        )
+        group = row_group([second, base, first], field_ids_of)
+        assert group.anchor is base  # the oldest
+        assert {i: e.file_name for i, e in group.owners.items()} == {1: "f0", 2: "f1", 3: "f2"}
+        assert {n: ids for n, (_, ids) in group.others.items()} == {"f1": (2,), "f2": (3,)}
+        assert row_count([base, first, second, replace(base, first_row_id=None)]) == 6
+        assert changed_groups([first], partial_of=lambda e: True) == {(b"", 0, 10)}
+        assert changed_groups([base], partial_of=lambda e: False) == set()  # a whole file
+        with pytest.raises(MetadataError, match="different row counts"):
+            row_group([base, replace(first, row_count=4)], field_ids_of)
+        with pytest.raises(UnsupportedTableError, match=r"x\.blob"):
+            row_group([base, replace(first, file_name="x.blob")], field_ids_of)
 
 
 class TestPypaimonTables:
