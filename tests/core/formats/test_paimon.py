@@ -320,8 +320,11 @@ class TestChanges:
         assert {i: e.file_name for i, e in group.owners.items()} == {1: "f0", 2: "f1", 3: "f2"}
         assert {n: ids for n, (_, ids) in group.others.items()} == {"f1": (2,), "f2": (3,)}
         assert row_count([base, first, second, replace(base, first_row_id=None)]) == 6
-        assert changed_groups([first], partial_of=lambda e: True) == {(b"", 0, 10)}
-        assert changed_groups([base], partial_of=lambda e: False) == set()  # a whole file
+        assert changed_groups([first], lambda e: True, 0) == {(b"", 0, 10)}
+        assert changed_groups([base], lambda e: False, 10) == set()  # new rows, whole
+        # whole columns of rows that existed before (pypaimon's upsert), or unknown
+        assert changed_groups([base], lambda e: False, 11) == {(b"", 0, 10)}
+        assert changed_groups([base], lambda e: False, None) == {(b"", 0, 10)}
         with pytest.raises(MetadataError, match="different row counts"):
             row_group([base, replace(first, row_count=4)], field_ids_of)
         with pytest.raises(UnsupportedTableError, match=r"x\.blob"):

@@ -255,30 +255,55 @@ def test_column_updates_in_place_analyze_to_what_readers_see(spark: Any, tmp_pat
     def add_score() -> None:
         warehouse.add_column("t", "score", "double")
 
-    steps: list[tuple[Any, int]] = [
-        (updated("s", [3, 4, 40], ["zz", None, "a"], pa.string()), 1),
-        (add_score, 0),
-        (updated("score", list(range(50, 100)), [i / 3 for i in range(50)], pa.float64()), 1),
-        (lambda: warehouse.delete_rows("t", [warehouse.row_ids("t", "id")[i] for i in (4, 5)]), 1),
-        (updated("s", [3, 10], ["yy", "x"], pa.string()), 1),
+    def where(update: Any) -> Any:  # pypaimon's UPDATE … WHERE id < 3
+        return update.update_by_predicate(
+            update.new_predicate_builder().less_than("id", 3), {"s": "w"}
+        )
+
+    upsert = pa.table(
+        {
+            "id": pa.array([60, 152], pa.int64()),
+            "s": ["up", "new"],
+            "score": pa.array([None, 2.5], pa.float64()),
+        }
+    )
+    # each step with the files its commit removes and adds: an update lists its row group
+    # again; an upsert by key writes whole columns of the rows it updates, and new rows
+    steps: list[tuple[Any, tuple[int, int] | None]] = [
+        (updated("s", [3, 4, 40], ["zz", None, "a"], pa.string()), (1, 1)),
+        (add_score, None),
+        (updated("score", list(range(50, 100)), [i / 3 for i in range(50)], pa.float64()), (1, 1)),
+        (
+            lambda: warehouse.delete_rows("t", [warehouse.row_ids("t", "id")[i] for i in (4, 5)]),
+            (1, 1),
+        ),
+        (updated("s", [3, 10], ["yy", "x"], pa.string()), (1, 1)),
         (
             lambda: warehouse.write(
                 "t", {"id": [150, 151], "s": ["q", None], "score": [1.5, None]}
             ),
-            0,
+            (0, 1),
+        ),
+        (lambda: warehouse._commit_update("t", where), (1, 1)),
+        (
+            lambda: warehouse._commit_update(
+                "t", lambda u: u.upsert_by_arrow_with_key(upsert, ["id"])
+            ),
+            (1, 2),
         ),
     ]
-    for step, regrouped in steps:
+    for step, files in steps:
         step()
         doc = analyze(incremental)
         assert_readers_see(doc, warehouse.read("t"), "t")
-        if regrouped:
-            assert doc["commit"]["removed"]["data_files"] == regrouped
-            assert doc["commit"]["added"]["data_files"] == regrouped
+        if files is not None:
+            changed = doc["commit"]
+            assert (changed["removed"]["data_files"], changed["added"]["data_files"]) == files
     read = warehouse.read("t")
-    assert doc["merged_record_count"] == read.num_rows == 150
-    # filled for ids 50..99 and 150: 0..49 (less the 2 deleted), 100..149 and 151 are null
-    assert doc["columns"]["score"]["null_count"] == 48 + 50 + 1
+    assert doc["merged_record_count"] == read.num_rows == 151
+    # filled for ids 50..99 (60 upserted to null), 150 and 152: 0..49 (less the 2
+    # deleted), 100..149 and 151 are null
+    assert doc["columns"]["score"]["null_count"] == 48 + 1 + 50 + 1
     assert_from_scratch(doc, location, tmp_path)
 
 

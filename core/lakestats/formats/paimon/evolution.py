@@ -94,15 +94,22 @@ def partial(entry: ManifestEntry, field_names: Sequence[str]) -> bool:
 
 
 def changed_groups(
-    delta: Iterable[ManifestEntry], partial_of: Callable[[ManifestEntry], bool]
+    delta: Iterable[ManifestEntry],
+    partial_of: Callable[[ManifestEntry], bool],
+    next_row_id: int | None,
 ) -> set[GroupKey]:
-    """The row groups a commit's delta entries may change: those it adds a partial file
-    to, or removes a file from (an append of whole files makes groups of their own)."""
-    return {
-        key
-        for entry in delta
-        if (key := group_key(entry)) is not None and (entry.kind == DELETE or partial_of(entry))
-    }
+    """The row groups a commit's delta entries may change: those it removes a file from,
+    or adds a file to of rows that existed before it (a first row id below the parent's
+    ``next_row_id``, ``None``: unknown, any) or of some columns only. An append of new
+    rows as whole files makes groups of its own."""
+
+    def regroups(entry: ManifestEntry) -> bool:
+        if entry.kind == DELETE or partial_of(entry):
+            return True
+        first = entry.first_row_id
+        return next_row_id is None or (first is not None and first < next_row_id)
+
+    return {key for entry in delta if (key := group_key(entry)) is not None and regroups(entry)}
 
 
 def row_count(entries: Iterable[ManifestEntry]) -> int:

@@ -27,6 +27,7 @@ class PaimonSnapshot:
     statistics: str | None = None
     commit_user: str | None = None
     changelog_manifest_list: str | None = None  # changelog files (``changelog-producer``)
+    next_row_id: int | None = None  # row tracking: the first row id of the next new rows
 
     @property
     def fingerprint(self) -> str:
@@ -50,6 +51,7 @@ def parse_snapshot(document: Mapping[str, Any], where: str) -> PaimonSnapshot:
             statistics=document.get("statistics"),
             commit_user=document.get("commitUser"),
             changelog_manifest_list=document.get("changelogManifestList"),
+            next_row_id=_optional_int(document.get("nextRowId")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise MetadataError(f"{where}: not a Paimon snapshot ({exc!r})") from exc

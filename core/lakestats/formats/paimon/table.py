@@ -477,7 +477,8 @@ class PaimonTable(TableIdentity):
         if parent_id in self._ids and (vectors or self.snapshot(parent_id).index_manifest):
             before = self.vectors(self.snapshot(parent_id))
         # row groups a column update or a compaction changed: listed as groups below
-        regrouped = changed_groups(delta, self._partial)
+        existed = self.snapshot(parent_id).next_row_id if parent_id in self._ids else None
+        regrouped = changed_groups(delta, self._partial, 0 if parent_id < 1 else existed)
         plain = [
             (e, mine)
             for entries, mine in ((changes.added, True), (changes.removed, False))
