@@ -130,7 +130,8 @@ def next_batch(
     with column files (``DataFile.column_files``) at most once."""
     taken: list[Commit] = []
     files = size = 0
-    assembled: set[str] = set()  # paths of files with column files the batch adds
+    added: set[str] = set()  # paths the batch adds
+    assembled: set[str] = set()  # those of them with column files
     for commit in commits[start:]:
         n = len(commit.added_files)
         b = sum(f.file_size_bytes for f in commit.added_files)
@@ -138,12 +139,12 @@ def next_batch(
             break
         # a file added again with other column files is other rows under the same path:
         # the sketches of one batch are by path, so it starts the next batch
-        again = {f.path for f in commit.added_files if f.column_files} & {
-            f.path for c in taken for f in c.added_files
-        }
-        if taken and (again or any(f.path in assembled for f in commit.added_files)):
+        paths = {f.path for f in commit.added_files}
+        own = {f.path for f in commit.added_files if f.column_files}
+        if taken and (own & added or paths & assembled):
             break
-        assembled.update(f.path for f in commit.added_files if f.column_files)
+        added |= paths
+        assembled |= own
         taken.append(commit)
         files += n
         size += b

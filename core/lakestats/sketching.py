@@ -259,8 +259,9 @@ class ColumnFilesSketcher:
             return result
         out = {path: dict(sketches) for path, sketches in result.items()}
         deletes = kw.get("deletes") or {}
+        common = {k: v for k, v in kw.items() if k not in ("deletes", "retyped")}
         for field_ids, files in reads.items():
-            extra = {k: v for k, v in kw.items() if k not in ("deletes", "retyped")}
+            extra = dict(common)
             if deletes:
                 extra["deletes"] = {f.path: deletes[p] for p, f in files if p in deletes}
             retyped = {f.path: f.retyped for _, f in files if f.retyped}

@@ -479,17 +479,22 @@ class PaimonTable(TableIdentity):
         # row groups a column update or a compaction changed: listed as groups below
         existed = self.snapshot(parent_id).next_row_id if parent_id in self._ids else None
         regrouped = changed_groups(delta, self._partial, 0 if parent_id < 1 else existed)
-        plain = [
-            (e, mine)
-            for entries, mine in ((changes.added, True), (changes.removed, False))
-            for e in entries
+        added = [
+            self.data_file(e, vectors.get(e.identifier))
+            for e in changes.added
             if group_key(e) not in regrouped
         ]
-        added = [self.data_file(e, vectors.get(e.identifier)) for e, mine in plain if mine]
-        removed = [self.data_file(e, before.get(e.identifier)) for e, mine in plain if not mine]
+        removed = [
+            self.data_file(e, before.get(e.identifier))
+            for e in changes.removed
+            if group_key(e) not in regrouped
+        ]
         touched = {e.identifier for e in (*changes.added, *changes.removed)}
+        retypes = self._retypes(snapshot)
+        live = self.live_entries(snapshot) if regrouped or retypes else None
         if regrouped:
-            now = self._listed(_in_groups(self.live_entries(snapshot), regrouped), vectors)
+            assert live is not None
+            now = self._listed(_in_groups(live, regrouped), vectors)
             was: dict[FileKey, DataFile] = {}
             if parent_id in self._ids:
                 parent = self.live_entries(self.snapshot(parent_id))
@@ -499,15 +504,16 @@ class PaimonTable(TableIdentity):
                     removed.extend([was[key]] if key in was else [])
                     added.extend([now[key]] if key in now else [])
             touched |= set(was) | set(now)
-        changed = {
-            key
-            for key in set(vectors) | set(before)
-            if key not in touched and self._vector_changed(before.get(key), vectors.get(key))
-        }
-        if self._retypes(snapshot):
-            changed = {k for k in self.live_entries(snapshot) if k not in touched}
+        if live is not None and retypes:
+            changed = {k for k in live if k not in touched}
+        else:  # a vector compared by content reads index files: only when it counts
+            changed = {
+                key
+                for key in set(vectors) | set(before)
+                if key not in touched and self._vector_changed(before.get(key), vectors.get(key))
+            }
         if changed:
-            live = self.live_entries(snapshot)
+            live = self.live_entries(snapshot) if live is None else live
             then = self._listed(live, before, only=changed)
             for key, listed in sorted(self._listed(live, vectors, only=changed).items()):
                 removed.append(then[key])
