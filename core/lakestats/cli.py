@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from lakestats import __version__, cache
 from lakestats.config import Config, TableConfig, load_config
@@ -25,6 +25,9 @@ from lakestats.render import (
     render_stats,
     render_table,
 )
+
+if TYPE_CHECKING:
+    from lakestats.analyze import CommitReport
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -239,6 +242,10 @@ def _spark_log_path(config: Config) -> str | None:
     return str(directory / "lakestats-spark.log")
 
 
+def _analyzed_line(table: str, commits: int, snapshot_id: int | None) -> str:
+    return f"{table}: analyzed {commits} commit(s); stats are at snapshot {snapshot_id}"
+
+
 def _cmd_analyze(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
     from lakestats.analyze import analyze_table  # noqa: PLC0415
     from lakestats.progress import AnalyzeProgress  # noqa: PLC0415
@@ -265,17 +272,25 @@ def _cmd_analyze(args: argparse.Namespace, config: Config, out: TextIO, err: Tex
         if sketcher is not None:
             sketcher.on_progress = progress.job
         for table in targets:
+            done: list[CommitReport] = []
+
+            def on_commit(report: CommitReport, done: list[CommitReport] = done) -> None:
+                done.append(report)
+                progress.commit(report)
+
             try:
                 opened = open_configured(table, config)
                 result = analyze_table(
                     opened,
                     config=config,
                     sketcher=sketcher,
-                    on_commit=progress.commit,
+                    on_commit=on_commit,
                     on_progress=progress.batch,
                     rebuild=args.rebuild,
                 )
             except LakestatsError as exc:
+                if done:  # a walk stopped at an unreadable commit keeps the ones before it
+                    print(_analyzed_line(opened.name, len(done), done[-1].snapshot_id), file=out)
                 if not every:
                     raise
                 # one failing table must not stop the others
@@ -283,12 +298,8 @@ def _cmd_analyze(args: argparse.Namespace, config: Config, out: TextIO, err: Tex
                 print(f"lakestats: error: {table.name}: {exc}", file=err, flush=True)
                 continue
             if result.commits:
-                print(
-                    f"{opened.name}: analyzed {len(result.commits)} commit(s); stats are at "
-                    f"snapshot {result.last_snapshot_id}",
-                    file=out,
-                    flush=True,
-                )
+                line = _analyzed_line(opened.name, len(result.commits), result.last_snapshot_id)
+                print(line, file=out, flush=True)
             else:
                 print(f"{opened.name}: up to date (snapshot {result.last_snapshot_id})", file=out)
     if every:

@@ -221,13 +221,19 @@ def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
     if len(partitions) > 1 or (partitions and partitions[0]["partition"]):
         out.append("")
         shown = partitions[:50]
+        # rows left after row-level deletes, where they differ anywhere (the table line's
+        # "after deletes", per partition)
+        deleted = any(
+            p.get("merged_record_count", p["record_count"]) != p["record_count"] for p in partitions
+        )
         out.append(
             _table(
-                ["partition", "rows", "files", "bytes"],
+                ["partition", "rows", *(["after deletes"] if deleted else []), "files", "bytes"],
                 [
                     [
                         ", ".join(f"{k}={v}" for k, v in p["partition"].items()) or "()",
                         p["record_count"],
+                        *([p.get("merged_record_count")] if deleted else []),
                         p["file_count"],
                         p["total_size_bytes"],
                     ]

@@ -37,6 +37,7 @@ from lakestats.values import from_json, to_physical
 
 __all__ = ["Op", "Predicate", "PredicateError", "order_key", "parse_predicate", "selectivity"]
 
+_NAMED = 20  # columns an unknown column's error names
 _NUMERIC = ("int", "long", "float", "double", "date", "timestamp", "timestamptz")
 
 
@@ -44,7 +45,11 @@ def selectivity(doc: dict[str, Any], predicate: Predicate) -> float:
     """Estimated fraction of the document's rows that satisfy ``predicate``, in [0, 1]."""
     column = doc["columns"].get(predicate.column)
     if column is None:
-        raise PredicateError(f"no column {predicate.column!r} in the stats")
+        names = list(doc["columns"])
+        known = ", ".join(names[:_NAMED]) or "none"
+        if len(names) > _NAMED:  # a wide table's error stays one readable line
+            known += f", … {len(names) - _NAMED} more"
+        raise PredicateError(f"no column {predicate.column!r} in the stats (columns: {known})")
     if predicate.op not in OPS:
         raise PredicateError(f"unknown operator {predicate.op!r}; one of {', '.join(OPS)}")
     total = float(doc["record_count"])
@@ -109,9 +114,10 @@ def _rows_without_histogram(column: dict[str, Any], predicate: Predicate, non_nu
             if type_str in _NUMERIC or type_str.startswith(("decimal", "timestamp"))
             else f"no column of type {type_str} has one"
         )
+        # say what can be estimated on this column: without an NDV, = and IN cannot either
+        other = "=, IN and IS [NOT] NULL" if column.get("ndv") else "IS [NOT] NULL"
         raise PredicateError(
-            f"column {predicate.column!r} has no histogram ({why}): only =, IN and "
-            "IS [NOT] NULL can be estimated"
+            f"column {predicate.column!r} has no histogram ({why}): only {other} can be estimated"
         )
     ndv = column.get("ndv")
     if non_null <= 0:

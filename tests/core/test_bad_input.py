@@ -127,9 +127,14 @@ def test_the_commits_before_an_unreadable_one_are_processed(
     broken = Path(new.manifest_path.removeprefix("file://"))
     good = broken.read_bytes()
     broken.write_bytes(b"Obj\x01garbage")
-    code, err = run(capsys, "analyze", loc, "--state-dir", str(state), "--no-sketches", "-q")
+    args = ["analyze", loc, "--state-dir", str(state), "--no-sketches", "-q"]
+    code = main(args, out=(out := io.StringIO()))
     assert code == 1
-    assert_one_line(err, broken.name, f"snapshot {third.snapshot_id}:")
+    assert_one_line(capsys.readouterr().err, broken.name, f"snapshot {third.snapshot_id}:")
+    # what the run did before it stopped is said, as a run that did not stop says it
+    assert out.getvalue().splitlines() == [
+        f"t: analyzed 1 commit(s); stats are at snapshot {second.snapshot_id}"
+    ]
     code = main(["show", loc, "--state-dir", str(state), "--json"], out=(out := io.StringIO()))
     shown = json.loads(out.getvalue())
     assert (code, shown["snapshot_id"], shown["record_count"]) == (0, second.snapshot_id, 4)

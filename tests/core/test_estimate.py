@@ -250,8 +250,8 @@ def test_predicates_parse_and_bad_ones_fail_in_one_line(
         with pytest.raises(PredicateError, match=message):
             parse_predicate(text)
     for predicate, message in (
-        (Predicate("nope", "=", (1,)), "no column 'nope'"),
-        (Predicate("mode", "<", ("B",)), "has no histogram"),
+        (Predicate("nope", "=", (1,)), r"no column 'nope' in the stats \(columns: .*\bqty\b"),
+        (Predicate("mode", "<", ("B",)), r"has no histogram .*only =, IN and IS \[NOT\] NULL"),
         (Predicate("qty", "between", (1,)), "between takes 2"),
         (Predicate("day", "=", ("not a date",)), "is not a value of type date"),
         (Predicate("qty", "=", (None,)), "IS NULL"),
@@ -521,7 +521,7 @@ def test_the_estimate_command_answers_from_the_stored_stats(
     assert capsys.readouterr().err == ""  # the stats are current: no warning
 
     for bad, message in (
-        ("nope = 1", "'nope = 1': no column 'nope'"),
+        ("nope = 1", "'nope = 1': no column 'nope' in the stats (columns: "),
         ("mode < 'B'", "has no histogram"),
         ("qty = 1e999", "'1e999' is out of range"),
         ("qty ~ 5", "cannot read predicate 'qty ~ 5'"),
@@ -646,3 +646,14 @@ def _matches(column: pa.ChunkedArray, predicate: Predicate) -> pa.ChunkedArray:
         return pc.and_(pc.greater_equal(column, typed[0]), pc.less_equal(column, typed[1]))
     compare = {"=": pc.equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater}
     return compare.get(predicate.op, pc.greater_equal)(column, typed[0])
+
+
+def test_an_unknown_column_names_the_known_ones_in_one_line() -> None:
+    doc = {"columns": {f"c{i}": {} for i in range(25)}, "record_count": 1}
+    with pytest.raises(PredicateError) as caught:
+        selectivity(doc, Predicate("x", "=", (1,)))
+    assert str(caught.value) == (
+        "no column 'x' in the stats (columns: "
+        + ", ".join(f"c{i}" for i in range(20))
+        + ", … 5 more)"
+    )
