@@ -19,6 +19,7 @@ from lakestats import __version__, cache
 from lakestats.config import Config, TableConfig, load_config
 from lakestats.exceptions import ConfigError, LakestatsError
 from lakestats.render import (
+    column_names,
     render_commits,
     render_estimates,
     render_histogram,
@@ -324,12 +325,15 @@ def _cmd_show(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO
         if behind:  # stdout stays the show --json contract
             print(f"lakestats: warning: {behind}", file=err)
     else:
+        for name in args.histogram:  # before any output: an error, not the stats and one
+            if name not in doc["columns"]:
+                raise LakestatsError(
+                    f"no column {name!r} in the stats of {doc['table']} "
+                    f"(columns: {column_names(list(doc['columns']))})"
+                )
         out.write(render_stats(doc, behind=behind))
         for name in args.histogram:
-            column = doc["columns"].get(name)
-            if column is None:
-                raise LakestatsError(f"no column {name!r} in the stats of {doc['table']}")
-            out.write("\n" + render_histogram(name, column))
+            out.write("\n" + render_histogram(name, doc["columns"][name]))
     return EXIT_OK
 
 

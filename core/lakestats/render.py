@@ -8,8 +8,17 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from lakestats.sketches.spec import no_histogram_reason
+
 _SPARK_BARS = " ▁▂▃▄▅▆▇█"
 _MAX_CELL = 24
+
+
+def column_names(names: Sequence[str], limit: int = 20) -> str:
+    """The columns an unknown-column error names: the first ``limit``, so that the error of
+    a wide table stays one readable line."""
+    shown = ", ".join(names[:limit]) or "none"
+    return shown + (f", … {len(names) - limit} more" if len(names) > limit else "")
 
 
 def _cell(value: Any, *, exact: bool = False) -> str:
@@ -114,7 +123,7 @@ def render_histogram(name: str, column: dict[str, Any], width: int = 40) -> str:
     them)."""
     buckets = column.get("histogram") or []
     if not buckets:
-        return f"histogram of {name}: none (type {column['type']} has no histogram)\n"
+        return f"histogram of {name}: none ({no_histogram_reason(str(column['type']))})\n"
     quantiles = (column.get("sketch") or {}).get("quantiles") or {}
     peak = max(float(b["count"]) for b in buckets) or 1.0
     rows = []

@@ -33,11 +33,12 @@ from decimal import Decimal
 from typing import Any
 
 from lakestats.predicates import OPS, Op, Predicate, PredicateError, parse_predicate
+from lakestats.render import column_names
+from lakestats.sketches.spec import no_histogram_reason
 from lakestats.values import from_json, to_physical
 
 __all__ = ["Op", "Predicate", "PredicateError", "order_key", "parse_predicate", "selectivity"]
 
-_NAMED = 20  # columns an unknown column's error names
 _NUMERIC = ("int", "long", "float", "double", "date", "timestamp", "timestamptz")
 
 
@@ -45,10 +46,7 @@ def selectivity(doc: dict[str, Any], predicate: Predicate) -> float:
     """Estimated fraction of the document's rows that satisfy ``predicate``, in [0, 1]."""
     column = doc["columns"].get(predicate.column)
     if column is None:
-        names = list(doc["columns"])
-        known = ", ".join(names[:_NAMED]) or "none"
-        if len(names) > _NAMED:  # a wide table's error stays one readable line
-            known += f", … {len(names) - _NAMED} more"
+        known = column_names(list(doc["columns"]))
         raise PredicateError(f"no column {predicate.column!r} in the stats (columns: {known})")
     if predicate.op not in OPS:
         raise PredicateError(f"unknown operator {predicate.op!r}; one of {', '.join(OPS)}")
@@ -108,12 +106,7 @@ def _rows_without_histogram(column: dict[str, Any], predicate: Predicate, non_nu
         wanted = {_bool(v) for v in predicate.values}
         return sum(float(column["true_count" if v else "false_count"] or 0) for v in wanted)
     if predicate.op not in ("=", "in"):
-        type_str = str(column["type"])
-        why = (
-            "its stats were computed without sketches, or it holds no value"
-            if type_str in _NUMERIC or type_str.startswith(("decimal", "timestamp"))
-            else f"no column of type {type_str} has one"
-        )
+        why = no_histogram_reason(str(column["type"]))
         # say what can be estimated on this column: without an NDV, = and IN cannot either
         other = "=, IN and IS [NOT] NULL" if column.get("ndv") else "IS [NOT] NULL"
         raise PredicateError(

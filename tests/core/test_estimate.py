@@ -28,6 +28,7 @@ import lakestats
 from lakestats.config import Config, SketchConfig
 from lakestats.exceptions import ConfigError
 from lakestats.model import SketchSettings
+from lakestats.render import render_histogram
 from lakestats.selectivity import Predicate, PredicateError, parse_predicate, selectivity
 from lakestats.sketches.spec import kll_k_for_error, kll_pmf_error, validate_sketch_settings
 from lakestats.testing import IcebergWarehouse
@@ -298,9 +299,19 @@ def test_show_draws_the_histogram_it_serves(
             assert f"~{bucket['count']}" in line and "█" in line
     capsys.readouterr()
     args = ["show", analyzed.location, "--state-dir", analyzed.config.state_dir]
-    assert main([*args, "--histogram", "nope"], out=io.StringIO()) != 0
+    out = io.StringIO()
+    assert main([*args, "--histogram", "nope"], out=out) != 0
     err = capsys.readouterr().err
-    assert "no column 'nope'" in err and "Traceback" not in err
+    assert "no column 'nope'" in err and "(columns: " in err and "Traceback" not in err
+    assert out.getvalue() == ""  # the error alone, not the stats and then the error
+    # a column without a histogram says why: the type gets one, its stats had no sketches
+    doc = {"type": "int", "histogram": None}
+    assert render_histogram("n", doc) == (
+        "histogram of n: none (its stats were computed without sketches, or it holds no value)\n"
+    )
+    assert render_histogram("s", {"type": "string"}) == (
+        "histogram of s: none (no column of type string has one)\n"
+    )
 
 
 def test_a_rare_minimum_below_a_hot_value_gets_its_own_bucket() -> None:

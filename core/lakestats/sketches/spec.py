@@ -96,6 +96,15 @@ def type_spec(type_str: str) -> TypeSpec | None:
     return None
 
 
+def no_histogram_reason(type_str: str) -> str:
+    """Why a column of this type has no histogram in a stats document: the type gets none,
+    or this column's stats were computed without sketches (or it holds no value)."""
+    spec = type_spec(type_str)
+    if spec is not None and spec.kll:
+        return "its stats were computed without sketches, or it holds no value"
+    return f"no column of type {type_str} has one"
+
+
 def decimal_precision_scale(type_str: str) -> tuple[int, int]:
     m = _DECIMAL.match(type_str.strip().lower())
     if not m:

@@ -60,11 +60,9 @@ from lakestats.model import (
     BASELINE_OPERATION,
     Commit,
     DataFile,
-    FileContent,
     SnapshotInfo,
     TableSchema,
 )
-from lakestats.model import UNPARTITIONED as _UNPARTITIONED
 
 FORMAT_NAME = "delta"
 
@@ -290,9 +288,12 @@ class DeltaLakeTable:
         """``version`` applied to ``state``: its data commit, ``None`` when it moves only
         metadata."""
         log = self._commit(listing, version)
-        # a remove of a file that is not live removes nothing (nothing was recorded)
+        # a remove of a file that is not live removes nothing (nothing was recorded); each
+        # removed file with the add that made it live, which carries its stats
         removed = {
-            key[0]: remove for remove in log.removes if (key := file_key(remove)) in state.files
+            key[0]: (remove, state.files[key])
+            for remove in log.removes
+            if (key := file_key(remove)) in state.files
         }
         state.apply(log, with_files=True)
         where = f"{LOG_DIR}/{commit_name(version)}"
@@ -310,7 +311,7 @@ class DeltaLakeTable:
             schema_id=schema.schema_id,
             added_files=tuple(self._data_file(add, schema, where) for add in added.values()),
             removed_files=tuple(
-                _removed_file(self._file_uri(path), remove) for path, remove in removed.items()
+                self._removed_file(remove, add, schema, where) for remove, add in removed.values()
             ),
             fingerprint=log.fingerprint,
         )
@@ -401,6 +402,36 @@ class DeltaLakeTable:
             record_count=records,
             partition_values=add.get("partitionValues") or {},
             deletion_vector=vector,
+            where=where,
+        )
+
+    def _removed_file(
+        self, remove: Mapping[str, Any], add: Mapping[str, Any], schema: DeltaSchema, where: str
+    ) -> DataFile:
+        """A removed file as the add that made it live describes it (removes carry no stats
+        or partition, delta-rs's not even a size): its rows, partition and column metrics
+        for the commit's document (the stats themselves re-merge what the store recorded
+        for the file, by path). A writer that kept no stats: the rows of its footer, 0 when
+        the file is already gone (vacuumed)."""
+        path = self._file_uri(str(add.get("path")))
+        raw_stats = add.get("stats")
+        if raw_stats is None or raw_stats == "":
+            raw_stats = add.get("stats_parsed")
+        stats = FileStats.parse(raw_stats, where=f"{where}, removed file {path}")
+        records = stats.num_records if stats is not None else None
+        if records is None:
+            try:
+                records = self._footer_rows(path)
+            except MetadataError:
+                records = 0
+        return data_file(
+            path=path,
+            size=int(add.get("size") or remove.get("size") or 0),
+            schema=schema,
+            stats=stats,
+            record_count=records,
+            partition_values=add.get("partitionValues") or {},
+            deletion_vector=None,
             where=where,
         )
 
@@ -567,18 +598,6 @@ def _base_uri(location: TableLocation) -> str:
     if isinstance(location.filesystem, pafs.LocalFileSystem):
         return "file://" + location.root  # not percent-encoded: file paths never are here
     return location.uri.rstrip("/")
-
-
-def _removed_file(path: str, remove: Mapping[str, Any]) -> DataFile:
-    """A removed file: the store knows its stats by path (delta-rs removes carry none)."""
-    return DataFile(
-        path=path,
-        content=FileContent.DATA,
-        file_format="PARQUET",
-        record_count=0,
-        file_size_bytes=int(remove.get("size") or 0),
-        partition=_UNPARTITIONED,
-    )
 
 
 def _check_last_checkpoint(listing: LogListing) -> None:
