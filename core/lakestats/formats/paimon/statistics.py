@@ -122,7 +122,12 @@ def paimon_terms(
         "merged_record_count_why": merged.why,
         "merged_record_count_bounds": list(merged.bounds) if merged.bounds else None,
         "statistics": document,
-        "summary": [f"mergedRecordCount {shown} ({merged.how}: {merged.why})"],
+        # "unknown (unknown: why)" says it twice
+        "summary": [
+            f"mergedRecordCount unknown ({merged.why})"
+            if merged.value is None and merged.how == "unknown"
+            else f"mergedRecordCount {shown} ({merged.how}: {merged.why})"
+        ],
     }
 
 
