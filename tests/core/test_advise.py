@@ -422,3 +422,18 @@ def test_store_reading_honours_tombstones(tmp_path: Path) -> None:
     assert report.snapshot_id == 2 and report.files == 4 and advice.files == 4
     assert advice.point is not None and advice.point.bytes_max == max(100 + i for i in (1, 2, 3, 4))
     assert advice.distribution == "spread_within_bounds"  # no sketches stored
+
+
+def test_without_sketches_a_narrow_integer_column_gets_a_part_per_value() -> None:
+    # ten values 0…9 across files [i, i + 2]: equal widths would cut 20 parts, half of them
+    # between two integers, labelled 0, 0, 1, 1, …; a part per value counts its files
+    files = [
+        FileColumn(f"f{i}", UNPARTITIONED, 100, 1000, float(i), float(min(i + 2, 9)), null_count=0)
+        for i in range(9)
+    ]
+    advice = analyze_column(column(files), SETTINGS)
+    assert SETTINGS.overlap_bins > 10 and advice.overlap_split == "equal_width"
+    assert [(b.lower, b.upper) for b in advice.overlap] == [(float(v), float(v)) for v in range(10)]
+    expected = [sum(1 for f in files if f.lower <= v <= f.upper) for v in range(10)]
+    assert [b.files for b in advice.overlap] == expected
+    assert [b.share for b in advice.overlap] == [k / len(files) for k in expected]

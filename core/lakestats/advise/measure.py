@@ -8,6 +8,7 @@ sketch, not by a uniform domain (docs/advisor.md).
 from __future__ import annotations
 
 import bisect
+import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -205,13 +206,23 @@ class Axis:
         return (self._prefix + bytes(shown)).decode("utf-8", errors="replace") + "…"
 
 
+_INTEGRAL = ("int", "long", "date")
+
+
 def _axis_overlap(
-    bounded: Sequence[FileColumn], unknown: int, files: int, parts: int
+    bounded: Sequence[FileColumn], unknown: int, files: int, parts: int, *, integral: bool
 ) -> tuple[OverlapBin, ...]:
     """The overlap profile without KLL: ``parts`` parts of equal width on the ``Axis``
-    (there is no row distribution to cut by); labels are values at the cuts."""
+    (there is no row distribution to cut by); labels are values at the cuts. An
+    ``integral`` column (ints, longs, dates) holding fewer values than ``parts`` gets a
+    part per value: equal widths would cut parts holding no value, labelled alike."""
     lowest = min(f.lower for f in bounded)
     highest = max(f.upper for f in bounded)
+    if integral and highest - lowest < parts:
+        bounds = Bounds(bounded)
+        values = [float(v) for v in range(math.floor(lowest), math.floor(highest) + 1)]
+        holding = [bounds.files_in_part(v, v, first=True) + unknown for v in values]
+        return tuple(OverlapBin(v, v, k, k / files) for v, k in zip(values, holding, strict=True))
     axis = Axis(lowest, highest)
     placed = [
         FileColumn(
@@ -366,7 +377,13 @@ def analyze_column(
         )
     elif bounded:
         point = _point_cost(bounds, dist, bounded, n_files)
-        overlap = _axis_overlap(bounded, bounds.unknown_files, n_files, settings.overlap_bins)
+        overlap = _axis_overlap(
+            bounded,
+            bounds.unknown_files,
+            n_files,
+            settings.overlap_bins,
+            integral=column.type in _INTEGRAL,
+        )
     selectivity = _point_selectivity(dist, ndv, settings.kll_k)
     sorted_after = (
         min(float(len(with_values)), 1.0 + len(with_values) * selectivity)
