@@ -311,7 +311,8 @@ class DeltaLakeTable:
             schema_id=schema.schema_id,
             added_files=tuple(self._data_file(add, schema, where) for add in added.values()),
             removed_files=tuple(
-                self._removed_file(remove, add, schema, where) for remove, add in removed.values()
+                self._data_file(add, schema, where, removed=remove)
+                for remove, add in removed.values()
             ),
             fingerprint=log.fingerprint,
         )
@@ -377,16 +378,34 @@ class DeltaLakeTable:
             fingerprint=fingerprint,
         )
 
-    def _data_file(self, add: Mapping[str, Any], schema: DeltaSchema, where: str) -> DataFile:
+    def _data_file(
+        self,
+        add: Mapping[str, Any],
+        schema: DeltaSchema,
+        where: str,
+        *,
+        removed: Mapping[str, Any] | None = None,
+    ) -> DataFile:
+        """The file an ``add`` action describes. ``removed``: the ``remove`` of that live
+        file, which carries no stats or partition (delta-rs's not even a size): the add
+        describes it for the commit's document (the stats re-merge what the store recorded
+        for it, by path) without reading its deletion vector, and a stats-less file already
+        vacuumed counts 0 rows."""
         path = self._file_uri(str(add.get("path")))
         raw_stats = add.get("stats")
         if raw_stats is None or raw_stats == "":
             raw_stats = add.get("stats_parsed")
-        stats = FileStats.parse(raw_stats, where=f"{where}, file {path}")
+        what = "file" if removed is None else "removed file"
+        stats = FileStats.parse(raw_stats, where=f"{where}, {what} {path}")
         records = stats.num_records if stats is not None else None
         if records is None:
-            records = self._footer_rows(path)  # writers may keep no stats (delta-rs options)
-        dv_raw = add.get("deletionVector")
+            try:
+                records = self._footer_rows(path)  # writers may keep no stats (delta-rs options)
+            except MetadataError:
+                if removed is None:
+                    raise
+                records = 0
+        dv_raw = add.get("deletionVector") if removed is None else None
         vector = (
             read_deletion_vector(
                 DvDescriptor.parse(dv_raw), self._read_dv_file, where=f"{where}, file {path}"
@@ -396,42 +415,12 @@ class DeltaLakeTable:
         )
         return data_file(
             path=path,
-            size=int(add.get("size") or 0),
+            size=int(add.get("size") or (removed or {}).get("size") or 0),
             schema=schema,
             stats=stats,
             record_count=records,
             partition_values=add.get("partitionValues") or {},
             deletion_vector=vector,
-            where=where,
-        )
-
-    def _removed_file(
-        self, remove: Mapping[str, Any], add: Mapping[str, Any], schema: DeltaSchema, where: str
-    ) -> DataFile:
-        """A removed file as the add that made it live describes it (removes carry no stats
-        or partition, delta-rs's not even a size): its rows, partition and column metrics
-        for the commit's document (the stats themselves re-merge what the store recorded
-        for the file, by path). A writer that kept no stats: the rows of its footer, 0 when
-        the file is already gone (vacuumed)."""
-        path = self._file_uri(str(add.get("path")))
-        raw_stats = add.get("stats")
-        if raw_stats is None or raw_stats == "":
-            raw_stats = add.get("stats_parsed")
-        stats = FileStats.parse(raw_stats, where=f"{where}, removed file {path}")
-        records = stats.num_records if stats is not None else None
-        if records is None:
-            try:
-                records = self._footer_rows(path)
-            except MetadataError:
-                records = 0
-        return data_file(
-            path=path,
-            size=int(add.get("size") or remove.get("size") or 0),
-            schema=schema,
-            stats=stats,
-            record_count=records,
-            partition_values=add.get("partitionValues") or {},
-            deletion_vector=None,
             where=where,
         )
 
