@@ -9,6 +9,7 @@ Iceberg spells them (``"long"``, ``"decimal(10, 2)"``, ``"timestamptz"``, ``"fix
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -168,6 +169,21 @@ class ColumnMetrics:
     lower: Any = None  # decoded bound, a Python value of the column's type
     upper: Any = None
     bounds_may_be_truncated: bool = False  # string/binary bounds cut by the writer
+
+
+def constant_metrics(value: Any, rows: int, column_size: int | None = None) -> ColumnMetrics:
+    """A column holding ``value`` in every one of ``rows`` rows (an identity partition's
+    column): exact whatever rows are deleted, since every live row holds it too."""
+    is_nan = isinstance(value, float) and math.isnan(value)
+    valued = value is not None and not is_nan and rows > 0
+    return ColumnMetrics(
+        column_size=column_size,
+        value_count=rows,
+        null_count=rows if value is None else 0,
+        nan_count=rows if is_nan else (0 if isinstance(value, float) else None),
+        lower=value if valued else None,
+        upper=value if valued else None,
+    )
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from lakestats.model import (
     DataFile,
     SegmentEntry,
     TableSchema,
+    constant_metrics,
 )
 
 Sketches = Mapping[str, Mapping[int, ColumnSketch]]
@@ -333,11 +334,15 @@ def live_metrics(
     """The file's column metrics for its live rows: counts and bounds from the live read
     (its sketch scanned min/max of every column); on-disk sizes stay the manifest's. A
     column the read could not sketch keeps only its size (the manifest's counts and
-    bounds described deleted rows too)."""
+    bounds described deleted rows too), unless it is a partition constant, which every
+    live row holds."""
     out: dict[int, ColumnMetrics] = {}
     for field_id in set(data_file.columns) | set(sketches):
         size = data_file.columns.get(field_id, ColumnMetrics()).column_size
         sketch = sketches.get(field_id)
+        if sketch is None and field_id in data_file.constants:
+            out[field_id] = constant_metrics(data_file.constants[field_id], live_rows, size)
+            continue
         if sketch is None:
             out[field_id] = ColumnMetrics(column_size=size)
             continue

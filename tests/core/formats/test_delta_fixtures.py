@@ -111,6 +111,31 @@ def test_each_commit_removes_the_rows_and_bytes_its_files_held(name: str, tmp_pa
         assert checked  # commits that remove files (a stats-less writer's; vectors')
 
 
+def test_partition_columns_stay_exact_under_vectors_without_sketches(
+    duck: Any, tmp_path: Path
+) -> None:
+    """A deletion vector makes a file's metadata describe deleted rows too, so without
+    sketches its columns' counts and bounds are unknown, but a partition column holds its
+    value in every live row: its null count and bounds stay exact (DuckDB's)."""
+    name = "delta-golden/dv-partitioned-with-checkpoint"
+    path, state = str(tmp_path / "table"), str(tmp_path / "stats")
+    shutil.copytree(fixture_path(name), path)
+    cli("analyze", path, "--state-dir", state, "--no-sketches", "-q")
+    doc = json.loads(cli("show", path, "--state-dir", state, "--json"))
+    assert doc["row_deletes"]["applied_files"] > 0
+    ((lo, hi, nulls),) = duck.execute(
+        f"SELECT min(part), max(part), count(*) - count(part) FROM delta_scan('{path}')"  # noqa: S608
+    ).fetchall()
+    part = doc["columns"]["part"]
+    assert (part["min"], part["max"], part["null_count"], part["min_max_exact"]) == (
+        lo,
+        hi,
+        nulls,
+        True,
+    )
+    assert doc["columns"]["col1"]["null_count"] is None  # a data column: unknown, as before
+
+
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FIXTURE_ROWS))

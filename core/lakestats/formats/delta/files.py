@@ -37,6 +37,7 @@ from lakestats.model import (
     FileContent,
     PartitionField,
     PartitionKey,
+    constant_metrics,
 )
 
 # Spark's delta.dataSkippingStringPrefixLength: longer strings are cut to this prefix
@@ -171,17 +172,6 @@ def _may_be_inexact(type_str: str, lower: Any, upper: Any, tight: bool) -> bool:
     return False
 
 
-def _constant_metrics(value: Any, rows: int) -> ColumnMetrics:
-    is_nan = isinstance(value, float) and math.isnan(value)
-    return ColumnMetrics(
-        value_count=rows,
-        null_count=rows if value is None else 0,
-        nan_count=rows if is_nan else (0 if isinstance(value, float) else None),
-        lower=None if value is None or is_nan else value,
-        upper=None if value is None or is_nan else value,
-    )
-
-
 def partition_key(
     schema: DeltaSchema, partition_values: Mapping[str, str | None], *, where: str
 ) -> tuple[PartitionKey, dict[int, Any]]:
@@ -226,7 +216,7 @@ def data_file(
     for column in schema.columns:
         field_id = column.column.field_id
         if field_id in constants:
-            metrics[field_id] = _constant_metrics(constants[field_id], record_count)
+            metrics[field_id] = constant_metrics(constants[field_id], record_count)
             continue
         found = _column_metrics(column, stats)
         if found is not None:

@@ -7,7 +7,6 @@ still has 4-byte bounds in its old files).
 
 from __future__ import annotations
 
-import math
 import re
 import struct
 from collections.abc import Iterable, Mapping
@@ -31,6 +30,7 @@ from lakestats.model import (
     PartitionField,
     PartitionKey,
     TableSchema,
+    constant_metrics,
 )
 from lakestats.values import (
     STRING_LIKE_TYPES,
@@ -169,8 +169,9 @@ class FileConverter:
             else {}
         )
         for field_id, value in constants.items():
-            metrics[field_id] = _constant_metrics(
-                metrics.get(field_id), value, data_file.record_count
+            known = metrics.get(field_id)
+            metrics[field_id] = constant_metrics(
+                value, data_file.record_count, known.column_size if known is not None else None
             )
         return DataFile(
             path=data_file.file_path,
@@ -301,20 +302,6 @@ class FileConverter:
 _CONSTANT_TYPES = frozenset(
     {"boolean", "int", "long", "float", "double", "date", "timestamp", "timestamptz", "string"}
 )
-
-
-def _constant_metrics(known: ColumnMetrics | None, value: Any, rows: int) -> ColumnMetrics:
-    """A column holding ``value`` in every one of ``rows`` rows (identity partition)."""
-    is_nan = isinstance(value, float) and math.isnan(value)
-    return ColumnMetrics(
-        column_size=known.column_size if known is not None else None,
-        value_count=rows,
-        null_count=rows if value is None else 0,
-        nan_count=rows if is_nan else (0 if isinstance(value, float) else None),
-        lower=None if value is None or is_nan else value,
-        upper=None if value is None or is_nan else value,
-        bounds_may_be_truncated=False,
-    )
 
 
 def referenced_data_file(data_file: IcebergDataFile) -> str | None:
