@@ -219,6 +219,11 @@ class PositionDeletes:
 
     path: str  # as the format lists it; location mapping applies
     file_format: str  # "PARQUET", "ORC", "AVRO"
+    # the one data file every row names, as the metadata says (Iceberg's
+    # ``referenced_data_file``, or equal ``file_path`` bounds): the rows are that file's
+    # however they spell its path (Impala's name ``hdfs://host:port/…`` where its
+    # manifests say ``/…``). ``None``: each row's ``file_path`` says.
+    target: str | None = None
 
 
 @dataclass(frozen=True)

@@ -96,19 +96,26 @@ def position_parts(plan: LiveReadPlan, mapping: LocationMap) -> Iterator[pa.Tabl
     """The deleted (data file number, position) pairs of the job, one delete file or
     deletion vector at a time. ``plan.paths`` are where the job reads the data files
     (already mapped); a delete file's ``file_path`` value names one of them when its mapped
-    canonical form (``pipeline.canonical_path``) is equal."""
+    canonical form (``pipeline.canonical_path``) is equal, and every row of a delete file
+    the metadata ties to one data file (``PositionDeletes.target``) names that file."""
     number_of = {canonical_path(path): number for number, path in enumerate(plan.paths)}
+
+    def numbered(value: str) -> int:
+        return number_of.get(canonical_path(mapping.apply(value)), -1)
+
     for deletes, numbers in plan.positions:
         rows = read_position_file(deletes)
         allowed = set(numbers)
-        paths = pc.dictionary_encode(rows.column("file_path").combine_chunks())
-        targets = [
-            number
-            if (number := number_of.get(canonical_path(mapping.apply(value)), -1)) in allowed
-            else -1
-            for value in paths.dictionary.to_pylist()
-        ]
-        fids = pc.take(pa.array(targets, pa.int32()), paths.indices)
+        if deletes.target is not None:  # every row names the one file the metadata names
+            target = numbered(deletes.target)
+            fids = pa.array(np.full(rows.num_rows, target if target in allowed else -1, np.int32))
+        else:
+            paths = pc.dictionary_encode(rows.column("file_path").combine_chunks())
+            targets = [
+                found if (found := numbered(value)) in allowed else -1
+                for value in paths.dictionary.to_pylist()
+            ]
+            fids = pc.take(pa.array(targets, pa.int32()), paths.indices)
         keep = pc.not_equal(fids, -1)
         lowest = pc.min(rows.column("pos")).as_py()
         if lowest is not None and lowest < 0:

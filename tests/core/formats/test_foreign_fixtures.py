@@ -149,3 +149,25 @@ def test_equality_deletes_are_applied_in_the_arrow_engine_as_by_the_sql_job(
     assert not [e for e in events if "declined" in e["event"] or "unsupported" in e["event"]]
     assert arrow == sql
     assert arrow["merged_record_count"] == LIVE_ROWS[name]
+
+
+POSITION_DELETES_ONLY = sorted(set(LIVE_ROWS) - WITH_EQUALITY_DELETES - WITHOUT_DELETES)
+
+
+@pytest.mark.parametrize("name", POSITION_DELETES_ONLY)
+def test_position_deletes_name_their_file_as_the_metadata_does(name: str, tmp_path: Path) -> None:
+    """Impala's manifests name data files ``/test-warehouse/…`` and its position-delete
+    files' rows ``hdfs://localhost:20500/test-warehouse/…``. Mapped for the manifests'
+    spelling only, a delete file whose metadata ties it to one data file (equal file_path
+    bounds) still deletes that file's rows: the live count without sketches (the delete
+    files read on the driver) is DuckDB's, as with every spelling mapped. It was the whole
+    file's rows (20 for 10 on the partitioned table): its rows were read as naming no file."""
+    table, state = str(FIXTURES / name), str(tmp_path / "stats")
+    manifests_only = [
+        "--map-location",
+        f"/test-warehouse/iceberg_test/hadoop_catalog/ice/={FIXTURES}/",
+    ]
+    cli("analyze", table, "--state-dir", state, "-q", "--no-sketches", *manifests_only)
+    doc = json.loads(cli("show", table, "--state-dir", state, "--json", *manifests_only))
+    assert doc["merged_record_count"] == LIVE_ROWS[name]
+    assert doc["row_deletes"]["deleted_records"] == doc["record_count"] - LIVE_ROWS[name] > 0

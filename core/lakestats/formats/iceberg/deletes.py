@@ -151,7 +151,7 @@ class DeleteIndex:
             return EqualityDeletes(data_file.file_path, fmt, tuple(data_file.equality_ids or ()))
         if fmt == _PUFFIN:
             return read_vector(self._reader, entry)
-        return PositionDeletes(data_file.file_path, fmt)
+        return PositionDeletes(data_file.file_path, fmt, referenced_data_file(data_file))
 
     def _targets(self, entry: ManifestEntry) -> frozenset[str]:
         """Mapped paths of the data files a position delete file may name."""
