@@ -107,8 +107,10 @@ def _rows_without_histogram(column: dict[str, Any], predicate: Predicate, non_nu
         return sum(float(column["true_count" if v else "false_count"] or 0) for v in wanted)
     if predicate.op not in ("=", "in"):
         why = no_histogram_reason(str(column["type"]))
-        # say what can be estimated on this column: without an NDV, = and IN cannot either
-        other = "=, IN and IS [NOT] NULL" if column.get("ndv") else "IS [NOT] NULL"
+        # say what can be estimated on this column: = and IN need an NDV (or, for a
+        # boolean, its true/false counts), as below
+        equality = column.get("ndv") or column.get("true_count") is not None
+        other = "=, IN and IS [NOT] NULL" if equality else "IS [NOT] NULL"
         raise PredicateError(
             f"column {predicate.column!r} has no histogram ({why}): only {other} can be estimated"
         )

@@ -668,3 +668,18 @@ def test_an_unknown_column_names_the_known_ones_in_one_line() -> None:
         + ", ".join(f"c{i}" for i in range(20))
         + ", … 5 more)"
     )
+
+
+def test_a_range_error_offers_what_the_column_can_estimate() -> None:
+    """A boolean without an NDV still answers = from its true/false counts; a column with
+    neither answers only IS [NOT] NULL: the error offers exactly that."""
+    boolean = {"type": "boolean", "null_count": 0, "true_count": 3, "false_count": 1}
+    plain = {"type": "long", "null_count": 0}
+    doc = {"record_count": 4, "columns": {"b": boolean, "n": plain}}
+    assert selectivity(doc, Predicate("b", "=", (True,))) == 0.75
+    with pytest.raises(PredicateError, match=r"only =, IN and IS \[NOT\] NULL can be"):
+        selectivity(doc, Predicate("b", "<", (True,)))
+    with pytest.raises(PredicateError, match=r"only IS \[NOT\] NULL can be"):
+        selectivity(doc, Predicate("n", "<", (3,)))
+    with pytest.raises(PredicateError, match="has no NDV"):
+        selectivity(doc, Predicate("n", "=", (3,)))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from lakestats.formats.paimon.merged import KeyEstimate, merged_record_count
+from lakestats.formats.paimon.merged import UNKNOWN, KeyEstimate, merged_record_count
 from lakestats.formats.paimon.serialize import to_paimon_string
 from lakestats.formats.paimon.table import PaimonTable
 from lakestats.formats.paimon.types import PaimonSchema
@@ -125,7 +125,7 @@ def paimon_terms(
         # "unknown (unknown: why)" says it twice
         "summary": [
             f"mergedRecordCount unknown ({merged.why})"
-            if merged.value is None and merged.how == "unknown"
+            if merged.how == UNKNOWN
             else f"mergedRecordCount {shown} ({merged.how}: {merged.why})"
         ],
     }
