@@ -80,6 +80,18 @@ def local_path(path: str | Path, *, percent_encoded: bool = True) -> Path | None
     return Path(unquote(parts.path) if percent_encoded else parts.path)
 
 
+def location_key(location: str) -> str:
+    """One spelling of a table location for comparing: a ``file:`` URI as its plain path,
+    no trailing slash."""
+    local = local_path(location)
+    return str(local) if local is not None else location.rstrip("/")
+
+
+def same_location(a: str, b: str) -> bool:
+    """Whether two spellings of a table location name one place (``location_key``)."""
+    return location_key(a) == location_key(b)
+
+
 def looks_like_location(text: str) -> bool:
     """Whether a user's argument is meant as a path or URI rather than a table name."""
     return "/" in text or "://" in text or text.startswith(".") or Path(text).exists()

@@ -12,7 +12,7 @@ from lakestats.config import Config, TableConfig
 from lakestats.exceptions import LakestatsError, SnapshotNotFoundError
 from lakestats.maintenance import expired_meanwhile, missing_snapshot_message
 from lakestats.publish.registry import publisher_for
-from lakestats.store import StatsStore, atomic
+from lakestats.store import StatsStore, atomic, statelog
 from lakestats.tables import ConfigLike, TableLike, open_table
 
 
@@ -52,23 +52,24 @@ def list_commit_docs(table: TableLike, *, config: ConfigLike = None) -> list[dic
 
 
 def read_last_stats(
-    table: TableConfig, config: Config, *, table_id: str | None = None
+    table: TableConfig, config: Config, *, folder: str | None = None
 ) -> tuple[dict[str, Any], str]:
     """The newest stats document of a table that cannot be opened right now (its metadata
-    is unreadable or corrupt): ``(document, table id)``, read from the store alone.
+    is unreadable or corrupt): ``(document, store folder)``, read from the store alone.
 
-    The store is named by the table's id, which lives in the metadata that cannot be read,
-    so it is ``table_id`` when the caller knows it, else the folder under ``state_dir``
-    whose newest document names this table. ``SnapshotNotFoundError`` when there is none.
+    The store is named by the table's id (and location), which live in the metadata that
+    cannot be read, so it is ``folder`` when the caller knows it, else the folder under
+    ``state_dir`` whose newest document names this table. ``SnapshotNotFoundError`` when
+    there is none.
     """
-    candidates = [table_id] if table_id else _table_dirs(config.state_dir)
+    candidates = [folder] if folder else _table_dirs(config.state_dir)
     best: tuple[int, dict[str, Any], str] | None = None
     for candidate in candidates:
         try:
-            store = StatsStore(config.state_dir, candidate)
-            state = store.current()
+            state = statelog.latest_version(atomic.join(atomic.root(config.state_dir), candidate))
             if state is None or state.last_snapshot_id is None:
                 continue
+            store = StatsStore(config.state_dir, state.table_id, folder=candidate)
             doc = store.read_stats(state.stats[state.last_snapshot_id])
         except (LakestatsError, OSError, ValueError, KeyError):
             continue

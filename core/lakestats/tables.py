@@ -79,7 +79,8 @@ def _safe(name: str) -> str:
 
 
 def open_configured(table: TableConfig, config: Config) -> OpenedTable:
-    """Open the table's metadata and its stats store (keyed by the table's stable id)."""
+    """Open the table's metadata and its stats store (keyed by the table's stable id and,
+    for copies of a table, its location: ``store.store_folder``)."""
     location_map = LocationMap.of(table.location_map)
     if table.location is not None:
         fmt = open_format(table.location, format=table.format, location_map=location_map)
@@ -95,4 +96,5 @@ def open_configured(table: TableConfig, config: Config) -> OpenedTable:
     merge_keys = getattr(fmt, "set_key_merge", None)  # Paimon primary-key tables
     if merge_keys is not None:
         merge_keys(table.key_merge == "apply")
-    return OpenedTable(config=table, table=fmt, store=StatsStore(config.state_dir, fmt.table_id))
+    store = StatsStore.for_table(config.state_dir, fmt.table_id, fmt.location)
+    return OpenedTable(config=table, table=fmt, store=store)

@@ -91,7 +91,7 @@ class TableRuntime:
         self._readers: dict[str, OpenedTable] = {}
         self._reader_locks = {t.name: threading.Lock() for t in config.table}
         self._handles_lock = threading.Lock()
-        self._table_ids: dict[str, str] = {}  # name → store folder, for stale reads
+        self._store_folders: dict[str, str] = {}  # name → store folder, for stale reads
 
     def _table_config(self, name: str) -> TableConfig:
         table = self._config.find_table(name)
@@ -250,12 +250,12 @@ class TableRuntime:
             if snapshot_id is not None:
                 raise
             try:
-                doc, table_id = read_last_stats(
-                    self._table_config(name), self._config, table_id=self._table_ids.get(name)
+                doc, folder = read_last_stats(
+                    self._table_config(name), self._config, folder=self._store_folders.get(name)
                 )
             except LakestatsError:
                 raise exc from None
-            self._table_ids[name] = table_id
+            self._store_folders[name] = folder
             return {
                 **doc,
                 "published": ["unknown: the table's metadata cannot be read right now"],
@@ -270,7 +270,7 @@ class TableRuntime:
                 if handle is None:
                     handle = self._opener(self._table_config(name), self._config)
                     self._readers[name] = handle
-                    self._table_ids[name] = handle.store.table_id
+                    self._store_folders[name] = handle.store.folder
                 return self._read_stats(handle, snapshot_id)
             except SnapshotNotFoundError:
                 raise  # the client asked for a snapshot without stats: the handle is fine

@@ -8,6 +8,7 @@ the store and the sidecar publisher are the real ones.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -84,6 +85,43 @@ def test_the_daemon_follows_delta_commits(
 
 
 @pytest.mark.slow
+def test_copies_of_a_table_followed_by_one_daemon_keep_their_own_stats(
+    tmp_path: Path, run_daemon: Callable[..., DaemonProcess]
+) -> None:
+    """A copied table keeps its table id: the daemon opens both before either has stats,
+    and each must still get a store of its own — before, they shared one, each run took
+    the other's commits for a rollback, and both served the same stats."""
+    original = new_table(tmp_path)
+    copy_path = tmp_path / "copy"
+    shutil.copytree(original.path, copy_path)
+    copy = DeltaWriter(copy_path)
+    assert open_table(str(copy_path)).table_id == open_table(original.path).table_id
+    tables = "".join(
+        f'[[table]]\nname = "{name}"\nlocation = "{path}"\n'
+        for name, path in (("original", original.path), ("copy", copy_path))
+    )
+    daemon = run_daemon(fast_config_text(tmp_path / "state", tables))
+    original.append({"id": [1, 2], "cat": ["c1", "c1"]})
+    for i in range(3):
+        copy.append({"id": [10 + i], "cat": ["c2"]})
+
+    def served(name: str) -> Any:
+        resp = daemon.request("GET", f"/v1/tables/{name}/stats")
+        return resp.json() if resp.status == 200 else {}
+
+    daemon.wait_until(
+        lambda: (
+            served("original").get("snapshot_id") == original.version()
+            and served("copy").get("snapshot_id") == copy.version()
+        )
+    )
+    for name, writer in (("original", original), ("copy", copy)):
+        assert served(name)["record_count"] == live_rows(writer.path).num_rows
+    assert (served("original")["record_count"], served("copy")["record_count"]) == (3, 4)
+    assert not daemon.events("table_run_failed") and not daemon.events("lineage_restart")
+    assert len(daemon.events("store_folder_taken")) == 1
+
+
 def test_sigkill_while_delta_rs_commits_strands_nothing(
     tmp_path: Path, run_daemon: Callable[..., DaemonProcess]
 ) -> None:

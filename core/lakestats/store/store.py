@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -16,6 +17,7 @@ import structlog
 from lakestats.cache import CacheView, MemoryCache, process_cache
 from lakestats.exceptions import ConcurrentUpdateError, StoreError
 from lakestats.expiry import StoreFile, VersionInfo
+from lakestats.locations import location_key, same_location
 from lakestats.merge import (
     counts_only,
     group_of,
@@ -164,8 +166,46 @@ def _check_table_id(table_id: str) -> None:
         raise ValueError(f"table id {table_id!r} cannot be used as a folder name")
 
 
+# (state dir, table id) → the location that chose ``<table_id>/`` in this process
+_CHOSEN: dict[tuple[str, str], str] = {}
+_CHOSEN_LOCK = threading.Lock()
+
+
+def store_folder(state_dir: str | Path, table_id: str, location: str) -> str:
+    """The folder under ``state_dir`` that holds the stats of table ``table_id`` at
+    ``location``.
+
+    A table's id names its folder, but a copy of a table keeps its id (a Delta log, a
+    Paimon schema or Iceberg metadata copied elsewhere, test fixtures sharing ``testId``):
+    the first of them to be analyzed keeps ``<table_id>/``, every other gets
+    ``<table_id>@<12 hex digits of its location's hash>/``. Sharing one folder, each would
+    see the other's commits as a rollback and start over on every run, and serve the
+    other's stats as its own. A table seen at a new location is analyzed again into a
+    folder of its own for the same reason: its stored files are named by their old paths.
+    """
+    _check_table_id(table_id)
+    root = atomic.root(state_dir)
+    digest = hashlib.sha256(location_key(location).encode()).hexdigest()[:12]
+    own = f"{table_id}@{digest}"
+    if statelog.list_versions(atomic.join(root, own)):
+        return own  # a copy's folder stays its own once made
+    found = statelog.latest_version(atomic.join(root, table_id))
+    with _CHOSEN_LOCK:
+        # a table opened in this process before either committed (a daemon opens all its
+        # tables at start): it holds the folder as surely as a state would
+        holder = found.location if found is not None else _CHOSEN.get((str(root), table_id))
+        if holder is None or same_location(holder, location):
+            _CHOSEN.setdefault((str(root), table_id), location)
+            return table_id
+    _log.warning(
+        "store_folder_taken", table_id=table_id, location=location, holder=holder, folder=own
+    )
+    return own
+
+
 class StatsStore:
-    """The stats store of one table under ``state_dir/<table_id>/``.
+    """The stats store of one table under ``state_dir/<folder>/``: the folder is the
+    table's id, or ``store_folder``'s choice when another table holds that (``for_table``).
 
     Writers (``write_*``) return only once their file is durable, so a ``StateVersion``
     built from their results can be committed safely. Reads raise ``StoreError`` naming the
@@ -178,11 +218,20 @@ class StatsStore:
     """
 
     def __init__(
-        self, state_dir: str | Path, table_id: str, *, cache_bytes: int | None = None
+        self,
+        state_dir: str | Path,
+        table_id: str,
+        *,
+        folder: str | None = None,
+        location: str | None = None,
+        cache_bytes: int | None = None,
     ) -> None:
-        _check_table_id(table_id)
+        self._folder = table_id if folder is None else folder
+        _check_table_id(self._folder)
         self._table_id = table_id
-        self._table_dir = atomic.join(atomic.root(state_dir), table_id)
+        # the table's location, when known: a state naming another is not this table's
+        self._location = location
+        self._table_dir = atomic.join(atomic.root(state_dir), self._folder)
         cache = process_cache() if cache_bytes is None else MemoryCache(cache_bytes)
         # this store's entries: another store of the table reads the files itself
         self._aggregates: CacheView[tuple[PartitionAggregate, ...]] = CacheView(
@@ -200,9 +249,22 @@ class StatsStore:
         """The table's folder: a ``Path``, or a URI for a store on S3."""
         return self._table_dir
 
+    @classmethod
+    def for_table(
+        cls, state_dir: str | Path, table_id: str, location: str, *, cache_bytes: int | None = None
+    ) -> StatsStore:
+        """The store of the table ``table_id`` at ``location`` (``store_folder``)."""
+        folder = store_folder(state_dir, table_id, location)
+        return cls(state_dir, table_id, folder=folder, location=location, cache_bytes=cache_bytes)
+
     @property
     def table_id(self) -> str:
         return self._table_id
+
+    @property
+    def folder(self) -> str:
+        """The store's folder name under the state dir."""
+        return self._folder
 
     def path(self, rel: str) -> atomic.StorePath:
         """The absolute path of a store file named relative to the table dir."""
@@ -250,10 +312,20 @@ class StatsStore:
         return statelog.list_versions(self._table_dir)
 
     def _check_owner(self, state: StateVersion | None) -> None:
-        if state is not None and state.table_id != self._table_id:
+        if state is None:
+            return
+        if state.table_id != self._table_id:
             raise StoreError(
                 f"{statelog.version_path(self._table_dir, state.version)}: belongs to table "
                 f"{state.table_id!r}, not {self._table_id!r}"
+            )
+        if self._location is not None and not same_location(state.location, self._location):
+            # another table with this id took the folder after it was chosen: reopening
+            # the table chooses again (``store_folder``)
+            raise StoreError(
+                f"{statelog.version_path(self._table_dir, state.version)}: holds the stats "
+                f"of the table at {state.location}, not of the one at {self._location} "
+                f"(both have table id {self._table_id!r})"
             )
 
     def commit(self, state: StateVersion) -> StateVersion:

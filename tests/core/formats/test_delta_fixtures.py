@@ -237,3 +237,68 @@ def test_a_delta_rs_append_to_a_databricks_column_mapped_table(
     assert live.num_rows == FIXTURE_ROWS["delta-rs/table_with_column_mapping"] + 2
     assert_describes_live_rows(doc, live, ndv=True, partition="Company Very Short")
     _assert_columns_equal_duckdb(doc, duck, path)
+
+
+SHARED_ID = (  # the delta-golden and delta-rs tables whose metaData.id is "testId"
+    "delta-golden/data-skipping-basic-stats-all-types",
+    "delta-golden/dv-partitioned-with-checkpoint",
+    "delta-golden/multi-part-checkpoint",
+    "delta-rs/table-with-dv-small",
+)
+
+
+def test_tables_sharing_a_table_id_keep_stats_of_their_own(tmp_path: Path) -> None:
+    """Four fixtures carry the id "testId" (a copied table keeps its id too). Analyzed into
+    one state dir they shared one store folder: each run took the others' commits for a
+    rollback and started over, and every table showed the last one's stats. Each now
+    has its own folder: its stats equal those it gets alone, and a second pass over all
+    of them finds nothing to do."""
+    state = str(tmp_path / "shared")
+    paths = {}
+    for name in SHARED_ID:
+        paths[name] = str(tmp_path / name.replace("/", "_"))
+        shutil.copytree(fixture_path(name), paths[name])
+        assert open_table(paths[name]).table_id == "testId"
+    for path in paths.values():
+        cli("analyze", path, "--state-dir", state, "--no-sketches", "-q")
+
+    for name, path in paths.items():
+        alone = str(tmp_path / f"alone-{name.replace('/', '_')}")
+        cli("analyze", path, "--state-dir", alone, "--no-sketches", "-q")
+        shared_doc, alone_doc = (
+            {
+                k: v
+                for k, v in json.loads(cli("show", path, "--state-dir", d, "--json")).items()
+                if k not in ("computed_at_ms", "published")  # when, and the sidecar's state
+            }
+            for d in (state, alone)
+        )
+        assert shared_doc == alone_doc, name
+        assert shared_doc["merged_record_count"] == FIXTURE_ROWS[name]
+    folders = sorted(p.name for p in Path(state).iterdir())
+    assert len(folders) == len(SHARED_ID) and "testId" in folders, folders
+
+    for path in paths.values():
+        again = cli("analyze", path, "--state-dir", state, "--no-sketches")
+        assert "up to date" in again, again
+
+
+def test_a_moved_table_is_analyzed_again_not_described_by_its_old_paths(tmp_path: Path) -> None:
+    """A Delta table's files are stored under their full paths: moved to another
+    directory, the stats of its old place would name files that are not there (and a
+    remove would match none of them). The table at its new place is analyzed into a
+    folder of its own; the old place keeps its stats."""
+    name = "delta-rs/table-with-dv-small"
+    old, new, state = tmp_path / "old", tmp_path / "new", str(tmp_path / "stats")
+    shutil.copytree(fixture_path(name), old)
+    cli("analyze", str(old), "--state-dir", state, "--no-sketches", "-q")
+    old_doc = json.loads(cli("show", str(old), "--state-dir", state, "--json"))
+    shutil.copytree(old, new)
+    shutil.rmtree(old / "_delta_log" / "_lakestats")  # the sidecar describes the old place
+
+    cli("analyze", str(new), "--state-dir", state, "--no-sketches", "-q")
+    commits = json.loads(cli("commits", str(new), "--state-dir", state, "--json"))
+    new_doc = json.loads(cli("show", str(new), "--state-dir", state, "--json"))
+    assert len(commits) == len(open_table(str(new)).commits_since(None))  # all, again
+    assert new_doc["merged_record_count"] == FIXTURE_ROWS[name] == old_doc["merged_record_count"]
+    assert json.loads(cli("show", str(old), "--state-dir", state, "--json")) == old_doc

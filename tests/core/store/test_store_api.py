@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from lakestats.store import (
     segments,
 )
 from lakestats.store.statelog import version_path
+from lakestats.store.store import store_folder
 
 TABLE = "3f1c0d2e-table"
 UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
@@ -203,6 +205,48 @@ def test_current_rejects_another_tables_log(tmp_path: Path) -> None:
     (tmp_path / "other").rename(tmp_path / TABLE)
     with pytest.raises(StoreError, match="belongs to table 'other'"):
         StatsStore(tmp_path, TABLE).current()
+
+
+def test_a_table_with_another_tables_id_gets_a_folder_of_its_own(tmp_path: Path) -> None:
+    """Copies keep their table's id: the first to commit holds ``<id>/``, another
+    location ``<id>@<hash>/`` (and keeps it once it has a state); spellings of one
+    location are one table."""
+    state_dir = tmp_path / "state"
+    first = StatsStore.for_table(state_dir, TABLE, "file:///wh/t")
+    assert first.folder == TABLE
+    _commit_snapshot(first, 1)
+    for spelling in ("/wh/t", "/wh/t/", "file:///wh/t/"):
+        assert store_folder(state_dir, TABLE, spelling) == TABLE
+    copy = StatsStore.for_table(state_dir, TABLE, "file:///elsewhere/t")
+    assert copy.folder.startswith(f"{TABLE}@") and copy.table_id == TABLE
+    assert copy.current() is None
+    copy.commit(_state(1, location="file:///elsewhere/t", last_snapshot_id=7))
+    assert [s.last_snapshot_id for s in (first.current(), copy.current())] == [1, 7]
+    # the first table's stats removed: the copy keeps its folder, not the freed one
+    shutil.rmtree(state_dir / TABLE)
+    assert store_folder(state_dir, TABLE, "/elsewhere/t") == copy.folder
+
+
+def test_a_folder_chosen_in_this_process_is_held_before_its_first_commit(
+    tmp_path: Path,
+) -> None:
+    """A daemon opens all its tables before any commits: two copies opened one after the
+    other must not both choose the empty ``<id>/``."""
+    state_dir = tmp_path / "state"
+    one = StatsStore.for_table(state_dir, TABLE, "s3://bucket/one")
+    two = StatsStore.for_table(state_dir, TABLE, "s3://bucket/two")
+    assert one.folder == TABLE and two.folder != TABLE
+
+
+def test_a_state_of_another_location_is_refused(tmp_path: Path) -> None:
+    """Two processes that chose ``<id>/`` for two copies at once: the loser of the first
+    commit reads the winner's state and refuses it (reopening chooses again)."""
+    winner = StatsStore(tmp_path, TABLE, location="file:///wh/a")
+    loser = StatsStore(tmp_path, TABLE, location="/wh/b")
+    winner.commit(_state(1, location="file:///wh/a"))
+    with pytest.raises(StoreError, match="holds the stats of the table at file:///wh/a"):
+        loser.current()
+    assert store_folder(tmp_path, TABLE, "/wh/b") != TABLE
 
 
 def test_corrupt_log_file_is_reported(store: StatsStore) -> None:
