@@ -112,3 +112,40 @@ def _relocate_delete_file(path: Path, moved: Any) -> None:
     column = pa.array([moved(p) for p in table.column(index).to_pylist()], pa.string())
     table = table.set_column(index, table.schema.field(index), column)
     pq.write_table(table, str(path))
+
+
+def without_delete_targets(source: Path, target: Path) -> Path:
+    """Copy ``source`` with its position-delete files tied to no data file: their
+    ``referenced_data_file`` and ``file_path`` bounds dropped from the manifests (as a
+    writer leaves them for a delete file that names several data files), so a reader
+    learns which files they delete from their rows alone. Manifest lengths recomputed."""
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target)
+    metadata = target / "metadata"
+    manifest_lists = sorted(metadata.glob("snap-*.avro"))
+    changed = 0
+    for manifest in sorted(set(metadata.glob("*.avro")) - set(manifest_lists)):
+        entries: list[Any] = []
+        schema, meta, codec = _read_avro(manifest, entries)
+        for entry in entries:
+            data_file = entry["data_file"]
+            if data_file.get("content") != _POSITION_DELETES:
+                continue
+            changed += 1
+            if "referenced_data_file" in data_file:  # v3 manifests
+                data_file["referenced_data_file"] = None
+            for bounds in ("lower_bounds", "upper_bounds"):
+                if data_file.get(bounds):
+                    data_file[bounds] = [
+                        b for b in data_file[bounds] if b["key"] != _DELETE_FILE_PATH_FIELD_ID
+                    ]
+        _write_avro(manifest, schema, meta, codec, entries)
+    assert changed, f"{source} has no position-delete files"
+    for manifest_list in manifest_lists:
+        entries = []
+        schema, meta, codec = _read_avro(manifest_list, entries)
+        for entry in entries:
+            local = str(entry["manifest_path"]).rsplit("/metadata/", 1)[1]
+            entry["manifest_length"] = (metadata / local).stat().st_size
+        _write_avro(manifest_list, schema, meta, codec, entries)
+    return target

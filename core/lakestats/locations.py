@@ -92,6 +92,20 @@ def same_location(a: str, b: str) -> bool:
     return location_key(a) == location_key(b)
 
 
+def without_file_system(path: str) -> str | None:
+    """The path of a remote URI without its scheme and authority (``hdfs://nn:8020/w/x``
+    → ``/w/x``); ``None`` for a local path or one that is not absolute.
+
+    Hadoop writers name one file either way — a path without a file system is on the
+    default one: Impala's manifests say ``/test-warehouse/x``, the rows of its
+    position-delete files ``hdfs://localhost:20500/test-warehouse/x``.
+    """
+    parts = urlsplit(path)
+    if _is_local_scheme(parts.scheme) or not parts.path.startswith("/"):
+        return None
+    return parts.path
+
+
 def looks_like_location(text: str) -> bool:
     """Whether a user's argument is meant as a path or URI rather than a table name."""
     return "/" in text or "://" in text or text.startswith(".") or Path(text).exists()

@@ -17,7 +17,7 @@ import pytest
 from lakestats import locations
 from lakestats.exceptions import TableNotFoundError
 from lakestats.formats.registry import open_table
-from lakestats.locations import filesystem_from_uri
+from lakestats.locations import filesystem_from_uri, without_file_system
 from object_store import S3Server
 
 
@@ -96,3 +96,17 @@ def test_on_s3_a_missing_file_costs_one_head_when_opened(s3_server: S3Server) ->
         assert requests.take()[0] == {"HEAD": 1}
         assert location.files("log", ["b.json"]) == [None]
         assert requests.take()[0] == {"HEAD": 1, "LIST": 1}
+
+
+@pytest.mark.parametrize(
+    ("path", "bare"),
+    [
+        ("hdfs://localhost:20500/test-warehouse/x.parquet", "/test-warehouse/x.parquet"),
+        ("s3://bucket/w/x.parquet", "/w/x.parquet"),
+        ("/test-warehouse/x.parquet", None),  # local already
+        ("file:///w/x.parquet", None),
+        ("hdfs://nn", None),  # no path
+    ],
+)
+def test_a_path_without_its_file_system(path: str, bare: str | None) -> None:
+    assert without_file_system(path) == bare

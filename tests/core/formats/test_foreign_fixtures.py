@@ -21,9 +21,12 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from foreign import FIXTURES, duckdb_with_iceberg, map_args, needs_fixtures
-from iceberg_relocate import newest_metadata_file, relocate
+from foreign import FIXTURES, duckdb_with_iceberg, location_map, map_args, needs_fixtures
+from iceberg_relocate import newest_metadata_file, relocate, without_delete_targets
 from lakestats.cli import main
+from lakestats.formats.registry import open_table
+from lakestats.locations import LocationMap
+from lakestats.model import PositionDeletes
 from lakestats.values import to_json
 
 pytestmark = [needs_fixtures, pytest.mark.spark, pytest.mark.slow]
@@ -152,6 +155,34 @@ def test_equality_deletes_are_applied_in_the_arrow_engine_as_by_the_sql_job(
 
 
 POSITION_DELETES_ONLY = sorted(set(LIVE_ROWS) - WITH_EQUALITY_DELETES - WITHOUT_DELETES)
+
+
+@pytest.mark.parametrize("name", POSITION_DELETES_ONLY)
+def test_delete_files_naming_no_one_file_match_paths_with_and_without_a_file_system(
+    name: str, tmp_path: Path
+) -> None:
+    """A position-delete file the metadata ties to no one data file (no
+    ``referenced_data_file``, no ``file_path`` bounds: a writer's delete file for several
+    files) names them by its rows alone — Impala's say ``hdfs://localhost:20500/…`` where
+    its manifests say ``/test-warehouse/…``, one file to Hadoop (a path without a file
+    system is on the default one). Mapped for the manifests' spelling only, its deletes
+    still apply; they applied to no file (every deleted row counted live, "exact")."""
+    copy = without_delete_targets(FIXTURES / name, tmp_path / name)
+    table, state = str(copy), str(tmp_path / "stats")
+    manifests_only = [
+        "--map-location",
+        f"/test-warehouse/iceberg_test/hadoop_catalog/ice/={tmp_path}/",
+    ]
+    opened = open_table(
+        table, location_map=LocationMap.of(dict.fromkeys(location_map(), f"{tmp_path}/"))
+    )
+    added = [f for commit in opened.commits_since(None) for f in commit.added_files]
+    deletes = [d for f in added for d in f.deletes if isinstance(d, PositionDeletes)]
+    assert deletes and all(d.target is None for d in deletes)  # tied by their rows alone
+    cli("analyze", table, "--state-dir", state, "-q", "--no-sketches", *manifests_only)
+    doc = json.loads(cli("show", table, "--state-dir", state, "--json", *manifests_only))
+    assert doc["merged_record_count"] == LIVE_ROWS[name]
+    assert doc["row_deletes"]["deleted_records"] == doc["record_count"] - LIVE_ROWS[name] > 0
 
 
 @pytest.mark.parametrize("name", POSITION_DELETES_ONLY)

@@ -16,7 +16,9 @@ For one snapshot, every live delete file is indexed by partition; a live data fi
 complete deletes, and every older live data file whose deletes this commit changed (it
 added or removed a delete file that applies to it) is listed as removed and re-added
 with its complete new deletes. Paths are compared where the files really are (the
-table's location mapping), so ``hdfs://…`` names inside delete files still match.
+table's location mapping), so ``hdfs://…`` names inside delete files still match; a name
+inside a delete file also matches the manifests' name of the file without its file system
+(``hdfs://nn/w/x`` is ``/w/x``: Impala writes both).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from lakestats.cache import CacheView, MemoryCache, process_cache
 from lakestats.exceptions import MetadataError
 from lakestats.formats.iceberg.files import FileConverter, referenced_data_file, v3_field
 from lakestats.formats.iceberg.manifests import ManifestReader
+from lakestats.locations import without_file_system
 from lakestats.model import (
     Commit,
     DataFile,
@@ -186,7 +189,10 @@ class DeleteIndex:
                 column = pq.ParquetFile(io.BytesIO(raw)).read(columns=["file_path"])["file_path"]
         except Exception as exc:  # pyarrow raises several kinds for a bad file
             raise MetadataError(f"position-delete file {path} is unreadable ({exc})") from exc
-        return frozenset(self._key(str(v)) for v in pc.unique(column).to_pylist() if v)
+        values = [str(v) for v in pc.unique(column).to_pylist() if v]
+        # each as written, and without its file system: the manifests may name it so
+        bare = [b for v in values if (b := without_file_system(v)) is not None]
+        return frozenset(self._key(p) for p in (*values, *bare))
 
 
 def read_vector(reader: ManifestReader, entry: ManifestEntry) -> DeletionVector:
