@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,26 @@ def test_equality_deletes_are_applied_in_the_arrow_engine_as_by_the_sql_job(
 
 
 POSITION_DELETES_ONLY = sorted(set(LIVE_ROWS) - WITH_EQUALITY_DELETES - WITHOUT_DELETES)
+
+
+@pytest.mark.parametrize("name", ["iceberg_v2_delete_positional", "iceberg_v3_row_lineage"])
+def test_a_copied_table_read_unmapped_says_which_mapping_reads_it(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Opened where it was copied to, without a mapping, a table's manifest list is
+    "/test-warehouse/… does not exist" (or hdfs://… "unreadable (Unable to load libjvm)"):
+    the error names the mapping from where its metadata places it to where it was opened,
+    and that one mapping reads the table (its delete files' hdfs:// rows included)."""
+    table, state = str(FIXTURES / name), str(tmp_path / "stats")
+    assert main(["analyze", table, "--state-dir", state, "-q", "--no-sketches"]) == 1
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("lakestats: error: snapshot "), error
+    (mapping,) = re.findall(r"--map-location (\S+=\S+?)[,)]", error)
+    assert mapping.endswith(f"={table}"), mapping
+    cli("analyze", table, "--state-dir", state, "-q", "--no-sketches", "--map-location", mapping)
+    mapped = ["--map-location", mapping]
+    doc = json.loads(cli("show", table, "--state-dir", state, "--json", *mapped))
+    assert doc["merged_record_count"] == LIVE_ROWS[name]
 
 
 @pytest.mark.parametrize("name", POSITION_DELETES_ONLY)

@@ -76,6 +76,9 @@ class ManifestReader:
 
     def __init__(self, file_io: FileIO, cache: MemoryCache | None = None) -> None:
         self.file_io = file_io
+        # said after a file that is missing or unreadable when the table's metadata places
+        # it elsewhere than where it was opened (``IcebergTable``)
+        self.misplaced: str | None = None
         shared = process_cache() if cache is None else cache
         self._lists: CacheView[tuple[tuple[ManifestFile, ...], int]] = CacheView(
             shared, "iceberg_manifest_lists", _weight
@@ -147,13 +150,18 @@ class ManifestReader:
             with self.file_io.new_input(path).open() as stream:
                 data = stream.read()
         except FileNotFoundError as exc:
-            raise MetadataError(f"{what} does not exist") from exc
+            raise MetadataError(f"{what} does not exist{self._misplaced()}") from exc
         except (OSError, ValueError) as exc:
-            raise MetadataError(f"{what} is unreadable ({first_line(exc)})") from exc
+            raise MetadataError(
+                f"{what} is unreadable ({first_line(exc)}){self._misplaced()}"
+            ) from exc
         problem = avro_container_problem(data)
         if problem is not None:
             raise MetadataError(f"{what} {problem}")
         return data
+
+    def _misplaced(self) -> str:
+        return f"; {self.misplaced}" if self.misplaced else ""
 
 
 def _weight(read: tuple[Any, ...]) -> int:

@@ -87,7 +87,7 @@ def open_iceberg_location(path: str, *, location_map: LocationMap | None = None)
         loaded[metadata_file] = seen
         return table
 
-    return IcebergTable(load, location.uri)
+    return IcebergTable(load, location.uri, opened_at=location.uri, location_map=location_map)
 
 
 def open_iceberg_catalog(

@@ -35,6 +35,7 @@ from lakestats.formats.iceberg.commits import (
 from lakestats.formats.iceberg.deletes import TargetCache, baseline_with_deletes, with_deletes
 from lakestats.formats.iceberg.files import FileConverter, table_schema
 from lakestats.formats.iceberg.manifests import ManifestReader
+from lakestats.locations import LocationMap, same_location
 from lakestats.model import Commit, DataFile, SnapshotInfo, TableSchema
 
 FORMAT_NAME = "iceberg"
@@ -49,12 +50,22 @@ class IcebergTable:
     read are cached for the life of the object (see ``ManifestReader``).
     """
 
-    def __init__(self, load: Callable[[Table | None], Table], description: str) -> None:
+    def __init__(
+        self,
+        load: Callable[[Table | None], Table],
+        description: str,
+        *,
+        opened_at: str | None = None,
+        location_map: LocationMap | None = None,
+    ) -> None:
         self._load = load
         self._description = description
+        self._opened_at = opened_at  # the location it was opened by (not by a catalog)
+        self._location_map = location_map or LocationMap()
         self._lock = threading.Lock()
         self._table = load(None)
         self._reader = ManifestReader(self._table.io)
+        self._reader.misplaced = self._misplaced(self._table)
         self._converter = FileConverter(self._table.metadata)
         self._delete_targets = TargetCache()  # delete files are immutable: kept across refreshes
 
@@ -95,7 +106,23 @@ class IcebergTable:
             if table is not self._table:
                 self._table = table
                 self._reader.file_io = table.io
+                self._reader.misplaced = self._misplaced(table)
                 self._converter = FileConverter(table.metadata)
+
+    def _misplaced(self, table: Table) -> str | None:
+        """How to read a table whose metadata places it elsewhere than where it was opened
+        (copied from another cluster, restored) when no location mapping covers that: a
+        file it names cannot be read, and the error says so after this."""
+        written = table.metadata.location
+        if self._opened_at is None or same_location(
+            self._location_map.apply(written), self._opened_at
+        ):
+            return None
+        return (
+            f"the table's metadata places it at {written}, not at {self._opened_at} where "
+            f"it was opened (a copy?): map the one to the other (--map-location "
+            f"{written}={self._opened_at}, or location_map in its [[table]] entry)"
+        )
 
     # --- snapshots and schemas ------------------------------------------------------------
 
