@@ -24,7 +24,7 @@ How to add a format (Delta as the example):
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import cast
@@ -41,6 +41,11 @@ from lakestats.formats.base import TableFormat, WatchSpec
 from lakestats.locations import LocationMap, TableLocation, resolve_location
 
 DEFAULT_CATALOG_FORMAT = "iceberg"
+
+
+# how far the "is not a table" message looks for the table the path meant
+_PARENTS_LOOKED_AT = 3
+_CHILDREN_LOOKED_AT = 50
 
 
 @dataclass(frozen=True)
@@ -87,20 +92,50 @@ class FormatRegistry:
         if info.type != pafs.FileType.Directory:
             raise TableNotFoundError(f"{path} is not a table: it is a file, not a table directory")
         try:
-            location.filesystem.get_file_info(pafs.FileSelector(location.root))
+            listed = location.filesystem.get_file_info(pafs.FileSelector(location.root))
         except OSError as exc:
             # e.g. chmod 000: say so, rather than "not a table" after finding nothing
             raise TableNotFoundError(f"{path}: cannot read this location ({exc})") from exc
-        for entry in self.entries:
-            if not entry.detect(location):
-                continue
-            if not entry.built:
+        found = self._detected(location)
+        if found is not None:
+            if not found.built:
                 raise TableNotFoundError(
-                    f"{path} looks like a {entry.title} table; "
-                    f"{entry.title} support is not built yet"
+                    f"{path} looks like a {found.title} table; "
+                    f"{found.title} support is not built yet"
                 )
-            return entry.name
-        raise TableNotFoundError(f"{path} is not a table: found no {self._layouts()}")
+            return found.name
+        raise TableNotFoundError(
+            f"{path} is not a table: found no {self._layouts()}{self._nearby(location, listed)}"
+        )
+
+    def _detected(self, location: TableLocation) -> FormatEntry | None:
+        return next((entry for entry in self.entries if entry.detect(location)), None)
+
+    def _nearby(self, location: TableLocation, listed: Sequence[pafs.FileInfo]) -> str:
+        """Where the table may be instead, for the "is not a table" message: a table the
+        path is inside (``t/_delta_log``, ``t/metadata``, a partition folder), or the
+        tables the path holds (a warehouse folder)."""
+        base = location.uri.rstrip("/")
+        root, uri = location.root, base
+        for _ in range(_PARENTS_LOOKED_AT):
+            if "/" not in root.strip("/") or "/" not in uri.split("://", 1)[-1].strip("/"):
+                break
+            root, uri = root.rsplit("/", 1)[0], uri.rsplit("/", 1)[0]
+            entry = self._detected(TableLocation(location.filesystem, root, uri))
+            if entry is not None:
+                return f"; it is inside the {entry.title} table {uri}"
+        folders = sorted(i.base_name for i in listed if i.type == pafs.FileType.Directory)
+        held = [
+            name
+            for name in folders[:_CHILDREN_LOOKED_AT]
+            if self._detected(
+                TableLocation(location.filesystem, f"{location.root}/{name}", f"{base}/{name}")
+            )
+        ]
+        if not held:
+            return ""
+        more = f", … {len(held) - 10} more" if len(held) > 10 else ""
+        return f"; it holds tables: {', '.join(held[:10])}{more} (give one)"
 
     def open_location(
         self,

@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from delta_tables import DeltaWriter
 from lakestats.exceptions import ConfigError, FormatUnavailableError, TableNotFoundError
 from lakestats.formats.base import WatchSpec
 from lakestats.formats.iceberg import IcebergTable
@@ -188,6 +189,34 @@ class TestDetection:
         (tmp_path / "metadata" / "snap-1.avro").write_bytes(b"x")
         with pytest.raises(TableNotFoundError, match=r"found no metadata/\*\.metadata\.json"):
             detect_format(str(tmp_path))
+
+    def test_no_table_says_which_table_the_path_is_in_or_holds(self, tmp_path: Path) -> None:
+        """A user who gives a table's log or metadata folder, or a partition folder, is
+        told the table; one who gives the warehouse folder, the tables it holds."""
+        warehouse = tmp_path / "wh"
+        delta = DeltaWriter(warehouse / "events")
+        delta.create([("id", "long"), ("day", "string")], partition_by=["day"])
+        delta.append({"id": [1], "day": ["d1"]})
+        iceberg = IcebergWarehouse(tmp_path / "ice")
+        iceberg.create_table("t", pa.schema([("id", "int64")]))
+        iceberg.append("t", {"id": [1]})
+        iceberg_location = iceberg.location("t")
+        for inside, table, title in (
+            (warehouse / "events" / "_delta_log", warehouse / "events", "Delta"),
+            (warehouse / "events" / "day=d1", warehouse / "events", "Delta"),
+            (Path(iceberg_location) / "metadata", Path(iceberg_location), "Iceberg"),
+        ):
+            with pytest.raises(TableNotFoundError) as raised:
+                detect_format(str(inside))
+            assert (
+                str(raised.value)
+                == f"{inside} {NOT_A_TABLE}; it is inside the {title} table {table}"
+            )
+        (warehouse / "notes").mkdir()
+        DeltaWriter(warehouse / "clicks").create([("id", "long")])
+        with pytest.raises(TableNotFoundError) as raised:
+            detect_format(str(warehouse))
+        assert str(raised.value).endswith("; it holds tables: clicks, events (give one)")
 
     def test_a_file_and_a_missing_path_are_no_tables(self, tmp_path: Path) -> None:
         file = tmp_path / "f.txt"
