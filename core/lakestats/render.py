@@ -86,6 +86,13 @@ def sparkline(histogram: Sequence[dict[str, Any]], width: int = 24) -> str | Non
         if start is None or end is None:
             return None
         bounds.append((start, end, float(bucket["count"])))
+    # a bucket of one value (surely: its NDV's upper bound is 1) holds its rows at that
+    # value, its upper bound (a bucket is (lower, upper]); spread over its range, they
+    # drew a three-value column as one bar at its minimum
+    bounds = [
+        (end, end, count) if (bucket.get("ndv_upper") or math.inf) <= 1 else (start, end, count)
+        for bucket, (start, end, count) in zip(histogram, bounds, strict=True)
+    ]
     if not bounds:
         return None
     low, high = bounds[0][0], bounds[-1][1]
@@ -268,7 +275,9 @@ def _common_values_lines(doc: dict[str, Any]) -> list[str]:
     """The columns' most common values, as ``frequent_values`` lists them: the few that
     hold at least ``COMMON_SHARE`` of the rows each (a column with none is not listed). A
     count the sketch holds only within bounds prints with ≈."""
-    rows = doc["record_count"]
+    # the rows the sketches describe: live rows where deletes were applied
+    merged = doc.get("merged_record_count")
+    rows = merged if merged is not None else doc["record_count"]
     lines = []
     for name, col in doc["columns"].items():
         common = [

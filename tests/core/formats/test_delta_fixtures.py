@@ -137,6 +137,31 @@ def test_partition_columns_stay_exact_under_vectors_without_sketches(
 
 
 @pytest.mark.spark
+def test_show_draws_live_rows_after_deletion_vectors(duck: Any, spark: Any, tmp_path: Path) -> None:
+    """The human ``show`` of a table with deletion vectors: each most common value's share
+    is of the live rows its counts describe (it was of the physical rows: 8 live rows of
+    10, each value 1 of 8 shown as 10.0 %), and the distribution of a column of a few
+    integers draws a bar at each value (buckets of one value hold their rows at it)."""
+    name = "delta-rs/table-with-dv-small"
+    path, state = str(tmp_path / "table"), str(tmp_path / "stats")
+    shutil.copytree(fixture_path(name), path)
+    cli("analyze", path, "--state-dir", state, "-q")
+    text = cli("show", path, "--state-dir", state)
+    live = FIXTURE_ROWS[name]
+    counts = dict(
+        duck.execute(
+            f"SELECT value, count(*) FROM delta_scan('{path}') GROUP BY value"  # noqa: S608
+        ).fetchall()
+    )
+    assert sum(counts.values()) == live
+    common = text[text.index("most common values") :].splitlines()[1]
+    shown = [item.split() for item in common.split(maxsplit=1)[1].split(", ")]
+    assert shown and all(share == f"{counts[int(v)] / live:.1%}" for v, share in shown), common
+    bars = text[text.index("distribution") :].splitlines()[1][23:47]  # "  name<20 bars<24"
+    assert bars.count("█") == len(counts) == live, text  # eight values, a row each
+
+
+@pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FIXTURE_ROWS))
 def test_fixture_stats_equal_duckdb(name: str, duck: Any, spark: Any, tmp_path: Path) -> None:
