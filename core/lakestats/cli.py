@@ -20,6 +20,7 @@ from lakestats.config import Config, TableConfig, load_config
 from lakestats.exceptions import ConfigError, LakestatsError
 from lakestats.render import (
     column_names,
+    described_rows,
     render_commits,
     render_estimates,
     render_histogram,
@@ -349,7 +350,7 @@ def _cmd_estimate(args: argparse.Namespace, config: Config, out: TextIO, err: Te
         report = {
             "table": doc["table"],
             "snapshot_id": doc["snapshot_id"],
-            "table_rows": doc["record_count"],
+            "table_rows": described_rows(doc),
             "estimates": estimates,
         }
         json.dump(report, out, indent=2, allow_nan=False)

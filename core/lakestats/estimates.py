@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakestats.predicates import RANGE_OPS, Predicate, PredicateError, parse_conjunction
+from lakestats.render import described_rows
 from lakestats.selectivity import order_key, selectivity
 from lakestats.tables import ConfigLike, TableLike
 
@@ -26,7 +27,7 @@ from lakestats.tables import ConfigLike, TableLike
 class Estimate:
     rows: float  # estimated rows satisfying the predicate
     selectivity: float  # rows / the table's rows
-    table_rows: int
+    table_rows: int  # after row-level deletes where known (``render.described_rows``)
 
 
 def estimate(
@@ -56,7 +57,7 @@ def estimate_from(
     else:
         predicates = tuple(predicate)
     fraction = conjunction_selectivity(doc, predicates)
-    rows = int(doc["record_count"])
+    rows = described_rows(doc)
     return Estimate(rows=fraction * rows, selectivity=fraction, table_rows=rows)
 
 
@@ -81,7 +82,7 @@ def estimate_json(doc: dict[str, Any], predicate: str) -> dict[str, Any]:
             for t, f in zip(terms, each, strict=True)
         ],
         "independent_columns": len({t.column for t in terms}) > 1,
-        "rows": fraction * int(doc["record_count"]),
+        "rows": fraction * described_rows(doc),
         "selectivity": fraction,
     }
 

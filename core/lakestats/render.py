@@ -267,6 +267,14 @@ def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
+def described_rows(doc: dict[str, Any]) -> int:
+    """The rows a stats document's columns describe: the live rows where row-level deletes
+    were applied (``merged_record_count``), else the data files' rows (``record_count``).
+    What shares, selectivities and estimated rows are of."""
+    merged = doc.get("merged_record_count")
+    return int(merged if merged is not None else doc["record_count"])
+
+
 COMMON_SHARE = 0.01  # a value hotter than one bucket of a 100-bucket histogram
 COMMON_SHOWN = 5
 
@@ -275,9 +283,7 @@ def _common_values_lines(doc: dict[str, Any]) -> list[str]:
     """The columns' most common values, as ``frequent_values`` lists them: the few that
     hold at least ``COMMON_SHARE`` of the rows each (a column with none is not listed). A
     count the sketch holds only within bounds prints with ≈."""
-    # the rows the sketches describe: live rows where deletes were applied
-    merged = doc.get("merged_record_count")
-    rows = merged if merged is not None else doc["record_count"]
+    rows = described_rows(doc)
     lines = []
     for name, col in doc["columns"].items():
         common = [
@@ -320,7 +326,9 @@ def render_commits(table: str, docs: Sequence[dict[str, Any]]) -> str:
 
 def render_estimates(doc: dict[str, Any], estimates: Sequence[dict[str, Any]]) -> str:
     """``lakestats estimate``: a line per predicate (``selectivity.estimate_json``)."""
-    head = f"{doc['table']} at snapshot {doc['snapshot_id']}: {doc['record_count']:,} rows\n\n"
+    live, files_rows = described_rows(doc), int(doc["record_count"])
+    before = f" ({files_rows:,} before row-level deletes)" if live != files_rows else ""
+    head = f"{doc['table']} at snapshot {doc['snapshot_id']}: {live:,} rows{before}\n\n"
     rows = [(_rows(e["rows"]), f"{e['selectivity']:.4%}", e["predicate"]) for e in estimates]
     return head + _table(("rows≈", "selectivity", "predicate"), rows, wide_last=True)
 

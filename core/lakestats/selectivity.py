@@ -33,7 +33,7 @@ from decimal import Decimal
 from typing import Any
 
 from lakestats.predicates import OPS, Op, Predicate, PredicateError, parse_predicate
-from lakestats.render import column_names
+from lakestats.render import column_names, described_rows
 from lakestats.sketches.spec import no_histogram_reason
 from lakestats.values import from_json, to_physical
 
@@ -50,7 +50,7 @@ def selectivity(doc: dict[str, Any], predicate: Predicate) -> float:
         raise PredicateError(f"no column {predicate.column!r} in the stats (columns: {known})")
     if predicate.op not in OPS:
         raise PredicateError(f"unknown operator {predicate.op!r}; one of {', '.join(OPS)}")
-    total = float(doc["record_count"])
+    total = float(described_rows(doc))  # what the column stats count: live rows
     if total <= 0:
         return 0.0
     nulls = float(column["null_count"] or 0)

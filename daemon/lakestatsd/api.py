@@ -35,6 +35,7 @@ from lakestats.config import Config
 from lakestats.estimates import estimate_json
 from lakestats.exceptions import LakestatsError, SnapshotNotFoundError
 from lakestats.predicates import PredicateError
+from lakestats.render import described_rows
 from lakestats.shards import ShardPlan
 from lakestatsd.openapi import openapi_document
 
@@ -283,7 +284,7 @@ def create_app(backend: Backend) -> Starlette:
         table = {"table": name, "snapshot_id": doc["snapshot_id"]}
         # stats served while the table's metadata is unreadable say so here too
         stale = {k: doc[k] for k in ("stale", "stale_reason") if k in doc}
-        return JSONResponse({**table, "table_rows": doc["record_count"], **result, **stale})
+        return JSONResponse({**table, "table_rows": described_rows(doc), **result, **stale})
 
     async def commits(request: Request) -> Response:
         _check_token(config, request)

@@ -137,11 +137,15 @@ def test_partition_columns_stay_exact_under_vectors_without_sketches(
 
 
 @pytest.mark.spark
-def test_show_draws_live_rows_after_deletion_vectors(duck: Any, spark: Any, tmp_path: Path) -> None:
-    """The human ``show`` of a table with deletion vectors: each most common value's share
-    is of the live rows its counts describe (it was of the physical rows: 8 live rows of
-    10, each value 1 of 8 shown as 10.0 %), and the distribution of a column of a few
-    integers draws a bar at each value (buckets of one value hold their rows at it)."""
+def test_show_and_estimate_count_live_rows_after_deletion_vectors(
+    duck: Any, spark: Any, tmp_path: Path
+) -> None:
+    """A table with deletion vectors: the human ``show`` gives each most common value's
+    share of the live rows its counts describe (it was of the physical rows: 8 live rows
+    of 10, each value 1 of 8 shown as 10.0 %), and the distribution of a column of a few
+    integers draws a bar at each value (buckets of one value hold their rows at it).
+    ``estimate`` gives rows and selectivities of the live rows (``IS NOT NULL`` was 10
+    rows, a share of the physical rows the column's null count does not describe)."""
     name = "delta-rs/table-with-dv-small"
     path, state = str(tmp_path / "table"), str(tmp_path / "stats")
     shutil.copytree(fixture_path(name), path)
@@ -159,6 +163,18 @@ def test_show_draws_live_rows_after_deletion_vectors(duck: Any, spark: Any, tmp_
     assert shown and all(share == f"{counts[int(v)] / live:.1%}" for v, share in shown), common
     bars = text[text.index("distribution") :].splitlines()[1][23:47]  # "  name<20 bars<24"
     assert bars.count("█") == len(counts) == live, text  # eight values, a row each
+
+    predicates = ["value IS NOT NULL", "value < 5", "value = 3", "value IN (1, 2, 9)"]
+    estimated = json.loads(cli("estimate", path, *predicates, "--state-dir", state, "--json"))
+    assert estimated["table_rows"] == live
+    for entry in estimated["estimates"]:
+        where = entry["predicate"]
+        (exact,) = duck.execute(
+            f"SELECT count(*) FROM delta_scan('{path}') WHERE {where}"  # noqa: S608
+        ).fetchone()
+        # tiny: every sketch here is exact
+        assert entry["rows"] == pytest.approx(exact), where
+        assert entry["selectivity"] == pytest.approx(exact / live), where
 
 
 @pytest.mark.spark
