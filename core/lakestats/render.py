@@ -269,10 +269,13 @@ def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
 
 def described_rows(doc: dict[str, Any]) -> int:
     """The rows a stats document's columns describe: the live rows where row-level deletes
-    were applied (``merged_record_count``), else the data files' rows (``record_count``).
+    were applied to the files (``row_deletes.applied_files``; ``merged_record_count``),
+    else the data files' rows (``record_count``) — also where ``merged_record_count`` is
+    only an estimate from the delete files' rows, which the column stats do not reflect.
     What shares, selectivities and estimated rows are of."""
     merged = doc.get("merged_record_count")
-    return int(merged if merged is not None else doc["record_count"])
+    applied = (doc.get("row_deletes") or {}).get("applied_files")
+    return int(merged if merged is not None and applied else doc["record_count"])
 
 
 COMMON_SHARE = 0.01  # a value hotter than one bucket of a 100-bucket histogram
