@@ -445,7 +445,7 @@ def _cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             for d in docs
         ]
         headers = ["table", "format", "stats at", "table at", "behind", "newest", "oldest"]
-        out.write(render_table([*headers, "last error"], rows, wide_last=True))
+        out.write(render_table([*headers, "last error"], rows, wide_last=True, wide_first=True))
     return EXIT_ERROR if any(d["last_error"] for d in docs) else EXIT_OK
 
 
@@ -495,7 +495,7 @@ def _cmd_shards(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         + ([r["shard_after"], "yes" if r["moves"] else ""] if args.count is not None else [])
         for r in rows
     ]
-    out.write(render_table(headers, cells))
+    out.write(render_table(headers, cells, wide_first=True))
     per_shard = [sum(1 for r in rows if r["shard"] == i) for i in range(count)]
     summary = ", ".join(f"{i}: {n}" for i, n in enumerate(per_shard))
     print(f"{len(rows)} tables over {count} shard(s) (tables per shard {summary})", file=out)

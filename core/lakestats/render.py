@@ -55,17 +55,29 @@ def _position(value: Any) -> float | None:
 
 
 def render_table(
-    headers: Sequence[str], rows: Sequence[Sequence[Any]], *, wide_last: bool = False
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    wide_last: bool = False,
+    wide_first: bool = False,
 ) -> str:
-    """A plain text table; ``wide_last`` leaves the last column uncut (error messages)."""
-    return _table(headers, rows, wide_last=wide_last)
+    """A plain text table; ``wide_last`` leaves the last column uncut (error messages),
+    ``wide_first`` the first (names: two long ones with one prefix must not read alike)."""
+    return _table(headers, rows, wide_last=wide_last, wide_first=wide_first)
 
 
 def _table(
-    headers: Sequence[str], rows: Sequence[Sequence[Any]], *, wide_last: bool = False
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    wide_last: bool = False,
+    wide_first: bool = False,
 ) -> str:
+    def uncut(i: int, row: Sequence[Any]) -> bool:
+        return (wide_first and i == 0) or (wide_last and i == len(row) - 1)
+
     cells = [
-        [str(v) if wide_last and i == len(row) - 1 else _cell(v) for i, v in enumerate(row)]
+        [str(v) if uncut(i, row) and v is not None else _cell(v) for i, v in enumerate(row)]
         for row in rows
     ]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
@@ -218,6 +230,7 @@ def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
                 "bytes",
             ],
             rows,
+            wide_first=True,
         )
     )
     out.append("(~ marks bounds that may be truncated or incomplete; ndv≈ is a sketch estimate)")

@@ -90,6 +90,25 @@ def test_status_lists_every_table_with_commits_behind(
     assert " 2 " in line_b
 
 
+def test_status_shards_and_show_print_names_whole(tmp_path: Path) -> None:
+    """Two tables (and columns) whose long names share their first 24 characters read
+    alike when names are cut like values: the tables that list names print them whole."""
+    long_names = ["orders_by_region_and_day_2024", "orders_by_region_and_day_2025"]
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wide = pa.schema([pa.field(f"{n}_amount", pa.int64()) for n in long_names])
+    for name in long_names:
+        wh.create_table(name, wide)
+        wh.append(name, pa.table({f"{n}_amount": [1] for n in long_names}, schema=wide))
+    config = str(config_file(tmp_path, wh, long_names))
+    assert run("analyze", "--all", "--config", config, "--no-sketches", "-q")[0] == 0
+    for args in (("status",), ("shards", "--count", "2"), ("show", long_names[0])):
+        code, out, _ = run(*args, "--config", config)
+        assert code == 0, out
+        names = long_names if args[0] != "show" else [f"{n}_amount" for n in long_names]
+        for name in names:
+            assert any(line.split()[:1] == [name] for line in out.splitlines()), (name, out)
+
+
 def test_status_reports_a_broken_table_and_exits_1(
     two_tables: tuple[IcebergWarehouse, Path], tmp_path: Path
 ) -> None:
