@@ -292,6 +292,9 @@ def create_app(backend: Backend) -> Starlette:
         params = _query(request, frozenset({"wait", "timeout_s"}))
         wait = _bool(params, "wait")
         timeout = _timeout(params, config.http.wait_timeout_s)
+        if "timeout_s" in params and not wait:
+            # a hook that meant to wait would take the 202 for fresh stats
+            raise BadRequestError(400, "bad_query", "timeout_s is how long wait=true waits")
         await _drain_body(request, config.http.max_body_bytes)
         ticket = backend.hint(name, "api")
         if ticket is None:

@@ -183,6 +183,8 @@ def test_a_table_another_replica_keeps_is_421_naming_it() -> None:
         ("POST", "/v1/tables/sales/commits", "wait=true&timeout_s=-1"),
         ("POST", "/v1/tables/sales/commits", "wait=true&timeout_s=nan"),
         ("POST", "/v1/tables/sales/commits", "wait=true&timeout_s=100000"),
+        ("POST", "/v1/tables/sales/commits", "timeout_s=5"),  # waits only with wait=true
+        ("POST", "/v1/tables/sales/commits", "wait=false&timeout_s=5"),
         ("POST", "/v1/tables/sales/commits", "path=/etc/passwd"),
         ("GET", "/healthz", "x=1"),
     ],
