@@ -257,8 +257,8 @@ def openapi_document() -> dict[str, Any]:
                             "name": "timeout_s",
                             "in": "query",
                             "required": False,
-                            "description": "With wait: give up after this many seconds "
-                            "(at most http.wait_timeout_s, the default)",
+                            "description": "With wait=true (400 without): give up after "
+                            "this many seconds (at most http.wait_timeout_s, the default)",
                             "schema": {"type": "number", "exclusiveMinimum": 0},
                         },
                     ],
