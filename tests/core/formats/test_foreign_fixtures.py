@@ -187,7 +187,7 @@ def test_delete_files_naming_no_one_file_match_paths_with_and_without_a_file_sys
     files) names them by its rows alone — Impala's say ``hdfs://localhost:20500/…`` where
     its manifests say ``/test-warehouse/…``, one file to Hadoop (a path without a file
     system is on the default one). Mapped for the manifests' spelling only, its deletes
-    still apply; they applied to no file (every deleted row counted live, "exact")."""
+    still apply; before, they applied to no file (no deleted row counted, "exact")."""
     copy = without_delete_targets(FIXTURES / name, tmp_path / name)
     table, state = str(copy), str(tmp_path / "stats")
     manifests_only = [
