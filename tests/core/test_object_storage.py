@@ -38,8 +38,11 @@ from delta_tables import FIXTURES as DELTA_FIXTURES
 from delta_tables import assert_describes_live_rows
 from foreign import FIXTURES as ICEBERG_FIXTURES
 from foreign import location_map
+from lakestats.analyze import analyze_table
 from lakestats.cli import main
+from lakestats.config import Config
 from lakestats.sketches.hashing import THETA_SEED
+from lakestats.tables import open_table
 from lakestats.testing import IcebergWarehouse
 from object_store import S3Server
 from paimon_fixtures import fixture as paimon_fixture
@@ -203,6 +206,29 @@ def test_delta_rs_writing_to_s3_analyzed_commit_by_commit_equals_a_rebuild_and_t
     assert_describes_live_rows(incremental, rows, ndv=True)
     _assert_quantiles(incremental, rows, "id")
     assert incremental["merged_record_count"] == 2_200
+
+
+def test_opening_a_table_reads_its_newest_state_on_s3_once(
+    s3_server: S3Server, tmp_path: Path
+) -> None:
+    """Choosing a table's store folder reads ``<id>/``'s newest state (whose location it
+    is): the store keeps it, so the run's first ``current()`` asks only whether it is still
+    the newest (two HEADs), not the log's listing and the state again (a LIST, a GET).
+    Counted at the server."""
+    bucket = s3_server.new_bucket()
+    table = tmp_path / "t"
+    shutil.copytree(DELTA_FIXTURES / "delta-rs" / "simple_table", table)
+    s3_server.sync(table, f"{bucket}/t")
+    config = Config.model_validate(
+        {"state_dir": f"{bucket}/state", "table": [{"name": "t", "location": f"{bucket}/t"}]}
+    )
+    analyze_table("t", config=config, sketcher=None)
+    with s3_server.request_log() as requests:
+        opened = open_table("t", config)
+        requests.take()
+        state = opened.store.current()
+        assert requests.take()[0] == {"HEAD": 2}
+    assert state is not None and state.last_snapshot_id == opened.table.current_snapshot_id()
 
 
 @pytest.mark.slow

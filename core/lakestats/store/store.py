@@ -183,24 +183,33 @@ def store_folder(state_dir: str | Path, table_id: str, location: str) -> str:
     other's stats as its own. A table seen at a new location is analyzed again into a
     folder of its own for the same reason: its stored files are named by their old paths.
     """
+    return _choose_folder(state_dir, table_id, location)[0]
+
+
+def _choose_folder(
+    state_dir: str | Path, table_id: str, location: str
+) -> tuple[str, tuple[StateVersion, int] | None]:
+    """``store_folder``, and the newest state version of ``<table_id>/`` (with its file's
+    size) when that is the folder: read to choose, it need not be read again."""
     _check_table_id(table_id)
     root = atomic.root(state_dir)
     digest = hashlib.sha256(location_key(location).encode()).hexdigest()[:12]
     own = f"{table_id}@{digest}"
     if statelog.list_versions(atomic.join(root, own)):
-        return own  # a copy's folder stays its own once made
-    found = statelog.latest_version(atomic.join(root, table_id))
+        return own, None  # a copy's folder stays its own once made
+    found = statelog.latest_version_sized(atomic.join(root, table_id))
     with _CHOSEN_LOCK:
         # a table opened in this process before either committed (a daemon opens all its
         # tables at start): it holds the folder as surely as a state would
-        holder = found.location if found is not None else _CHOSEN.get((str(root), table_id))
+        key = (str(root), table_id)
+        holder = found[0].location if found is not None else _CHOSEN.get(key)
         if holder is None or same_location(holder, location):
-            _CHOSEN.setdefault((str(root), table_id), location)
-            return table_id
+            _CHOSEN.setdefault(key, location)
+            return table_id, found
     _log.warning(
         "store_folder_taken", table_id=table_id, location=location, holder=holder, folder=own
     )
-    return own
+    return own, None
 
 
 class StatsStore:
@@ -254,8 +263,12 @@ class StatsStore:
         cls, state_dir: str | Path, table_id: str, location: str, *, cache_bytes: int | None = None
     ) -> StatsStore:
         """The store of the table ``table_id`` at ``location`` (``store_folder``)."""
-        folder = store_folder(state_dir, table_id, location)
-        return cls(state_dir, table_id, folder=folder, location=location, cache_bytes=cache_bytes)
+        folder, newest = _choose_folder(state_dir, table_id, location)
+        store = cls(state_dir, table_id, folder=folder, location=location, cache_bytes=cache_bytes)
+        if newest is not None:
+            store._check_owner(newest[0])
+            store._newest = newest  # ``current`` asks only whether it is still the newest
+        return store
 
     @property
     def table_id(self) -> str:
