@@ -93,3 +93,10 @@ def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     line = text[0] if text else type(exc).__name__
     return line if len(line) <= 300 else line[:297] + "..."
+
+
+def first_of(names: Sequence[str], limit: int) -> str:
+    """The first ``limit`` of ``names`` and how many more, for a message: a long list
+    stays one readable line ("none" for no names)."""
+    shown = ", ".join(names[:limit]) or "none"
+    return shown + (f", … {len(names) - limit} more" if len(names) > limit else "")

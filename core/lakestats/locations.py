@@ -106,6 +106,13 @@ def without_file_system(path: str) -> str | None:
     return parts.path
 
 
+def path_spellings(path: str) -> tuple[str, ...]:
+    """``path`` as written, then without its file system where it has one
+    (``without_file_system``): the names a data file may go by in a delete file's rows."""
+    bare = without_file_system(path)
+    return (path,) if bare is None else (path, bare)
+
+
 def looks_like_location(text: str) -> bool:
     """Whether a user's argument is meant as a path or URI rather than a table name."""
     return "/" in text or "://" in text or text.startswith(".") or Path(text).exists()

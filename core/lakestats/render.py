@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from lakestats.exceptions import first_of
 from lakestats.sketches.spec import no_histogram_reason
 
 _SPARK_BARS = " ▁▂▃▄▅▆▇█"
@@ -17,8 +18,7 @@ _MAX_CELL = 24
 def column_names(names: Sequence[str], limit: int = 20) -> str:
     """The columns an unknown-column error names: the first ``limit``, so that the error of
     a wide table stays one readable line."""
-    shown = ", ".join(names[:limit]) or "none"
-    return shown + (f", … {len(names) - limit} more" if len(names) > limit else "")
+    return first_of(names, limit)
 
 
 def _cell(value: Any, *, exact: bool = False) -> str:

@@ -4,7 +4,7 @@ Position-delete files are read with pyarrow, two columns only (``file_path``, ``
 their ``file_path`` values go through the table's location mapping (writers on another
 cluster wrote ``hdfs://…`` names) and are matched to the job's data files by their
 canonical form — or, failing that, by their path without the file system, as the
-manifests may name the file (``locations.without_file_system``) —, each delete file only
+manifests may name the file (``locations.path_spellings``) —, each delete file only
 to the data files the format attached it to.
 Matching works on the distinct paths (few), never row by row in Python. Deletion vectors
 are decoded with pyroaring. The SQL job gets one Arrow table of them all; the Arrow engine
@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from lakestats.arrow_sketch.dead_rows import DeadRows
 from lakestats.deletes.plan import LiveReadPlan, plan_live_read
 from lakestats.exceptions import DataFileError
-from lakestats.locations import LocationMap, filesystem_from_uri, local_path, without_file_system
+from lakestats.locations import LocationMap, filesystem_from_uri, local_path, path_spellings
 from lakestats.model import DataFile, DeletionVector, KeyMerge, PositionDeletes
 from lakestats.pipeline import canonical_path
 
@@ -103,9 +103,8 @@ def position_parts(plan: LiveReadPlan, mapping: LocationMap) -> Iterator[pa.Tabl
     number_of = {canonical_path(path): number for number, path in enumerate(plan.paths)}
 
     def numbered(value: str) -> int:
-        found = number_of.get(canonical_path(mapping.apply(value)), -1)
-        bare = without_file_system(value) if found == -1 else None
-        return found if bare is None else number_of.get(canonical_path(mapping.apply(bare)), -1)
+        keys = (canonical_path(mapping.apply(p)) for p in path_spellings(value))
+        return next((number_of[k] for k in keys if k in number_of), -1)
 
     for deletes, numbers in plan.positions:
         rows = read_position_file(deletes)

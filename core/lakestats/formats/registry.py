@@ -36,6 +36,7 @@ from lakestats.exceptions import (
     FormatUnavailableError,
     TableNotFoundError,
     first_line,
+    first_of,
 )
 from lakestats.formats.base import TableFormat, WatchSpec
 from lakestats.locations import LocationMap, TableLocation, resolve_location
@@ -132,10 +133,7 @@ class FormatRegistry:
                 TableLocation(location.filesystem, f"{location.root}/{name}", f"{base}/{name}")
             )
         ]
-        if not held:
-            return ""
-        more = f", … {len(held) - 10} more" if len(held) > 10 else ""
-        return f"; it holds tables: {', '.join(held[:10])}{more} (give one)"
+        return f"; it holds tables: {first_of(held, 10)} (give one)" if held else ""
 
     def open_location(
         self,

@@ -36,7 +36,7 @@ from lakestats.cache import CacheView, MemoryCache, process_cache
 from lakestats.exceptions import MetadataError
 from lakestats.formats.iceberg.files import FileConverter, referenced_data_file, v3_field
 from lakestats.formats.iceberg.manifests import ManifestReader
-from lakestats.locations import without_file_system
+from lakestats.locations import path_spellings
 from lakestats.model import (
     Commit,
     DataFile,
@@ -189,10 +189,9 @@ class DeleteIndex:
                 column = pq.ParquetFile(io.BytesIO(raw)).read(columns=["file_path"])["file_path"]
         except Exception as exc:  # pyarrow raises several kinds for a bad file
             raise MetadataError(f"position-delete file {path} is unreadable ({exc})") from exc
-        values = [str(v) for v in pc.unique(column).to_pylist() if v]
+        values = pc.unique(column).to_pylist()
         # each as written, and without its file system: the manifests may name it so
-        bare = [b for v in values if (b := without_file_system(v)) is not None]
-        return frozenset(self._key(p) for p in (*values, *bare))
+        return frozenset(self._key(p) for v in values if v for p in path_spellings(str(v)))
 
 
 def read_vector(reader: ManifestReader, entry: ManifestEntry) -> DeletionVector:
