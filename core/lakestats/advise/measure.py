@@ -210,19 +210,20 @@ _INTEGRAL = ("int", "long", "date")
 
 
 def _axis_overlap(
-    bounded: Sequence[FileColumn], unknown: int, files: int, parts: int, *, integral: bool
+    bounded: Sequence[FileColumn], group: Bounds, files: int, parts: int, *, integral: bool
 ) -> tuple[OverlapBin, ...]:
     """The overlap profile without KLL: ``parts`` parts of equal width on the ``Axis``
     (there is no row distribution to cut by); labels are values at the cuts. An
     ``integral`` column (ints, longs, dates) holding fewer values than ``parts`` gets a
-    part per value: equal widths would cut parts holding no value, labelled alike."""
+    part per value: equal widths would cut parts holding no value, labelled alike.
+    ``group``: the bounds of the group's files (``bounded`` and those without bounds)."""
     lowest = min(f.lower for f in bounded)
     highest = max(f.upper for f in bounded)
     if integral and highest - lowest < parts:
-        bounds = Bounds(bounded)
         values = [float(v) for v in range(math.floor(lowest), math.floor(highest) + 1)]
-        holding = [bounds.files_in_part(v, v, first=True) + unknown for v in values]
+        holding = [group.files_in_part(v, v, first=True) for v in values]
         return tuple(OverlapBin(v, v, k, k / files) for v, k in zip(values, holding, strict=True))
+    unknown = group.unknown_files
     axis = Axis(lowest, highest)
     placed = [
         FileColumn(
@@ -379,7 +380,7 @@ def analyze_column(
         point = _point_cost(bounds, dist, bounded, n_files)
         overlap = _axis_overlap(
             bounded,
-            bounds.unknown_files,
+            bounds,
             n_files,
             settings.overlap_bins,
             integral=column.type in _INTEGRAL,
