@@ -1,5 +1,6 @@
 """``lakestats``: analyze a table, show its stats, estimate predicates from them, list
-per-commit aggregates, notify a daemon, expire and compact its stats.
+per-commit aggregates, notify a daemon, expire and compact its stats, forget the stats of
+a table no longer configured.
 
 Expected failures (bad config, no such table, corrupt metadata, a missing data file) print
 one line naming the problem and exit non-zero; the stats store is never left half-written.
@@ -12,13 +13,16 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TextIO
 
 from lakestats import __version__, cache
 from lakestats.config import Config, TableConfig, load_config
 from lakestats.exceptions import ConfigError, LakestatsError
 from lakestats.render import (
+    byte_size,
     column_names,
     described_rows,
     render_commits,
@@ -30,6 +34,7 @@ from lakestats.render import (
 
 if TYPE_CHECKING:
     from lakestats.analyze import CommitReport
+    from lakestats.store.folders import StoreFolder
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -135,6 +140,14 @@ def _parser() -> argparse.ArgumentParser:
     compact.add_argument(
         "--dry-run", action="store_true", help="list what would go, change nothing"
     )
+
+    forget = sub.add_parser(
+        "forget",
+        parents=[common],
+        help="delete a stats folder no configured table uses (`status` lists them)",
+    )
+    forget.add_argument("folder", metavar="FOLDER", help="a folder name `lakestats status` lists")
+    forget.add_argument("--dry-run", action="store_true", help="list what would go, change nothing")
 
     advise = sub.add_parser(
         "advise",
@@ -410,8 +423,13 @@ def replaced_note(opened: Any, snapshot_id: int) -> str | None:
 
 def _cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     from lakestats.freshness import describe_age, table_status  # noqa: PLC0415
+    from lakestats.unclaimed import claims_from, unclaimed_folders  # noqa: PLC0415
 
     statuses = [table_status(t, config) for t in config.table]
+    unclaimed = unclaimed_folders(
+        config.state_dir,
+        claims_from((f.name, f.store_folder, f.last_error) for f in statuses),
+    )
     from_daemon = _daemon_errors(config)
     docs = []
     for fresh in statuses:
@@ -422,7 +440,11 @@ def _cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         docs.append(doc)
     if args.json:
         json.dump(
-            {"tables": docs, "daemon_reachable": from_daemon is not None},
+            {
+                "tables": docs,
+                "daemon_reachable": from_daemon is not None,
+                "unclaimed_folders": [asdict(f) for f in unclaimed],
+            },
             out,
             indent=2,
             allow_nan=False,
@@ -446,7 +468,35 @@ def _cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         ]
         headers = ["table", "format", "stats at", "table at", "behind", "newest", "oldest"]
         out.write(render_table([*headers, "last error"], rows, wide_last=True, wide_first=True))
+    if unclaimed and not args.json:
+        _print_unclaimed(unclaimed, out)
     return EXIT_ERROR if any(d["last_error"] for d in docs) else EXIT_OK
+
+
+def _print_unclaimed(folders: Sequence[StoreFolder], out: TextIO) -> None:
+    from lakestats.freshness import describe_age  # noqa: PLC0415
+
+    now_ms = time.time() * 1000
+    rows = [
+        [
+            f.name,
+            f.table,
+            f.format,
+            f.last_snapshot_id,
+            f.files,
+            byte_size(f.bytes),
+            describe_age(None if f.newest_file_ms is None else (now_ms - f.newest_file_ms) / 1e3),
+            f.location or (f"unreadable: {f.unreadable}" if f.unreadable else "no state"),
+        ]
+        for f in folders
+    ]
+    print(
+        "\nstats folders no configured table uses (a table moved or left the config);\n"
+        "`lakestats forget FOLDER` deletes one:",
+        file=out,
+    )
+    headers = ["folder", "table", "format", "stats at", "files", "size", "written", "location"]
+    out.write(render_table(headers, rows, wide_last=True, wide_first=True))
 
 
 def _daemon_errors(config: Config) -> dict[str, str | None] | None:
@@ -578,6 +628,24 @@ def _cmd_compact(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _cmd_forget(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    from lakestats.unclaimed import forget_folder  # noqa: PLC0415
+
+    report = forget_folder(config, args.folder, dry_run=args.dry_run)
+    folder = report.folder
+    what = f"table {folder.table}, " if folder.table else ""
+    where = f"{what}{folder.location}" if folder.location else f"{what}no state"
+    if report.dry_run:
+        for rel in report.files:
+            print(f"  would delete {rel}", file=out)
+    verb = "would delete" if report.dry_run else "deleted"
+    print(
+        f"{folder.name} ({where}): {verb} {len(report.files)} file(s), {byte_size(folder.bytes)}",
+        file=out,
+    )
+    return EXIT_OK
+
+
 def _cmd_advise(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     from lakestats.advise import render_report, report_json  # noqa: PLC0415
     from lakestats.advise_io import advise_table  # noqa: PLC0415
@@ -659,6 +727,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return _cmd_expire(args, config, stdout)
         if args.command == "compact":
             return _cmd_compact(args, config, stdout)
+        if args.command == "forget":
+            return _cmd_forget(args, config, stdout)
         if args.command == "advise":
             return _cmd_advise(args, config, stdout)
         if args.command == "estimate":

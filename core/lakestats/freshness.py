@@ -37,6 +37,8 @@ class Freshness:
     # why the next analyze starts over from the table's lineage (rolled back past the
     # stats, or their snapshot id names another commit now); None: it continues
     starts_over: str | None = None
+    # the folder under the state dir that holds its stats (None: it cannot be opened)
+    store_folder: str | None = None
 
     @property
     def up_to_date(self) -> bool:
@@ -73,6 +75,7 @@ def freshness(opened: OpenedTable, now_ms: int | None = None) -> Freshness:
         last_error=None,
         checked_at_ms=now,
         starts_over=walk.started_over,
+        store_folder=opened.store.folder,
     )
 
 

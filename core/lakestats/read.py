@@ -13,6 +13,7 @@ from lakestats.exceptions import LakestatsError, SnapshotNotFoundError
 from lakestats.maintenance import expired_meanwhile, missing_snapshot_message
 from lakestats.publish.registry import publisher_for
 from lakestats.store import StatsStore, atomic, statelog
+from lakestats.store.folders import folder_names
 from lakestats.tables import ConfigLike, TableLike, open_table
 
 
@@ -62,7 +63,7 @@ def read_last_stats(
     ``state_dir`` whose newest document names this table. ``SnapshotNotFoundError`` when
     there is none.
     """
-    candidates = [folder] if folder else _table_dirs(config.state_dir)
+    candidates = [folder] if folder else folder_names(config.state_dir)
     best: tuple[int, dict[str, Any], str] | None = None
     for candidate in candidates:
         try:
@@ -78,7 +79,3 @@ def read_last_stats(
     if best is None:
         raise SnapshotNotFoundError(f"no stats stored for table {table.name}")
     return best[1], best[2]
-
-
-def _table_dirs(state_dir: str) -> list[str]:
-    return [name for name in atomic.list_subdirs(state_dir) if not name.startswith(".")]

@@ -21,6 +21,18 @@ def column_names(names: Sequence[str], limit: int = 20) -> str:
     return first_of(names, limit)
 
 
+def byte_size(count: int) -> str:
+    """``512 B``, ``1.5 KiB``, ``12.3 MiB``, ``2.0 GiB``: for people."""
+    if count < 1024:
+        return f"{count} B"
+    size = count / 1024
+    for unit in ("KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
 def _cell(value: Any, *, exact: bool = False) -> str:
     """A table cell. Estimates print 4 significant digits; an ``exact`` float prints in
     full (its shortest round-trip form: a max of 1026.46 is 1026.46, not 1026)."""

@@ -44,6 +44,7 @@ from lakestats.config import Config
 from lakestats.sketches.hashing import THETA_SEED
 from lakestats.tables import open_table
 from lakestats.testing import IcebergWarehouse
+from lakestats.unclaimed import claims_of, forget_folder, unclaimed_folders
 from object_store import S3Server
 from paimon_fixtures import fixture as paimon_fixture
 from paimon_tables import PaimonWarehouse
@@ -381,3 +382,34 @@ def test_the_sql_job_on_s3_names_the_missing_hadoop_connector(
     (line,) = [e for e in err.getvalue().splitlines() if e.startswith("lakestats: error:")]
     assert "Spark cannot read s3:// files" in line
     assert "spark.hadoop.fs.s3.impl" in line and "Traceback" not in err.getvalue()
+
+
+def test_a_folder_no_configured_table_uses_is_listed_and_forgotten_on_s3(
+    s3_server: S3Server, tmp_path: Path
+) -> None:
+    """Two copies of one table (one id) analyzed into one S3 state dir, then only one
+    configured: the other's folder is listed as unclaimed and ``forget`` deletes its objects
+    and nothing of the configured table's."""
+    bucket = s3_server.new_bucket()
+    local = tmp_path / "t"
+    shutil.copytree(DELTA_FIXTURES / "delta-rs" / "simple_table", local)
+    for copy in ("a", "b"):
+        s3_server.sync(local, f"{bucket}/{copy}")
+    state = f"{bucket}/state"
+    tables = [{"name": name, "location": f"{bucket}/{name}"} for name in ("a", "b")]
+    for table in tables:
+        analyze_table(
+            table["name"],
+            config=Config.model_validate({"state_dir": state, "table": tables}),
+            sketcher=None,
+        )
+    config = Config.model_validate({"state_dir": state, "table": tables[1:]})
+    claims = claims_of(config)
+    [left] = unclaimed_folders(state, claims)
+    assert left.table == "a" and left.location == f"{bucket}/a"
+    kept = [k for k in s3_server.keys(state) if not k.startswith(f"{state}/{left.name}/")]
+    assert len(s3_server.keys(state)) == len(kept) + left.files
+    report = forget_folder(config, left.name, now_ms=left.newest_file_ms + 3_600_000)
+    assert len(report.files) == left.files
+    assert s3_server.keys(state) == kept
+    assert unclaimed_folders(state, claims) == []

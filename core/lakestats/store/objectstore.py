@@ -85,18 +85,18 @@ def _client(region: str | None) -> Any:
     )
 
 
-def _put(uri: str, data: bytes, **conditions: str) -> bool:
-    """One PutObject (pyarrow's output streams take three requests, a multipart upload,
-    for even a small file); ``False`` when a condition failed."""
+def _request(uri: str, operation: str, *, conditional: bool = False, **params: Any) -> bool:
+    """One boto3 request on ``uri``'s object; ``False`` when a ``conditional`` one's
+    condition failed. Errors as the store's: ``PermissionError`` or ``OSError(EIO)``."""
     from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415
 
     bucket, key = _split(uri)
-    region = getattr(_filesystem(bucket), "region", None)
+    client = _client(getattr(_filesystem(bucket), "region", None))
     try:
-        _client(region).put_object(Bucket=bucket, Key=key, Body=data, **conditions)
+        getattr(client, operation)(Bucket=bucket, Key=key, **params)
     except ClientError as exc:
         code = str(exc.response.get("Error", {}).get("Code", ""))
-        if conditions and code in ("PreconditionFailed", "ConditionalRequestConflict"):
+        if conditional and code in ("PreconditionFailed", "ConditionalRequestConflict"):
             return False
         message = f"{code}: " + str(exc.response.get("Error", {}).get("Message", "") or exc)
         if code == "AccessDenied":
@@ -105,6 +105,12 @@ def _put(uri: str, data: bytes, **conditions: str) -> bool:
     except BotoCoreError as exc:  # no route, no credentials, a timeout
         raise OSError(errno.EIO, f"{uri}: {exc}") from exc
     return True
+
+
+def _put(uri: str, data: bytes, **conditions: str) -> bool:
+    """One PutObject (pyarrow's output streams take three requests, a multipart upload,
+    for even a small file); ``False`` when a condition failed."""
+    return _request(uri, "put_object", conditional=bool(conditions), Body=data, **conditions)
 
 
 @_storage_errors
@@ -212,11 +218,13 @@ def stat_tree(uri: str) -> list[tuple[str, int, int]]:
 
 @_storage_errors
 def remove(uri: str) -> bool:
-    filesystem, path = _fs_path(uri)
-    if filesystem.get_file_info(path).type != pafs.FileType.File:
+    """A HEAD, then a DeleteObject; ``False`` when there was nothing to delete.
+
+    Not pyarrow's ``delete_file``: after deleting it makes sure the parent "directory"
+    still exists, with a LIST and, when the folder is now empty, a PUT of an empty
+    ``folder/`` marker object — markers that then list as folders of their own (a table
+    folder deleted whole would still be listed) and two or three requests more per file.
+    """
+    if size(uri) is None:
         return False
-    try:
-        filesystem.delete_file(path)
-    except FileNotFoundError:
-        return False
-    return True
+    return _request(uri, "delete_object")

@@ -1,0 +1,133 @@
+"""Stats folders that no configured table uses: listed by ``lakestats status``, deleted
+one at a time by ``lakestats forget``.
+
+They are what a table leaves behind when it moves (it is analyzed again into a folder of
+its own: ``store.store_folder``) or leaves the config. Whether one may go is a pure
+decision (``forget_refusal``) over what the folder holds and which folders the config's
+tables use; the listing and deleting are ``store.folders``'.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from lakestats.config import Config
+from lakestats.exceptions import LakestatsError, StoreError, first_line
+from lakestats.store.folders import (
+    StoreFolder,
+    check_folder_name,
+    delete_folder,
+    describe_folder,
+    folder_files,
+    folder_names,
+)
+from lakestats.tables import open_configured
+
+
+@dataclass(frozen=True)
+class Claims:
+    """The folders a config's tables use."""
+
+    folders: Mapping[str, str] = field(default_factory=dict)  # folder → configured table
+    # configured tables that cannot be opened now (their folder is unknown) → why
+    unopened: Mapping[str, str] = field(default_factory=dict)
+
+
+def claims_of(config: Config) -> Claims:
+    """Open every configured table to learn its folder (metadata only, nothing written)."""
+    folders: dict[str, str] = {}
+    unopened: dict[str, str] = {}
+    for table in config.table:
+        try:
+            folders[open_configured(table, config).store.folder] = table.name
+        except LakestatsError as exc:
+            unopened[table.name] = first_line(exc)
+    return Claims(folders, unopened)
+
+
+def claims_from(used: Iterable[tuple[str, str | None, str | None]]) -> Claims:
+    """``Claims`` from ``(table, its folder or None, why it could not be opened)`` triples
+    (what ``lakestats status`` learned anyway)."""
+    folders: dict[str, str] = {}
+    unopened: dict[str, str] = {}
+    for name, folder, error in used:
+        if folder is not None:
+            folders[folder] = name
+        else:
+            unopened[name] = error or "it cannot be opened"
+    return Claims(folders, unopened)
+
+
+def unclaimed_folders(state_dir: str, claims: Claims) -> list[StoreFolder]:
+    """Every folder under ``state_dir`` no configured table uses, described."""
+    names = [n for n in folder_names(state_dir) if n not in claims.folders]
+    return [describe_folder(state_dir, n) for n in names]
+
+
+def forget_refusal(
+    folder: StoreFolder, claims: Claims, *, now_ms: int, grace_ms: int
+) -> str | None:
+    """Why ``folder`` (one that exists) must not be deleted now, or None when it may."""
+    user = claims.folders.get(folder.name)
+    if user is not None:
+        return (
+            f"{folder.name} holds the stats of configured table {user}: take the table out "
+            "of the config first"
+        )
+    if folder.table is not None and folder.table in claims.unopened:
+        return (
+            f"{folder.name} holds stats written for configured table {folder.table}, which "
+            f"cannot be opened now ({claims.unopened[folder.table]}): they may be its "
+            "current stats"
+        )
+    if folder.newest_file_ms is not None and now_ms - folder.newest_file_ms < grace_ms:
+        age_s = max(0, now_ms - folder.newest_file_ms) // 1000
+        return (
+            f"{folder.name} was written {age_s} s ago, within the grace period "
+            f"({grace_ms // 1000} s): another lakestats may be using it (a config sharing "
+            "this state dir); try again later"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    folder: StoreFolder
+    files: tuple[str, ...]  # deleted (or, dry run, to be deleted), in order
+    dry_run: bool
+
+
+def forget_folder(
+    config: Config,
+    name: str,
+    *,
+    claims: Claims | None = None,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+) -> ForgetReport:
+    """Delete the stats folder ``name`` under the config's state dir, unless a configured
+    table uses it or it was written within the grace period (``StoreError`` saying why)."""
+    try:
+        check_folder_name(name)
+    except ValueError as exc:
+        raise StoreError(str(exc)) from None
+    folder = describe_folder(config.state_dir, name)
+    if folder.files == 0:
+        raise StoreError(
+            f"there is no stats folder {name} in {config.state_dir} (`lakestats status` "
+            "lists the ones no configured table uses)"
+        )
+    why = forget_refusal(
+        folder,
+        claims_of(config) if claims is None else claims,
+        now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+        grace_ms=round(config.maintenance.grace_period_s * 1000),
+    )
+    if why is not None:
+        raise StoreError(why)
+    files = tuple(folder_files(config.state_dir, name))
+    if not dry_run:
+        delete_folder(config.state_dir, name, list(files))
+    return ForgetReport(folder, files, dry_run)
