@@ -409,7 +409,11 @@ def test_a_folder_no_configured_table_uses_is_listed_and_forgotten_on_s3(
     assert left.table == "a" and left.location == f"{bucket}/a"
     kept = [k for k in s3_server.keys(state) if not k.startswith(f"{state}/{left.name}/")]
     assert len(s3_server.keys(state)) == len(kept) + left.files
-    report = forget_folder(config, left.name, now_ms=left.newest_file_ms + 3_600_000)
+    with s3_server.request_log() as requests:
+        report = forget_folder(config, left.name, now_ms=left.newest_file_ms + 3_600_000)
+        counts = requests.take()[0]
     assert len(report.files) == left.files
+    # a HEAD and a DELETE per object; no folder marker PUT after the last one goes
+    assert counts["DELETE"] == left.files and counts["PUT"] == 0
     assert s3_server.keys(state) == kept
     assert unclaimed_folders(state, claims) == []

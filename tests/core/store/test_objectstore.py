@@ -114,9 +114,15 @@ def test_cleanup_deletes_objects_no_retained_version_needs(
     orphan = store.write_stats(99, {"snapshot_id": 99})
     settings = MaintenanceSettings(grace_ms=0, log_retention_ms=0, min_log_versions=2)
 
-    report = cleanup(store, settings, now_ms=current.created_at_ms + 10_000)
+    with s3_server.request_log() as requests:
+        report = cleanup(store, settings, now_ms=current.created_at_ms + 10_000)
+        counts = requests.take()[0]
 
     assert report.versions_deleted == (1, 2)
+    # one DELETE per object, nothing written: pyarrow's delete_file PUT a folder marker
+    # after each
+    deleted = len(report.versions_deleted) + len(report.files_deleted)
+    assert counts["DELETE"] == deleted and counts["PUT"] == 0
     assert orphan in report.files_deleted
     assert store.versions() == [3, 4]
     assert sorted(list_files(store.table_dir)) == sorted(
