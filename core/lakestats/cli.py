@@ -423,14 +423,22 @@ def replaced_note(opened: Any, snapshot_id: int) -> str | None:
 
 def _cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     from lakestats.freshness import describe_age, table_status  # noqa: PLC0415
-    from lakestats.unclaimed import claims_from, unclaimed_folders  # noqa: PLC0415
+    from lakestats.unclaimed import (  # noqa: PLC0415
+        claims_from,
+        daemon_claims,
+        daemon_reports,
+        unclaimed_folders,
+    )
 
     statuses = [table_status(t, config) for t in config.table]
+    reports = daemon_reports(config)
     unclaimed = unclaimed_folders(
         config.state_dir,
-        claims_from((f.name, f.store_folder, f.last_error) for f in statuses),
+        claims_from(
+            ((f.name, f.store_folder, f.last_error) for f in statuses), daemon_claims(reports)
+        ),
     )
-    from_daemon = _daemon_errors(config)
+    from_daemon = _daemon_errors(config, reports)
     docs = []
     for fresh in statuses:
         doc = fresh.as_json()
@@ -499,19 +507,16 @@ def _print_unclaimed(folders: Sequence[StoreFolder], out: TextIO) -> None:
     out.write(render_table(headers, rows, wide_last=True, wide_first=True))
 
 
-def _daemon_errors(config: Config) -> dict[str, str | None] | None:
-    """Each table's ``last_error`` from the daemon replica keeping it (one request per
-    replica address); None unless every replica answered."""
-    from lakestats.freshness import daemon_errors  # noqa: PLC0415
-    from lakestats.notify import daemon_url  # noqa: PLC0415
-
-    errors: dict[str, str | None] = {}
-    for url in sorted({daemon_url(config, t.name) for t in config.table}):
-        answer = daemon_errors(url)
-        if answer is None:
-            return None
-        errors.update(answer)
-    return errors if config.table else None
+def _daemon_errors(
+    config: Config, reports: dict[str, list[dict[str, Any]] | None]
+) -> dict[str, str | None] | None:
+    """Each table's ``last_error`` from the daemon replicas' ``reports``; None unless
+    every replica answered."""
+    if not config.table or any(tables is None for tables in reports.values()):
+        return None
+    return {
+        str(t["name"]): t.get("last_error") for tables in reports.values() for t in tables or ()
+    }
 
 
 def _cmd_shards(args: argparse.Namespace, config: Config, out: TextIO) -> int:

@@ -97,9 +97,9 @@ def table_status(table: TableConfig, config: Config) -> Freshness:
         )
 
 
-def daemon_errors(base_url: str, timeout_s: float = 1.0) -> dict[str, str | None] | None:
-    """Each table's ``last_error`` as a running daemon reports it, or None when no daemon
-    answers (status then shows only what it can see itself)."""
+def daemon_tables(base_url: str, timeout_s: float = 1.0) -> list[dict[str, Any]] | None:
+    """The tables a running daemon reports (``GET /v1/tables``), or None when no daemon
+    answers."""
     try:
         with urllib.request.urlopen(f"{base_url}/v1/tables", timeout=timeout_s) as response:  # noqa: S310 - http(s) URL from validated config
             doc = json.loads(response.read())
@@ -108,9 +108,7 @@ def daemon_errors(base_url: str, timeout_s: float = 1.0) -> dict[str, str | None
     tables = doc.get("tables") if isinstance(doc, dict) else None
     if not isinstance(tables, list):
         return None
-    return {
-        str(t["name"]): t.get("last_error") for t in tables if isinstance(t, dict) and "name" in t
-    }
+    return [t for t in tables if isinstance(t, dict) and "name" in t]
 
 
 def _age(now_ms: int, then_ms: int) -> float:

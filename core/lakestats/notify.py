@@ -70,6 +70,15 @@ def daemon_url(config: Config, table_name: str | None = None) -> str:
     return f"http://{host}:{config.http.port}"
 
 
+def daemon_urls(config: Config) -> list[str]:
+    """Every daemon replica's base URL (one unless ``http.url`` names replicas by
+    ``{shard}``)."""
+    if config.http.url and SHARD_PLACEHOLDER in config.http.url:
+        base = config.http.url.rstrip("/")
+        return [base.replace(SHARD_PLACEHOLDER, str(i)) for i in range(config.shards.count)]
+    return [daemon_url(config)]
+
+
 def notify(config: Config, table_name: str, *, wait: bool, timeout_s: float) -> NotifyResult:
     """POST ``/v1/tables/{table}/commits``; with ``wait``, block until the stats are fresh.
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from lakestats.config import Config
 from lakestats.exceptions import LakestatsError, StoreError, first_line
+from lakestats.freshness import daemon_tables
+from lakestats.notify import daemon_urls
 from lakestats.store.folders import (
     StoreFolder,
     check_folder_name,
@@ -28,15 +31,19 @@ from lakestats.tables import open_configured
 
 @dataclass(frozen=True)
 class Claims:
-    """The folders a config's tables use."""
+    """The folders a config's tables use, and those a running daemon says its tables use."""
 
     folders: Mapping[str, str] = field(default_factory=dict)  # folder → configured table
     # configured tables that cannot be opened now (their folder is unknown) → why
     unopened: Mapping[str, str] = field(default_factory=dict)
+    # folder → (table, the daemon's URL): a daemon may follow tables this config lacks
+    daemons: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def claims_of(config: Config) -> Claims:
-    """Open every configured table to learn its folder (metadata only, nothing written)."""
+    """Open every configured table to learn its folder (metadata only, nothing written),
+    and ask the daemon replicas at ``http.url`` which folders theirs use (one request
+    each; a daemon that does not answer within a second claims nothing)."""
     folders: dict[str, str] = {}
     unopened: dict[str, str] = {}
     for table in config.table:
@@ -44,12 +51,34 @@ def claims_of(config: Config) -> Claims:
             folders[open_configured(table, config).store.folder] = table.name
         except LakestatsError as exc:
             unopened[table.name] = first_line(exc)
-    return Claims(folders, unopened)
+    return Claims(folders, unopened, daemon_claims(daemon_reports(config)))
 
 
-def claims_from(used: Iterable[tuple[str, str | None, str | None]]) -> Claims:
+def daemon_reports(config: Config) -> dict[str, list[dict[str, Any]] | None]:
+    """What each daemon replica at ``http.url`` says of its tables (``GET /v1/tables``,
+    one request each), None for one that does not answer within a second."""
+    return {url: daemon_tables(url) for url in daemon_urls(config)}
+
+
+def daemon_claims(
+    reports: Mapping[str, list[dict[str, Any]] | None],
+) -> dict[str, tuple[str, str]]:
+    """folder → (table, daemon URL), from ``daemon_reports``."""
+    claimed: dict[str, tuple[str, str]] = {}
+    for url, tables in reports.items():
+        for entry in tables or ():
+            folder = entry.get("store_folder")
+            if isinstance(folder, str):
+                claimed[folder] = (str(entry["name"]), url)
+    return claimed
+
+
+def claims_from(
+    used: Iterable[tuple[str, str | None, str | None]],
+    daemons: Mapping[str, tuple[str, str]] | None = None,
+) -> Claims:
     """``Claims`` from ``(table, its folder or None, why it could not be opened)`` triples
-    (what ``lakestats status`` learned anyway)."""
+    and ``daemon_claims`` (what ``lakestats status`` learned anyway)."""
     folders: dict[str, str] = {}
     unopened: dict[str, str] = {}
     for name, folder, error in used:
@@ -57,12 +86,15 @@ def claims_from(used: Iterable[tuple[str, str | None, str | None]]) -> Claims:
             folders[folder] = name
         else:
             unopened[name] = error or "it cannot be opened"
-    return Claims(folders, unopened)
+    return Claims(folders, unopened, dict(daemons or {}))
 
 
 def unclaimed_folders(state_dir: str, claims: Claims) -> list[StoreFolder]:
-    """Every folder under ``state_dir`` no configured table uses, described."""
-    names = [n for n in folder_names(state_dir) if n not in claims.folders]
+    """Every folder under ``state_dir`` that no configured table and no table of a
+    running daemon uses, described."""
+    names = [
+        n for n in folder_names(state_dir) if n not in claims.folders and n not in claims.daemons
+    ]
     return [describe_folder(state_dir, n) for n in names]
 
 
@@ -75,6 +107,12 @@ def forget_refusal(
         return (
             f"{folder.name} holds the stats of configured table {user}: take the table out "
             "of the config first"
+        )
+    if folder.name in claims.daemons:
+        table, url = claims.daemons[folder.name]
+        return (
+            f"{folder.name} holds the stats of table {table} of the lakestatsd at {url}: "
+            "take the table out of that daemon's config first"
         )
     if folder.table is not None and folder.table in claims.unopened:
         return (

@@ -48,6 +48,7 @@ class ApiBackend:
             "last_snapshot_id": processed,
             "current_snapshot_id": current,
             "freshness_lag_seconds": freshness.lag_s(name),
+            "store_folder": self._service.runtime.store_folder(name),
             **status.as_json(),
         }
 

@@ -305,6 +305,11 @@ def openapi_document() -> dict[str, Any]:
                         "last_snapshot_id": {"type": ["integer", "null"]},
                         "current_snapshot_id": {"type": ["integer", "null"]},
                         "freshness_lag_seconds": {"type": ["number", "null"]},
+                        "store_folder": {
+                            "type": ["string", "null"],
+                            "description": "the folder under state_dir holding the table's "
+                            "stats (null until the daemon has opened the table)",
+                        },
                         "consecutive_failures": {"type": "integer"},
                         "last_error": {"type": ["string", "null"]},
                         "last_error_kind": {"type": ["string", "null"]},

@@ -108,6 +108,13 @@ class TableRuntime:
                 self._workers[name] = handle
         return handle
 
+    def store_folder(self, name: str) -> str | None:
+        """The folder under the state dir that holds the table's stats, once a run or a
+        read has opened the table (None before)."""
+        with self._handles_lock:
+            handle = self._workers.get(name) or self._readers.get(name)
+        return handle.store.folder if handle is not None else self._store_folders.get(name)
+
     def watch_target(self, name: str) -> WatchTarget | None:
         """Where the table lives and its format, for the watcher; None while it cannot be
         opened (the run reports why; the next poll tick asks again)."""

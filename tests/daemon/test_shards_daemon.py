@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -97,7 +98,7 @@ def config_text(state_dir: Path, tables: dict[str, str], port: int) -> str:
 
 
 def test_two_replicas_keep_each_table_once_and_route_notifications(
-    tmp_path: Path, replicas: Callable[..., DaemonProcess]
+    tmp_path: Path, replicas: Callable[..., DaemonProcess], capsys: pytest.CaptureFixture[str]
 ) -> None:
     names = two_each()
     wh = IcebergWarehouse(tmp_path / "wh")
@@ -154,6 +155,31 @@ def test_two_replicas_keep_each_table_once_and_route_notifications(
     status = json.loads(out.getvalue())
     assert code == 0 and status["daemon_reachable"] is True
     assert {t["name"]: t["up_to_date"] for t in status["tables"]} == dict.fromkeys(names, True)
+    # each replica names the folder holding each of its tables' stats: the ones status
+    # finds by opening the tables itself
+    listed = {
+        t["name"]: t["store_folder"] for d in daemons for t in d.get_json("/v1/tables")["tables"]
+    }
+    assert listed == {t["name"]: t["store_folder"] for t in status["tables"]}
+    assert status["unclaimed_folders"] == []
+    # a config naming none of the tables, with the replicas' address: their folders are
+    # theirs still, however old
+    bare = tmp_path / "bare.toml"
+    bare.write_text(config_text(tmp_path / "state", {}, port))
+    then = time.time() - 60
+    for path in (tmp_path / "state").rglob("*"):
+        os.utime(path, (then, then))
+    out = io.StringIO()
+    assert lakestats_main(["status", "--json", "--config", str(bare)], out) == 0
+    assert json.loads(out.getvalue())["unclaimed_folders"] == []
+    for name, folder in listed.items():
+        capsys.readouterr()
+        assert lakestats_main(["forget", folder, "--config", str(bare)], io.StringIO()) == 1
+        keeper = f"http://127.0.0.1{owner[name]}:{port}"
+        assert f"holds the stats of table {name} of the lakestatsd at {keeper}" in (
+            capsys.readouterr().err
+        )
+        assert (tmp_path / "state" / folder / "log").is_dir()
 
     # both replicas stop cleanly; the tables each kept are in the shared state dir once
     assert [d.terminate(timeout_s=15) for d in daemons] == [0, 0]
