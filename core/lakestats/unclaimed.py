@@ -145,18 +145,18 @@ def forget_folder(
     dry_run: bool = False,
     now_ms: int | None = None,
 ) -> ForgetReport:
-    """Delete the stats folder ``name`` under the config's state dir, unless a configured
-    table uses it or it was written within the grace period (``StoreError`` saying why)."""
+    """Delete the stats folder ``name`` under the config's state dir unless
+    ``forget_refusal`` says why not (raised as ``StoreError``)."""
     try:
         check_folder_name(name)
     except ValueError as exc:
         raise StoreError(str(exc)) from None
-    folder = describe_folder(config.state_dir, name)
-    if folder.files == 0:
+    if name not in folder_names(config.state_dir):
         raise StoreError(
             f"there is no stats folder {name} in {config.state_dir} (`lakestats status` "
             "lists the ones no configured table uses)"
         )
+    folder = describe_folder(config.state_dir, name)
     why = forget_refusal(
         folder,
         claims_of(config) if claims is None else claims,

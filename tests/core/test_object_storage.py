@@ -43,6 +43,7 @@ from lakestats.cli import main
 from lakestats.config import Config
 from lakestats.sketches.hashing import THETA_SEED
 from lakestats.tables import open_table
+from lakestats.store import atomic
 from lakestats.testing import IcebergWarehouse
 from lakestats.unclaimed import claims_of, forget_folder, unclaimed_folders
 from object_store import S3Server
@@ -409,11 +410,15 @@ def test_a_folder_no_configured_table_uses_is_listed_and_forgotten_on_s3(
     assert left.table == "a" and left.location == f"{bucket}/a"
     kept = [k for k in s3_server.keys(state) if not k.startswith(f"{state}/{left.name}/")]
     assert len(s3_server.keys(state)) == len(kept) + left.files
+    # an empty folder marker, as pyarrow's delete_file left after each cleanup delete
+    s3_server.filesystem.create_dir(f"{state}/{left.name}/segments".removeprefix("s3://"))
     with s3_server.request_log() as requests:
         report = forget_folder(config, left.name, now_ms=left.newest_file_ms + 3_600_000)
         counts = requests.take()[0]
     assert len(report.files) == left.files
-    # a HEAD and a DELETE per object; no folder marker PUT after the last one goes
-    assert counts["DELETE"] == left.files and counts["PUT"] == 0
+    # a HEAD and a DELETE per object, then one per folder still listed (the marker's)
+    # and the table folder's own; no marker PUT
+    assert counts["DELETE"] == left.files + 2 and counts["PUT"] == 0
+    assert left.name not in atomic.list_subdirs(state)
     assert s3_server.keys(state) == kept
     assert unclaimed_folders(state, claims) == []

@@ -210,3 +210,17 @@ def test_forget_refusal_at_the_grace_boundary() -> None:
     named = StoreFolder(name="f", files=3, bytes=10, newest_file_ms=0, table="t")
     assert forget_refusal(named, Claims(unopened={"t": "gone"}), now_ms=10**9, grace_ms=1)
     assert forget_refusal(named, Claims(unopened={"u": "gone"}), now_ms=10**9, grace_ms=1) is None
+
+
+def test_an_empty_folder_is_listed_and_forgotten(moved: tuple[Path, Path, Path]) -> None:
+    """What a forget stopped after its last file (or a hand-made folder) leaves."""
+    config, _, _ = moved
+    empty = config.parent / "state" / "left-over"
+    (empty / "log").mkdir(parents=True)
+    age(empty, GRACE_S + 5)
+    doc = json.loads(run("status", "--config", str(config), "--json")[1])
+    listed = {f["name"]: f for f in doc["unclaimed_folders"]}
+    assert listed["left-over"]["files"] == 0 and listed["left-over"]["table_id"] is None
+    code, out, _ = run("forget", "left-over", "--config", str(config))
+    assert code == 0 and "left-over (no state): deleted 0 file(s)" in out
+    assert not empty.exists()

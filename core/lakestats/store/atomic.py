@@ -264,3 +264,20 @@ def remove(path: PathLike) -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+def remove_empty_dirs(directory: PathLike) -> None:
+    """Remove ``directory`` and the folders below it that are empty (deepest first); on
+    an object store, their folder markers. A folder something was written into meanwhile
+    stays, with its files."""
+    local = local_path(directory)
+    if local is None:
+        objectstore.remove_folder_markers(str(directory))
+        return
+    if not local.is_dir():
+        return
+    for folder in [*sorted((p for p in local.rglob("*") if p.is_dir()), reverse=True), local]:
+        with contextlib.suppress(OSError):  # not empty
+            folder.rmdir()
+    sync_dir(local.parent)
+

@@ -9,7 +9,6 @@ business, not the store's.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -108,19 +107,9 @@ def folder_files(state_dir: str | Path, name: str) -> list[str]:
 
 def delete_folder(state_dir: str | Path, name: str, files: list[str]) -> int:
     """Delete ``files`` (``folder_files``' list) from ``state_dir/<name>/``, then the
-    folder's empty directories (local stores: S3 has none). Returns how many were there."""
+    folder itself once empty. Returns how many were there."""
     check_folder_name(name)
     table_dir = atomic.join(atomic.root(state_dir), name)
     deleted = sum(atomic.remove(atomic.join(table_dir, *rel.split("/"))) for rel in files)
-    local = atomic.local_path(table_dir)
-    if local is not None and local.is_dir():
-        for directory in sorted((p for p in local.rglob("*") if p.is_dir()), reverse=True):
-            _remove_empty(directory)
-        _remove_empty(local)
-        atomic.sync_dir(atomic.root(state_dir))
+    atomic.remove_empty_dirs(table_dir)
     return deleted
-
-
-def _remove_empty(directory: Path) -> None:
-    with contextlib.suppress(OSError):  # not empty: a file written meanwhile stays
-        directory.rmdir()

@@ -228,3 +228,18 @@ def remove(uri: str) -> bool:
     if size(uri) is None:
         return False
     return _request(uri, "delete_object")
+
+
+@_storage_errors
+def remove_folder_markers(uri: str) -> None:
+    """Delete the empty ``folder/`` marker objects under ``uri`` and its own: pyarrow's
+    ``delete_file`` (used before ``remove``) left one after each delete, and a marker
+    lists as a folder after its files are gone. A DeleteObject of a key that is not
+    there succeeds, so implicit folders cost a request and change nothing."""
+    _, root = _fs_path(uri)
+    folders = [
+        info.path for info in _below(uri, recursive=True) if info.type == pafs.FileType.Directory
+    ]
+    for path in [*sorted(folders, reverse=True), root]:
+        _request(f"s3://{path}/", "delete_object")
+
