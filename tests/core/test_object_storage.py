@@ -42,8 +42,8 @@ from lakestats.analyze import analyze_table
 from lakestats.cli import main
 from lakestats.config import Config
 from lakestats.sketches.hashing import THETA_SEED
-from lakestats.tables import open_table
 from lakestats.store import atomic
+from lakestats.tables import open_table
 from lakestats.testing import IcebergWarehouse
 from lakestats.unclaimed import claims_of, forget_folder, unclaimed_folders
 from object_store import S3Server

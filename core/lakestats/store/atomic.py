@@ -280,4 +280,3 @@ def remove_empty_dirs(directory: PathLike) -> None:
         with contextlib.suppress(OSError):  # not empty
             folder.rmdir()
     sync_dir(local.parent)
-

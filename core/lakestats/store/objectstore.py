@@ -242,4 +242,3 @@ def remove_folder_markers(uri: str) -> None:
     ]
     for path in [*sorted(folders, reverse=True), root]:
         _request(f"s3://{path}/", "delete_object")
-
