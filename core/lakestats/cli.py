@@ -345,7 +345,15 @@ def _cmd_show(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO
                     f"no column {name!r} in the stats of {doc['table']} "
                     f"(columns: {column_names(list(doc['columns']))})"
                 )
-        out.write(render_stats(doc, behind=behind))
+        kept = [
+            kind
+            for kind, on in (
+                ("frequent_items", config.sketch.frequent_items > 0),
+                ("value_sample", config.sketch.value_samples),
+            )
+            if on and config.sketch.enabled
+        ]
+        out.write(render_stats(doc, behind=behind, kept=kept))
         for name in args.histogram:
             out.write("\n" + render_histogram(name, doc["columns"][name]))
     return EXIT_OK

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from lakestats.exceptions import first_of
@@ -191,8 +192,12 @@ def _deletes_lines(deletes: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
-    """``behind``: a note that the table has commits these stats do not reflect."""
+def render_stats(
+    doc: dict[str, Any], *, behind: str | None = None, kept: Collection[str] = ()
+) -> str:
+    """``behind``: a note that the table has commits these stats do not reflect; ``kept``:
+    the sketches the configuration keeps per file (``SKETCH_KINDS``' keys), which a note
+    names where some live files lack them."""
     out = [
         f"table     {doc['table']} ({doc['format']})",
         f"snapshot  {doc['snapshot_id']}  schema {doc['schema_id']}",
@@ -258,6 +263,7 @@ def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
             marks = " / ".join(_cell(q.get(k)) for k in ("0.25", "0.5", "0.75"))
             out.append(f"  {name:<20} {line or '':<24}  {marks}")
     out.extend(_common_values_lines(doc))
+    out.extend(_missing_sketches_lines(doc, kept))
     partitions = doc.get("partitions") or []
     if len(partitions) > 1 or (partitions and partitions[0]["partition"]):
         out.append("")
@@ -290,6 +296,35 @@ def render_stats(doc: dict[str, Any], *, behind: str | None = None) -> str:
         for where in published:
             out.append(f"published: {where}")
     return "\n".join(out) + "\n"
+
+
+# the per-file sketches a store written by an earlier lakestats (or with them off) may lack:
+# the key in a column's ``sketch`` → what its absence costs
+SKETCH_KINDS = {"frequent_items": "most common values", "value_sample": "measured bucket NDVs"}
+
+
+def _missing_sketches_lines(doc: dict[str, Any], kept: Collection[str]) -> list[str]:
+    """Which of the ``kept`` sketches the columns lack: a column has one merged only when
+    every live file it was sketched in had one."""
+    lacking: dict[tuple[str, ...], list[str]] = {}  # what is missing → of which columns
+    for name, col in doc["columns"].items():
+        sketch = col.get("sketch") or {}
+        if not sketch.get("sketched_files") or "quantiles" not in sketch:
+            continue  # a column without quantiles keeps neither
+        what = tuple(SKETCH_KINDS[k] for k in SKETCH_KINDS if k in kept and k not in sketch)
+        if what:
+            lacking.setdefault(what, []).append(name)
+    if not lacking:
+        return []
+    parts = "; ".join(
+        f"{' and '.join(what)} of {column_names(names)}" for what, names in lacking.items()
+    )
+    text = (
+        f"not kept: {parts} — some live files were sketched without them (by an earlier "
+        "lakestats, or with the setting off); `lakestats analyze --rebuild` sketches every "
+        "live file again"
+    )
+    return ["", *textwrap.wrap(text, width=90, subsequent_indent="  ", break_on_hyphens=False)]
 
 
 def described_rows(doc: dict[str, Any]) -> int:
