@@ -89,7 +89,7 @@ class DaemonSection(ConfigSection):
     @classmethod
     def _spark_level(cls, value: str) -> str:
         if value.upper() not in {"ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF"}:
-            raise ValueError("must be one of debug, info, warn, error, fatal, off")
+            raise ValueError("must be one of all, debug, info, warn, error, fatal, off")
         return value.upper()
 
 

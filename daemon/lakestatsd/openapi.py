@@ -46,7 +46,8 @@ def openapi_document() -> dict[str, Any]:
             "/healthz": {
                 "get": {
                     "summary": "Liveness: 503 when a restart would help (a thread the daemon needs "
-                    "died, or Spark stayed unusable past daemon.spark_unavailable_timeout_s)",
+                    "died, Spark stayed unusable past daemon.spark_unavailable_timeout_s, or a "
+                    "table's run stalled past watch.stall_timeout_s: `stalled`)",
                     "responses": {
                         "200": _json({"type": "object"}, "alive"),
                         "503": _json(
@@ -314,7 +315,26 @@ def openapi_document() -> dict[str, Any]:
                         "last_error": {"type": ["string", "null"]},
                         "last_error_kind": {"type": ["string", "null"]},
                         "last_success_at": {"type": ["number", "null"]},
+                        "last_run_seconds": {"type": ["number", "null"]},
+                        "runs": {"type": "integer"},
                         "retry_in_seconds": {"type": ["number", "null"]},
+                        "source": {
+                            "type": "object",
+                            "description": "/v1/tables: where the table is configured, "
+                            "{location} or {catalog, identifier}",
+                        },
+                        "watched": {
+                            "type": "boolean",
+                            "description": "/v1/tables: whether a watcher follows its folder",
+                        },
+                        "table": {
+                            "type": "string",
+                            "description": "POST …/commits?wait=true, 200: the table",
+                        },
+                        "up_to_date": {
+                            "type": "boolean",
+                            "description": "POST …/commits?wait=true, 200: always true",
+                        },
                     },
                 },
                 "Readiness": {
