@@ -70,14 +70,30 @@ def local_path(path: str | Path, *, percent_encoded: bool = True) -> Path | None
     """
     if isinstance(path, Path):
         return path
-    parts = urlsplit(path)
-    if not _is_local_scheme(parts.scheme):
+    scheme = urlsplit(path).scheme
+    if not _is_local_scheme(scheme):
         return None
-    if parts.scheme != "file":
+    if scheme != "file":
         return Path(path)
-    if parts.netloc not in ("", "localhost"):
+    host, local = _file_uri_parts(path)
+    if host not in ("", "localhost"):
         return None
-    return Path(unquote(parts.path) if percent_encoded else parts.path)
+    return Path(unquote(local) if percent_encoded else local)
+
+
+def _file_uri_parts(uri: str) -> tuple[str, str]:
+    """(host, path) of a ``file:`` URI, the path taken as written to its end.
+
+    Not ``urlsplit``'s: it ends a path at ``?`` or ``#``, but the ``file:`` URIs tables
+    list, and lakestats' own, are not percent-encoded — ``file:///w/a#b/x.parquet`` is a file
+    under the folder ``a#b``, not ``/w/a`` with a fragment (which put a table's stats in
+    another table's folder).
+    """
+    rest = uri[len("file:") :]
+    if not rest.startswith("//"):
+        return "", rest
+    host, slash, tail = rest[2:].partition("/")
+    return host, slash + tail
 
 
 def location_key(location: str) -> str:

@@ -74,8 +74,11 @@ def resolve_table(arg: str, config: Config) -> TableConfig:
 
 
 def _safe(name: str) -> str:
-    cleaned = "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)
-    return cleaned if cleaned[:1].isalnum() else f"t{cleaned}"
+    """A folder's name as a table name (``config``'s rule: ASCII letters, digits, ``_.-``,
+    at most 128 characters): anything else becomes ``_``."""
+    cleaned = "".join(c if (c.isascii() and c.isalnum()) or c in "_.-" else "_" for c in name)
+    named = cleaned if cleaned[:1].isascii() and cleaned[:1].isalnum() else f"t{cleaned}"
+    return named[:128]
 
 
 def open_configured(table: TableConfig, config: Config) -> OpenedTable:

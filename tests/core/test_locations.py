@@ -110,3 +110,28 @@ def test_on_s3_a_missing_file_costs_one_head_when_opened(s3_server: S3Server) ->
 )
 def test_a_path_without_its_file_system(path: str, bare: str | None) -> None:
     assert without_file_system(path) == bare
+
+
+@pytest.mark.parametrize(
+    ("uri", "encoded", "path"),
+    [
+        # what tables list and lakestats writes: not percent-encoded, to the end
+        ("file:///w/a#b/x.parquet", False, "/w/a#b/x.parquet"),
+        ("file:///w/a?b=1/x.parquet", False, "/w/a?b=1/x.parquet"),
+        ("file:///w/a%20b/x.parquet", False, "/w/a%20b/x.parquet"),
+        ("file://localhost/w/a#b", False, "/w/a#b"),
+        ("file:/w/a#b", False, "/w/a#b"),
+        # what a user writes: percent-decoded
+        ("file:///w/a%23b", True, "/w/a#b"),
+        ("file:///w/a%20b", True, "/w/a b"),
+        ("/w/a#b?c%20d", True, "/w/a#b?c%20d"),  # a plain path is a path
+    ],
+)
+def test_a_file_uri_is_a_path_to_its_end(uri: str, encoded: bool, path: str) -> None:
+    """``#`` and ``?`` in a folder's name are characters, not a fragment or a query: read
+    as those, ``file:///w/t#b`` was ``/w/t`` — another table."""
+    assert locations.local_path(uri, percent_encoded=encoded) == Path(path)
+
+
+def test_a_file_uri_on_another_host_is_remote() -> None:
+    assert locations.local_path("file://nas/w/a#b") is None

@@ -9,7 +9,7 @@ import pytest
 
 from lakestats.config import Config, load_config
 from lakestats.exceptions import ConfigError
-from lakestats.tables import open_table
+from lakestats.tables import open_table, resolve_table
 from lakestats.testing import IcebergWarehouse
 
 
@@ -41,3 +41,21 @@ def test_an_unknown_format_is_a_config_error_naming_the_key(tmp_path: Path) -> N
     path.write_text('[[table]]\nname = "t"\nlocation = "/x"\nformat = "hudi"\n')
     with pytest.raises(ConfigError, match=r"table\[0\]\.format: unknown table format 'hudi'"):
         load_config(path, env={})
+
+
+@pytest.mark.parametrize(
+    ("folder", "name"),
+    [
+        ("sales", "sales"),
+        ("données 2024", "donn_es_2024"),
+        ("表", "t_"),
+        ("#b", "t_b"),
+        ("x" * 300, "x" * 128),
+    ],
+)
+def test_a_table_opened_by_path_is_named_by_its_folder_as_a_config_would_allow(
+    tmp_path: Path, folder: str, name: str
+) -> None:
+    """A name the config's rule refuses (non-ASCII letters, over 128 characters) was a
+    validation traceback for the whole command."""
+    assert resolve_table(str(tmp_path / folder), Config()).name == name

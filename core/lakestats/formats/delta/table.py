@@ -121,7 +121,10 @@ class DeltaLakeTable:
 
     @property
     def location(self) -> str:
-        return self._uri
+        # a local table's plain path, as Iceberg's and Paimon's: its ``file:`` URI (``_uri``,
+        # which names data files) is not percent-encoded, and a reader of a location (the
+        # sidecar publisher, the store) would decode a ``%20`` in a folder's name
+        return self._location.uri
 
     def __repr__(self) -> str:
         return f"DeltaLakeTable({self._location.uri!r})"
