@@ -647,7 +647,7 @@ def _cmd_forget(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     report = forget_folder(config, args.folder, dry_run=args.dry_run)
     folder = report.folder
     what = f"table {folder.table}, " if folder.table else ""
-    where = f"{what}{folder.location}" if folder.location else f"{what}no state"
+    where = f"{what}{folder.location or 'no state'}"
     if report.dry_run:
         for rel in report.files:
             print(f"  would delete {rel}", file=out)

@@ -3,35 +3,22 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
+from test_cli_ops import run
 
-from lakestats.cli import main
 from lakestats.config import load_config
 from lakestats.store.folders import StoreFolder
 from lakestats.unclaimed import Claims, forget_folder, forget_refusal
 
 GRACE_S = 60
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    old = sys.stderr
-    sys.stderr = err
-    try:
-        code = main(list(args), out=out)
-    finally:
-        sys.stderr = old
-    return code, out.getvalue(), err.getvalue()
 
 
 def write_config(tmp_path: Path, location: Path, name: str = "sales") -> Path:

@@ -266,6 +266,12 @@ def remove(path: PathLike) -> bool:
     return True
 
 
+def is_plain_name(name: str) -> bool:
+    """Whether ``name`` is one folder name under a root: not empty, no separator or NUL,
+    not hidden (so neither ``.`` nor ``..``)."""
+    return bool(name) and not name.startswith(".") and not any(c in name for c in "/\\\0")
+
+
 def remove_empty_dirs(directory: PathLike) -> None:
     """Remove ``directory`` and the folders below it that are empty (deepest first); on
     an object store, their folder markers. A folder something was written into meanwhile

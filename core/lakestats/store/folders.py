@@ -15,6 +15,7 @@ from pathlib import Path
 
 from lakestats.exceptions import LakestatsError
 from lakestats.store import atomic, statelog
+from lakestats.store.store import list_files
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ def folder_names(state_dir: str | Path) -> list[str]:
 
 def check_folder_name(name: str) -> None:
     """A bare folder name under the state dir: no separators, not hidden, not ``..``."""
-    if not name or name.startswith(".") or any(c in name for c in "/\\\0"):
+    if not atomic.is_plain_name(name):
         raise ValueError(
             f"{name!r} is not a stats folder name (a name that `lakestats status` lists, "
             "without a path)"
@@ -101,8 +102,7 @@ def folder_files(state_dir: str | Path, name: str) -> list[str]:
         f"{statelog.LOG_DIR}/{statelog.version_file_name(v)}"
         for v in statelog.list_versions(table_dir)
     ]
-    kept = set(versions)
-    return versions + [rel for rel in atomic.list_tree(table_dir) if rel not in kept]
+    return versions + list_files(table_dir)
 
 
 def delete_folder(state_dir: str | Path, name: str, files: list[str]) -> int:

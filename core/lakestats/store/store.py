@@ -157,12 +157,7 @@ def list_files(table_dir: atomic.PathLike) -> list[str]:
 
 
 def _check_table_id(table_id: str) -> None:
-    if (
-        not table_id
-        or table_id in (".", "..")
-        or any(c in table_id for c in "/\\\0")
-        or table_id.startswith(".")
-    ):
+    if not atomic.is_plain_name(table_id):
         raise ValueError(f"table id {table_id!r} cannot be used as a folder name")
 
 
