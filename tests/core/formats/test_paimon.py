@@ -434,6 +434,43 @@ class TestPypaimonTables:
         s = shown["columns"]["s"]
         assert (s["null_count"], s["min"], s["max"]) == (0, "a", "z")
 
+    def test_a_partition_column_stays_exact_under_deletion_vectors_without_sketches(
+        self, tmp_path: Path
+    ) -> None:
+        """Readers fill a partition column from the entry's partition row, so every live
+        row of a file holds its value: with rows deleted by vectors and no data read, the
+        column's null count and bounds are still the live rows' (a partition whose rows
+        are all deleted gives no bound), while other columns' are not kept."""
+        warehouse = PaimonWarehouse(tmp_path / "wh")
+        columns = [("id", "long"), ("p", "string"), ("v", "double")]
+        location = warehouse.create("t", columns, partition_keys=["p"], options=DATA_EVOLUTION)
+        ids = list(range(30))
+        parts = ["a", "b", "z", None, "b", "a"]
+        warehouse.write(
+            "t", {"id": ids, "p": [parts[i % 6] for i in ids], "v": [i / 3 for i in ids]}
+        )
+        row_ids = warehouse.row_ids("t", "id")
+        warehouse.delete_rows("t", [row_ids[i] for i in ids if parts[i % 6] == "z"])
+        warehouse.delete_rows("t", [row_ids[i] for i in (0, 1, 3)])
+        live = warehouse.read("t")
+        assert "z" not in live.column("p").to_pylist() and live.num_rows == 30 - 5 - 3
+
+        state = ["--state-dir", str(tmp_path / "state")]
+        code, _, err = run_cli("analyze", "--quiet", "--no-sketches", *state, str(location))
+        assert (code, err) == (0, "")
+        code, out, _ = run_cli("show", "--json", *state, str(location))
+        shown = json.loads(out)
+        assert shown["merged_record_count"] == live.num_rows
+        p = shown["columns"]["p"]
+        present = live.column("p").drop_null()
+        assert (p["null_count"], p["min"], p["max"], p["min_max_exact"]) == (
+            live.column("p").null_count,
+            pc.min(present).as_py(),
+            pc.max(present).as_py(),
+            True,
+        )
+        assert shown["columns"]["v"]["min"] is None  # the manifest's counted deleted rows
+
 
 _NEW_FIELDS = {"_VALUE_STATS_COLS", "_EXTERNAL_PATH", "_FIRST_ROW_ID", "_WRITE_COLS"}
 

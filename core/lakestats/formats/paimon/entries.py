@@ -26,6 +26,7 @@ from lakestats.model import (
     FileContent,
     PartitionField,
     PartitionKey,
+    constant_metrics,
 )
 
 ADD = 0
@@ -130,24 +131,18 @@ class EntryConverter:
         self._options = options
         self._current = current
 
-    def partition_key(self, entry: ManifestEntry) -> PartitionKey:
+    def _partition(self, entry: ManifestEntry) -> tuple[list[PaimonField], tuple[Any, ...]]:
         schema = self._schema_of(entry.schema_id)
         if not schema.partition_keys:
-            return UNPARTITIONED
+            return [], ()
         fields = _fields(schema, schema.partition_keys, "partition key")
-        values = _decode(entry.partition, fields, "partition")
-        return PartitionKey(
-            spec_id=0,
-            values=tuple((f.name, v) for f, v in zip(fields, values, strict=True)),
-            fields=tuple(PartitionField(f.field_id, f.type.iceberg_type or "") for f in fields),
-        )
+        return fields, _decode(entry.partition, fields, "partition")
 
-    def relative_path(self, entry: ManifestEntry) -> str:
-        schema = self._schema_of(entry.schema_id)
+    def _relative_path(
+        self, entry: ManifestEntry, fields: Sequence[PaimonField], values: Sequence[Any]
+    ) -> str:
         parts = []
-        if schema.partition_keys:
-            fields = _fields(schema, schema.partition_keys, "partition key")
-            values = _decode(entry.partition, fields, "partition")
+        if fields:
             legacy = self._options.get("partition.legacy-name", "true").lower() == "true"
             default = self._options.get("partition.default-name", DEFAULT_PARTITION_NAME)
             parts = [
@@ -158,16 +153,23 @@ class EntryConverter:
 
     def data_file(self, entry: ManifestEntry) -> DataFile:
         schema = self._schema_of(entry.schema_id)
-        path = entry.external_path or self._locate(self.relative_path(entry), entry.file_name)
+        fields, values = self._partition(entry)
+        relative = self._relative_path(entry, fields, values)
+        path = entry.external_path or self._locate(relative, entry.file_name)
+        constants = _constants(fields, values)
+        metrics = self._metrics(entry, schema)
+        for field_id, value in constants.items():
+            metrics[field_id] = constant_metrics(value, entry.row_count)
         return DataFile(
             path=path,
             content=FileContent.DATA,
             file_format=_file_format(entry.file_name, self._options),
             record_count=entry.row_count,
             file_size_bytes=entry.file_size,
-            partition=self.partition_key(entry),
-            columns=self._metrics(entry, schema),
+            partition=_partition_key(fields, values),
+            columns=metrics,
             field_ids=frozenset(c.field_id for c in schema.table_schema.columns),
+            constants=constants,
         )
 
     def _metrics(self, entry: ManifestEntry, schema: PaimonSchema) -> dict[int, ColumnMetrics]:
@@ -222,6 +224,31 @@ class EntryConverter:
             self._options.get("metadata.stats-mode", _DEFAULT_STATS_MODE),
         )
         return bool(_TRUNCATE.match(mode))
+
+
+def _partition_key(fields: Sequence[PaimonField], values: Sequence[Any]) -> PartitionKey:
+    if not fields:
+        return UNPARTITIONED
+    return PartitionKey(
+        spec_id=0,
+        values=tuple((f.name, v) for f, v in zip(fields, values, strict=True)),
+        fields=tuple(PartitionField(f.field_id, f.type.iceberg_type or "") for f in fields),
+    )
+
+
+def _constants(fields: Sequence[PaimonField], values: Sequence[Any]) -> dict[int, Any]:
+    """Field id → the value every row of the file holds in that partition column.
+
+    Paimon's readers fill partition columns from the entry's partition row, not the file
+    (Java's ``PartitionInfo``), so the stats take them from it too, exact whatever rows are
+    deleted. Left out: a type lakestats does not keep, and nanosecond timestamps (decoded
+    to microseconds)."""
+    return {
+        f.field_id: v
+        for f, v in zip(fields, values, strict=True)
+        if f.type.iceberg_type is not None
+        and not (f.type.root in _NANO_ROOTS and f.type.precision > 6)
+    }
 
 
 _WIDENINGS = frozenset({("int", "long"), ("float", "double")})
