@@ -485,11 +485,11 @@ def _cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         headers = ["table", "format", "stats at", "table at", "behind", "newest", "oldest"]
         out.write(render_table([*headers, "last error"], rows, wide_last=True, wide_first=True))
     if unclaimed and not args.json:
-        _print_unclaimed(unclaimed, out)
+        _print_unclaimed(unclaimed, out, configured=bool(config.table))
     return EXIT_ERROR if any(d["last_error"] for d in docs) else EXIT_OK
 
 
-def _print_unclaimed(folders: Sequence[StoreFolder], out: TextIO) -> None:
+def _print_unclaimed(folders: Sequence[StoreFolder], out: TextIO, *, configured: bool) -> None:
     from lakestats.freshness import describe_age  # noqa: PLC0415
 
     now_ms = time.time() * 1000
@@ -506,11 +506,13 @@ def _print_unclaimed(folders: Sequence[StoreFolder], out: TextIO) -> None:
         ]
         for f in folders
     ]
-    print(
-        "\nstats folders no configured table uses (a table moved or left the config);\n"
-        "`lakestats forget FOLDER` deletes one:",
-        file=out,
+    why = (
+        "stats folders no configured table uses (a table moved or left the config)"
+        if configured
+        # by-path use: nothing claims a folder, so this lists tables still in use too
+        else "stats folders (no table is configured: tables analyzed by path are listed too)"
     )
+    print(f"\n{why};\n`lakestats forget FOLDER` deletes one:", file=out)
     headers = ["folder", "table", "format", "stats at", "files", "size", "written", "location"]
     out.write(render_table(headers, rows, wide_last=True, wide_first=True))
 

@@ -80,6 +80,7 @@ from lakestats.sketches.frequent import empty_frequent_items, normalize_frequent
 from lakestats.sketches.hashing import ANSI_OFF, theta_input_sql
 from lakestats.sketches.key import key_sql
 from lakestats.sketches.merge import empty_kll, empty_theta, kll_count, normalize_theta
+from lakestats.sketches.spark import first_line as spark_first_line
 from lakestats.sketches.spark import stop_reason
 from lakestats.sketches.spec import TypeSpec, type_spec, validate_sketch_settings
 from lakestats.sketches.value_sample import (
@@ -466,7 +467,13 @@ def warm_arrow_workers(spark: Any, timeout_s: float) -> bool:
     if _arrow_unusable_on(spark):
         return False
     sc.setJobGroup(WARM_GROUP, "lakestats: start the Python workers (Arrow engine)", True)
-    cancel = threading.Timer(timeout_s, sc.cancelJobGroup, [WARM_GROUP])
+    timed_out = threading.Event()
+
+    def give_up() -> None:
+        timed_out.set()
+        sc.cancelJobGroup(WARM_GROUP)
+
+    cancel = threading.Timer(timeout_s, give_up)
     cancel.daemon = True
     started = time.perf_counter()
     cancel.start()
@@ -476,7 +483,13 @@ def warm_arrow_workers(spark: Any, timeout_s: float) -> bool:
         if worker_cannot_run(str(exc)):
             _mark_arrow_unusable(sc, exc)
         else:
-            _log.warning("arrow_workers_not_warmed", error=str(exc).strip().splitlines()[0][:300])
+            error = (
+                f"no Python worker answered within {timeout_s:g}s (spark.executor_wait_s); "
+                "the first sketch job starts them"
+                if timed_out.is_set()
+                else spark_first_line(exc)[:300]
+            )
+            _log.warning("arrow_workers_not_warmed", error=error)
         return False
     finally:
         cancel.cancel()

@@ -180,6 +180,12 @@ def test_a_table_taken_out_of_the_config_leaves_a_folder_forget_deletes(tmp_path
     (tmp_path / "lakestats.toml").write_text(f'state_dir = "{tmp_path / "state"}"\n')
     code, out, _ = run("status", "--config", str(config))
     assert code == 0 and "no tables configured" in out and folder.name in out
+    # without a table in the config, nothing claims a folder: by-path use lists them all
+    assert "no table is configured: tables analyzed by path are listed too" in out
+    code, out, _ = run(
+        "analyze", str(table), "--state-dir", str(tmp_path / "state"), "--no-sketches"
+    )
+    assert code == 0 and [folder] == list((tmp_path / "state").iterdir())
     # the library call, at a time past the grace period rather than files made old
     report = forget_folder(
         load_config(config), folder.name, now_ms=int(time.time() * 1000) + 3_600_001

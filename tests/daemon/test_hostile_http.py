@@ -12,14 +12,14 @@ from __future__ import annotations
 import random
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
 
 import pyarrow as pa
 import pytest
-from lakestatsd_harness import DaemonProcess
+from lakestatsd_harness import DaemonProcess, daemon_env
 
 from lakestats.config import Config, TableConfig
 from lakestats.exceptions import SnapshotNotFoundError
@@ -59,17 +59,25 @@ location = "{location}"
 """
 
 
-@pytest.fixture
-def daemon(tmp_path: Path, run_daemon: Runner) -> DaemonProcess:
-    wh = IcebergWarehouse(tmp_path / "wh")
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
+    """One daemon for the module (its tests only send requests): a start costs seconds."""
+    root = tmp_path_factory.mktemp("hostile")
+    wh = IcebergWarehouse(root / "wh")
     wh.create_table("t", pa.schema([("id", pa.int64())]))
     wh.append("t", {"id": [1, 2, 3]})
-    started = run_daemon(config_text(tmp_path / "state", wh.location("t")))
-    deadline = time.monotonic() + 30
-    while started.request("GET", "/v1/tables/t/stats").status != 200:
-        assert time.monotonic() < deadline, started.tail()
-        time.sleep(0.1)
-    return started
+    config = root / "lakestatsd.toml"
+    config.write_text(config_text(root / "state", wh.location("t")))
+    started = DaemonProcess(config, root / "daemon.log", daemon_env())
+    try:
+        started.start()
+        deadline = time.monotonic() + 30
+        while started.request("GET", "/v1/tables/t/stats").status != 200:
+            assert time.monotonic() < deadline, started.tail()
+            time.sleep(0.1)
+        yield started
+    finally:
+        started.close()
 
 
 def raw(daemon: DaemonProcess, data: bytes, *, wait_s: float = 10) -> tuple[bytes, float]:

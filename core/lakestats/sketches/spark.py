@@ -97,6 +97,9 @@ class SparkSettings:
 
 
 _lock = threading.Lock()
+# Held while a session given up by ``stop_spark`` is being stopped (outside ``_lock``: a stop
+# can take seconds); a new session waits for it, else Spark hands back the dying context.
+_stopping = threading.Lock()
 _session: Any = None
 _session_settings: SparkSettings | None = None
 _created_at = 0.0  # time.perf_counter() when the current session was created
@@ -108,6 +111,13 @@ _stop_reason: str | None = None
 # worker) must not be killed with its application over and over.
 _executor_wait_failures = 0
 _MAX_EXECUTOR_WAIT_DOUBLINGS = 3
+# Standalone masters that may have just (re)started: found unreachable, or their session was
+# given up as unusable (a restarted master no longer knows the application). A master that
+# has just opened its port is still in STANDBY for a moment (about two seconds here) and
+# ignores an application's registration without answering; Spark's client then waits 20 s
+# (hard-coded) before it asks again. The next session waits this long before registering.
+_masters_to_settle: set[str] = set()
+MASTER_SETTLE_S = 3.0
 
 
 def spark_started_since(moment: float) -> bool:
@@ -137,6 +147,8 @@ def get_spark(settings: SparkSettings | None = None) -> Any:
                     requested_master=wanted.master,
                 )
             return _session
+        with _stopping:  # a session stop_spark gave up is gone first
+            pass
         _session = _create(wanted)
         _session_settings = wanted
         _stop_reason = None  # it named the session before this one
@@ -184,7 +196,10 @@ def executor_count(session: Any) -> int | None:
 
 def probe_master(master: str, timeout_s: float = 3.0) -> None:
     """Fail fast, in one line, when no standalone master of ``spark://h:p[,h2:p2]`` accepts
-    a connection (Spark itself retries for a minute, then stops the context)."""
+    a connection (Spark itself retries for a minute, then stops the context). The first
+    probe that reaches a master found unreachable before, or whose session was given up
+    (``stop_spark(reason)``), waits ``MASTER_SETTLE_S``: a master just started ignores
+    registrations for a moment."""
     if not master.startswith("spark://"):
         return
     errors = []
@@ -192,9 +207,15 @@ def probe_master(master: str, timeout_s: float = 3.0) -> None:
         host, _, port = address.rpartition(":")
         try:
             with socket.create_connection((host, int(port)), timeout=timeout_s):
-                return
+                pass
         except (OSError, ValueError) as exc:
             errors.append(f"{address}: {getattr(exc, 'strerror', None) or exc}")
+            continue
+        if master in _masters_to_settle:
+            _masters_to_settle.discard(master)
+            time.sleep(MASTER_SETTLE_S)  # maybe just started: let it leave STANDBY first
+        return
+    _masters_to_settle.add(master)
     raise SparkUnavailableError(f"Spark master {master} is unreachable ({'; '.join(errors)})")
 
 
@@ -206,11 +227,17 @@ def stop_spark(reason: str | None = None) -> None:
     """
     global _session, _session_settings, _stop_reason  # noqa: PLW0603 - the process-wide singleton
     with _lock:
+        if reason is not None and _session_settings is not None:
+            _masters_to_settle.add(_session_settings.master)
         session, _session, _session_settings = _session, None, None
         if reason is not None:
             _stop_reason = reason
-    if session is not None:
-        _discard(session)  # a dead context or gateway has nothing left to stop
+        _stopping.acquire()
+    try:
+        if session is not None:
+            _discard(session)  # a dead context or gateway has nothing left to stop
+    finally:
+        _stopping.release()
 
 
 def stop_reason() -> str | None:

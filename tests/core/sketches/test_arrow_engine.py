@@ -13,6 +13,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 import random
+import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
@@ -513,6 +515,30 @@ def test_warm_skips_a_context_whose_workers_cannot_run_the_engine(spark: Any) ->
         assert logs == []
     finally:
         del pipeline._arrow_unusable[id(sc)]
+
+
+def test_warm_that_finds_no_free_worker_in_time_says_so(spark: Any) -> None:
+    """Both task slots of the session busy with another job: the warm-up job gets no
+    worker within its limit, is cancelled, and the warning says that (not Py4J's "An
+    error occurred while calling …"); the other job is not cancelled with it."""
+    sc = spark.sparkContext
+    slots = sc.defaultParallelism
+    # a lambda (pickled by value: the workers cannot import this test module)
+    hold = sc.parallelize(range(slots), slots).mapPartitions(lambda r: (time.sleep(4), r)[1])
+    counted: list[int] = []
+    busy = threading.Thread(target=lambda: counted.append(hold.count()))
+    busy.start()
+    deadline = time.monotonic() + 60
+    while len(sc.statusTracker().getActiveJobsIds()) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        with capture_logs() as logs:
+            assert warm_arrow_workers(spark, timeout_s=0.5) is False
+    finally:
+        busy.join(60)
+    (warning,) = [e for e in logs if e["event"] == "arrow_workers_not_warmed"]
+    assert warning["error"].startswith("no Python worker answered within 0.5s"), warning
+    assert counted == [slots]
 
 
 # -- row positions deleted: applied in the task ---------------------------------------------------

@@ -1,14 +1,25 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lakestats.sketches.spark import FIELD_ID_READ_KEY, SparkSettings, get_spark
+import lakestats.sketches.spark as spark_module
+from lakestats.exceptions import SparkUnavailableError
+from lakestats.sketches.spark import (
+    FIELD_ID_READ_KEY,
+    MASTER_SETTLE_S,
+    SparkSettings,
+    get_spark,
+    probe_master,
+)
 
 
 def test_settings_are_frozen_and_force_field_id_reading() -> None:
@@ -72,3 +83,63 @@ def test_a_context_spark_stopped_itself_is_recreated(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "recovered" in done.stdout
+
+
+def test_a_master_that_comes_back_gets_a_moment_to_leave_standby(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A real port on 127.0.0.1, closed then listening: the probe fails in one line, and
+    the first probe that reaches it after that waits ``MASTER_SETTLE_S`` (Spark's client
+    would wait 20 s after a registration a master in STANDBY ignored); later ones do not.
+    (``time.sleep`` is recorded rather than slept.)"""
+    slept: list[float] = []
+    monkeypatch.setattr(spark_module.time, "sleep", slept.append)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+    master = f"spark://127.0.0.1:{port}"
+    with pytest.raises(SparkUnavailableError, match=r"is unreachable \(127\.0\.0\.1:\d+: "):
+        probe_master(master)
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", port))
+        listening.listen()
+        probe_master(master)
+        assert slept == [MASTER_SETTLE_S]
+        probe_master(master)
+        assert slept == [MASTER_SETTLE_S]
+
+
+def test_a_new_session_waits_for_the_one_given_up_to_be_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A supervisor gives a session up (``stop_spark(reason)``) and stops it outside the
+    lock; a run asking for Spark meanwhile gets a new session only after that stop ended
+    (Spark would hand back the dying context: "'NoneType' object has no attribute 'sc'"),
+    and registers with the master only after it had time to settle. Spark's session
+    is replaced by recording fakes here: the race cannot be timed with a real one."""
+    events: list[str] = []
+    discarding = threading.Event()
+
+    def slow_discard(session: Any) -> None:
+        events.append("stop started")
+        discarding.set()
+        time.sleep(0.3)
+        events.append("stop done")
+
+    def create(settings: SparkSettings) -> Any:
+        events.append("create")
+        return object()
+
+    master = "spark://127.0.0.1:7077"
+    monkeypatch.setattr(spark_module, "_session", object())
+    monkeypatch.setattr(spark_module, "_session_settings", SparkSettings(master=master))
+    monkeypatch.setattr(spark_module, "_discard", slow_discard)
+    monkeypatch.setattr(spark_module, "_create", create)
+    monkeypatch.setattr(spark_module, "_masters_to_settle", set())
+    stopper = threading.Thread(target=spark_module.stop_spark, args=("no executor for 4s",))
+    stopper.start()
+    assert discarding.wait(10)
+    get_spark(SparkSettings(master=master))
+    stopper.join(10)
+    assert events == ["stop started", "stop done", "create"]
+    assert spark_module._masters_to_settle == {master}
