@@ -27,10 +27,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # `make test` hands whole files to two workers in collection order
+    # `make test` hands whole files to its workers in collection order
     # (`--dist loadfile --no-loadscope-reorder`): the files with long-running (`slow`)
-    # tests go first, so that none is left to run alone at the end while the other worker
-    # idles.
+    # tests go first, so that none is left to run alone at the end while the other
+    # workers idle.
     if hasattr(config, "workerinput"):
         slow_files = {item.path for item in items if item.get_closest_marker("slow")}
         items.sort(key=lambda item: item.path not in slow_files)
