@@ -17,8 +17,8 @@ The model (docs/sketches.md, "Selectivity"):
   bucket: all its rows), at most twice the sketch's maximum error when the frequent list
   is complete; 0 outside [min, max]. ``IN``: the sum over its distinct values.
 * A column without a histogram (strings, binary, booleans): ``=``/``IN`` from the NDV
-  (``non-null rows / ndv`` per value), booleans from the true/false counts; ranges on it
-  are a ``LakestatsError``.
+  (``non-null rows / ndv`` per value; 0 outside a string column's exact [min, max]),
+  booleans from the true/false counts; ranges on it are a ``LakestatsError``.
 
 Constants are given as Python values of the column's type or as their JSON form
 (``"2024-01-31"`` for a date, ``"12.50"`` for a decimal), as ``show --json`` prints them.
@@ -117,12 +117,32 @@ def _rows_without_histogram(column: dict[str, Any], predicate: Predicate, non_nu
     ndv = column.get("ndv")
     if non_null <= 0:
         return 0.0
+    values = set(predicate.values)
+    bounds = _exact_string_bounds(column)
+    if bounds is not None:
+        values = {v for v in values if not isinstance(v, str) or bounds[0] <= v <= bounds[1]}
+        if not values:
+            return 0.0  # every constant is outside [min, max]
     if not ndv:  # every row would be a bound, not an estimate
         raise PredicateError(
             f"column {predicate.column!r} has no NDV (its stats were computed without "
             "sketches): = and IN cannot be estimated"
         )
-    return min(non_null, non_null / float(ndv) * len(set(predicate.values)))
+    # no theta sketch counts the empty string (Iceberg's convention: an empty buffer is
+    # not hashed); an exact min of "" says the column holds one value more than its NDV
+    distinct = float(ndv) + (1.0 if bounds is not None and bounds[0] == "" else 0.0)
+    return min(non_null, non_null / distinct * len(values))
+
+
+def _exact_string_bounds(column: dict[str, Any]) -> tuple[str, str] | None:
+    """A string column's min and max when they are exact (not cut by the writer): Python
+    orders str by code point, as Spark and Iceberg order strings by their UTF-8 bytes."""
+    low, high = column.get("min"), column.get("max")
+    if column.get("type") != "string" or not column.get("min_max_exact"):
+        return None
+    if not isinstance(low, str) or not isinstance(high, str):
+        return None
+    return low, high
 
 
 def _frequent_values(

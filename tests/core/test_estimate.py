@@ -683,3 +683,42 @@ def test_a_range_error_offers_what_the_column_can_estimate() -> None:
         selectivity(doc, Predicate("n", "<", (3,)))
     with pytest.raises(PredicateError, match="has no NDV"):
         selectivity(doc, Predicate("n", "=", (3,)))
+
+
+@pytest.mark.parametrize("sketches", [True, False], ids=["sketched", "metadata-only"])
+def test_string_equality_outside_the_exact_bounds_is_none_and_the_empty_string_counts(
+    spark: Any, tmp_path: Path, sketches: bool
+) -> None:
+    """A string column has no histogram: = and IN come from the NDV, but a constant outside
+    its exact [min, max] matches no row (without sketches too), and the empty string, which
+    no theta sketch counts (Iceberg's convention), is one distinct value more when the
+    exact min says the column holds it. Oracle: pyarrow over the table's scan."""
+    warehouse = IcebergWarehouse(tmp_path / "wh")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("s", pa.string())])
+    warehouse.create_table("t", schema)
+    values = ["", "b", "c", None, "b", "c", "c", "b"]
+    warehouse.append("t", pa.table({"id": list(range(80)), "s": values * 10}, schema=schema))
+    location = warehouse.location("t")
+    config = Config(state_dir=str(tmp_path / "state"), sketch=SketchConfig(enabled=sketches))
+    lakestats.analyze_table(location, config=config)
+    doc = lakestats.read_stats(location, config=config)
+    data = warehouse.table("t").scan().to_arrow()
+    column = doc["columns"]["s"]
+    assert (column["min"], column["max"], column["min_max_exact"]) == ("", "c", True)
+    rows = doc["record_count"]
+    for outside in (Predicate("s", "=", ("d",)), Predicate("s", "in", ("cc", "zz"))):
+        assert exact_count(data, outside) == 0
+        assert selectivity(doc, outside) == 0.0
+    if not sketches:
+        with pytest.raises(PredicateError, match="has no NDV"):
+            selectivity(doc, Predicate("s", "=", ("b",)))
+        return
+    distinct = pc.count_distinct(data.column("s").drop_null()).as_py()
+    assert column["ndv"] == distinct - 1  # "" is in no sketch
+    non_null = rows - data.column("s").null_count
+    for value in ("", "b", "c"):
+        predicate = Predicate("s", "=", (value,))
+        assert selectivity(doc, predicate) * rows == pytest.approx(non_null / distinct)
+    mixed = Predicate("s", "in", ("", "c", "zz"))
+    assert selectivity(doc, mixed) * rows == pytest.approx(2 * non_null / distinct)
+    assert exact_count(data, mixed) == 40
