@@ -3,9 +3,10 @@
 ``parse_predicate("price BETWEEN 10 AND 20")`` reads one comparison;
 ``parse_conjunction("region = 'emea' AND price < 10")`` reads comparisons joined by ``AND``
 (the ``AND`` of a ``BETWEEN`` and any inside quotes belong to their comparison). Quoted
-constants are strings (dates, timestamps, decimals, text, as ``show --json`` prints them),
-others numbers or true/false. Every reading failure is a one-line ``PredicateError`` that
-quotes the text; nothing is guessed (an ``IN`` list is constants and commas, no more).
+constants are strings (dates, timestamps, decimals, text, as ``show --json`` prints them;
+SQL's ``DATE '…'`` and ``TIMESTAMP '…'`` too), others numbers or true/false. Every reading
+failure is a one-line ``PredicateError`` that quotes the text; nothing is guessed (an
+``IN`` list is constants and commas, no more).
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ class Predicate:
     values: tuple[Any, ...] = ()
 
 
-_LITERAL = r"""(?:'(?:[^']|'')*'|[-+]?[0-9.eE+-]+|true|false)"""
+# SQL's typed literals (DATE '2024-01-31', TIMESTAMP '2024-01-31 10:00:00') read as their
+# quoted text: the column's type decides what a constant is, as for a bare quoted one
+_TYPED = r"(?:date|timestamp(?:_ntz|_ltz)?)\s*"
+_LITERAL = rf"""(?:(?:{_TYPED})?'(?:[^']|'')*'|[-+]?[0-9.eE+-]+|true|false)"""
 _LIST = re.compile(rf"^\s*{_LITERAL}\s*(?:,\s*{_LITERAL}\s*)*$", re.I)
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("is not null", re.compile(r"^(?P<col>\S+)\s+is\s+not\s+null$", re.I)),
@@ -106,6 +110,7 @@ def split_conjunction(text: str) -> list[str]:
 
 
 def _literal(token: str) -> Any:
+    token = re.sub(rf"^{_TYPED}(?=')", "", token, flags=re.I)
     if token.startswith("'"):
         return token[1:-1].replace("''", "'")
     if token.lower() in ("true", "false"):

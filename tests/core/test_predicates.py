@@ -37,6 +37,22 @@ def test_conjunctions_are_cut_at_the_ands_that_join_comparisons() -> None:
     assert parse_conjunction("  price IS NOT NULL  ") == (Predicate("price", "is not null"),)
 
 
+def test_sql_typed_literals_read_as_their_text() -> None:
+    """DATE '…' and TIMESTAMP '…' (any case, with or without a space) are the quoted text:
+    the column's type reads it, as a bare quoted constant."""
+    assert parse_conjunction(
+        "d = DATE '2024-01-31' AND t BETWEEN timestamp '2024-01-01 00:00:00' AND "
+        "TIMESTAMP_NTZ'2024-02-01' AND d IN (date '2024-01-01', '2024-01-02')"
+    ) == (
+        Predicate("d", "=", ("2024-01-31",)),
+        Predicate("t", "between", ("2024-01-01 00:00:00", "2024-02-01")),
+        Predicate("d", "in", ("2024-01-01", "2024-01-02")),
+    )
+    for text in ("d = DATE 5", "d = DATE", "d = DAY '2024-01-01'"):
+        with pytest.raises(PredicateError, match="cannot read predicate"):
+            parse_predicate(text)
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
