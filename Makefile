@@ -32,7 +32,7 @@ lint: install
 
 # Three pytest-xdist workers, each with its own SparkSession, take whole test files. Much
 # of the suite waits on processes and JVMs (daemons killed and restarted, Spark clusters
-# coming up), so a third worker on 2 cores takes the time from ~14.5 to ~12 minutes.
+# coming up), so a third worker on 2 cores takes the time from ~15 to ~13 minutes.
 # `TEST_ARGS=` runs it in one process; `make test TEST_ARGS="-n 0 -k name"` picks tests.
 TEST_ARGS ?= -n 3 --dist loadfile --no-loadscope-reorder
 
