@@ -24,7 +24,7 @@ from lakestats.model import (
     PartitionKey,
     SketchSettings,
 )
-from lakestats.sketches.frequent import merge_frequent_items
+from lakestats.sketches.frequent import DOUBLES, kind_of, merge_frequent_items
 from lakestats.sketches.merge import merge_kll, union_theta
 from lakestats.sketches.value_sample import union_value_samples
 
@@ -172,11 +172,15 @@ def _merge_value_samples(
 
 
 def _merge_frequent_items(parts: Sequence[ColumnAggregate]) -> bytes | None:
-    """Merge of the parts' frequent-items sketches; None as for value samples."""
-    sketched = [p for p in parts if p.kll is not None]
+    """Merge of the parts' frequent-items sketches; None as for value samples (a string
+    column's parts are the sketched ones, those with a theta sketch)."""
+    kind = kind_of(parts[-1].type)
+    if kind is None:
+        return None
+    sketched = [p for p in parts if (p.kll if kind == DOUBLES else p.theta) is not None]
     if not sketched or any(p.frequent_items is None for p in sketched):
         return None
-    return merge_frequent_items(p.frequent_items for p in sketched)
+    return merge_frequent_items((p.frequent_items for p in sketched), kind)
 
 
 def _merge_column_maps(

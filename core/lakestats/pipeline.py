@@ -829,10 +829,11 @@ def _plan_sql(
         if spec.kll:
             projections.append((f"k{i}", _kll_input_sql(spec, v)))
             aggregates.append((f"kll{i}", f"kll_sketch_agg_double(k{i}, {settings.kll_k})"))
-        if spec.kll and settings.frequent_items:
-            # frequent values (sketches/frequent.py); NULLs (NaN) are not counted
-            items = settings.frequent_items
-            aggregates.append((f"fi{i}", f"approx_top_k_accumulate(k{i}, {items}).sketch"))
+        if spec.frequent and settings.frequent_items:
+            # frequent values (sketches/frequent.py) of the KLL double or the string;
+            # NULLs (NaN) are not counted
+            items, counted = settings.frequent_items, f"k{i}" if spec.kll else f"v{i}"
+            aggregates.append((f"fi{i}", f"approx_top_k_accumulate({counted}, {items}).sketch"))
         if spec.kll and theta is not None and settings.value_samples:
             # the theta sketch's keys carrying their value: NDV by value range
             # (sketches/value_sample.py); NULL values (NaN) are skipped, as by KLL
@@ -1031,10 +1032,10 @@ def _column_sketch(row: Any, p: _Planned, settings: SketchSettings) -> ColumnSke
         values["theta"] = normalize_theta(bytes(row[f"theta{i}"]))
     if kll is not None:
         values["kll"] = kll
-    if spec.kll and settings.frequent_items:
+    if spec.frequent and settings.frequent_items:
         sketch = row[f"fi{i}"]
         values["frequent_items"] = normalize_frequent_items(
-            None if sketch is None else bytes(sketch), settings.frequent_items
+            None if sketch is None else bytes(sketch), settings.frequent_items, spec.frequent
         )
     if spec.kll and spec.theta and settings.value_samples:
         values["value_sample"] = normalize_value_sample(bytes(row[f"vs{i}"]), settings.theta_lg_k)
@@ -1088,8 +1089,8 @@ def _empty_sketch(spec: TypeSpec, settings: SketchSettings) -> ColumnSketch:
         theta=empty_theta(settings.theta_lg_k) if spec.theta else None,
         kll=empty_kll(settings.kll_k) if spec.kll else None,
         frequent_items=(
-            empty_frequent_items(settings.frequent_items)
-            if spec.kll and settings.frequent_items
+            empty_frequent_items(settings.frequent_items, spec.frequent)
+            if spec.frequent and settings.frequent_items
             else None
         ),
         value_sample=(

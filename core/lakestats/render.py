@@ -309,9 +309,13 @@ def _missing_sketches_lines(doc: dict[str, Any], kept: Collection[str]) -> list[
     lacking: dict[tuple[str, ...], list[str]] = {}  # what is missing → of which columns
     for name, col in doc["columns"].items():
         sketch = col.get("sketch") or {}
-        if not sketch.get("sketched_files") or "quantiles" not in sketch:
-            continue  # a column without quantiles keeps neither
-        what = tuple(SKETCH_KINDS[k] for k in SKETCH_KINDS if k in kept and k not in sketch)
+        if not sketch.get("sketched_files"):
+            continue
+        # a column with quantiles keeps both; a string column its frequent values only
+        kinds = SKETCH_KINDS if "quantiles" in sketch else {}
+        if col.get("type") == "string":
+            kinds = {"frequent_items": SKETCH_KINDS["frequent_items"]}
+        what = tuple(kinds[k] for k in kinds if k in kept and k not in sketch)
         if what:
             lacking.setdefault(what, []).append(name)
     if not lacking:

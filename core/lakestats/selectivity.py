@@ -17,8 +17,11 @@ The model (docs/sketches.md, "Selectivity"):
   bucket: all its rows), at most twice the sketch's maximum error when the frequent list
   is complete; 0 outside [min, max]. ``IN``: the sum over its distinct values.
 * A column without a histogram (strings, binary, booleans): ``=``/``IN`` from the NDV
-  (``non-null rows / ndv`` per value; 0 outside a string column's exact [min, max]),
-  booleans from the true/false counts; ranges on it are a ``LakestatsError``.
+  (``non-null rows / ndv`` per value; 0 outside a string column's exact [min, max]); a
+  string column's frequent values count their own rows, the rest share the rows they do
+  not hold (at most twice the sketch's maximum error each when the list is complete, so 0
+  when every value was counted exactly); booleans from the true/false counts; ranges on it
+  are a ``LakestatsError``.
 
 Constants are given as Python values of the column's type or as their JSON form
 (``"2024-01-31"`` for a date, ``"12.50"`` for a decimal), as ``show --json`` prints them.
@@ -123,6 +126,13 @@ def _rows_without_histogram(column: dict[str, Any], predicate: Predicate, non_nu
         values = {v for v in values if not isinstance(v, str) or bounds[0] <= v <= bounds[1]}
         if not values:
             return 0.0  # every constant is outside [min, max]
+    listed, unlisted_at_most = _frequent_strings(column, non_null)
+    rows = sum(listed[v] for v in values if v in listed)
+    unlisted = len([v for v in values if v not in listed])
+    if not unlisted:
+        return rows
+    if unlisted_at_most == 0:
+        return rows  # every value is listed with its exact count: these have no row
     if not ndv:  # every row would be a bound, not an estimate
         raise PredicateError(
             f"column {predicate.column!r} has no NDV (its stats were computed without "
@@ -131,7 +141,33 @@ def _rows_without_histogram(column: dict[str, Any], predicate: Predicate, non_nu
     # no theta sketch counts the empty string (Iceberg's convention: an empty buffer is
     # not hashed); an exact min of "" says the column holds one value more than its NDV
     distinct = float(ndv) + (1.0 if bounds is not None and bounds[0] == "" else 0.0)
-    return min(non_null, non_null / distinct * len(values))
+    # the rows no listed value holds, over the values not listed (the plain NDV estimate
+    # without frequent values), each at most what an unlisted value can have
+    rest_rows = max(0.0, non_null - sum(listed.values()))
+    each = rest_rows / max(1.0, distinct - len(listed))
+    if unlisted_at_most is not None:
+        each = min(each, unlisted_at_most)
+    return min(non_null, rows + min(rest_rows, each * unlisted))
+
+
+def _frequent_strings(
+    column: dict[str, Any], non_null: float
+) -> tuple[dict[Any, float], float | None]:
+    """A string column's frequent values (value → rows) and, when that list is complete,
+    the most rows a value not on it can have (twice the sketch's maximum error); other
+    columns without a histogram have none. Counts of a sketch that saw only some of the
+    rows (files not sketched) are scaled up to all of them, with no cap."""
+    if column.get("type") != "string":
+        return {}, None
+    info = (column.get("sketch") or {}).get("frequent_items") or {}
+    listed = {f["value"]: float(f["count"]) for f in column.get("frequent_values") or []}
+    seen = float(info.get("rows") or 0)
+    if not listed or not seen:
+        return {}, None
+    if seen < non_null:
+        return {value: count * non_null / seen for value, count in listed.items()}, None
+    cap = 2.0 * float(info["maximum_error"]) if info.get("complete") else None
+    return listed, cap
 
 
 def _exact_string_bounds(column: dict[str, Any]) -> tuple[str, str] | None:

@@ -25,6 +25,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from lakestats.config import SketchConfig
 from lakestats.model import Column, SketchSettings, TableSchema
 from lakestats.pipeline import sketch_files
 from lakestats.sketches.spark import SparkSettings, get_spark
@@ -93,6 +94,13 @@ def _print_sizes(result: dict[str, Any], files: int) -> None:
             len(getattr(c, kind, None) or b"") for per in result.values() for c in per.values()
         )
         print(f"| {kind} | {size / 2**20:.2f} MiB | {size / files / 1024:.1f} KiB per file |")
+    by_column: dict[int, int] = {}
+    for per in result.values():
+        for field_id, c in per.items():
+            by_column[field_id] = by_column.get(field_id, 0) + len(c.frequent_items or b"")
+    print("frequent items per file, by field id (KiB):", {
+        f: round(b / files / 1024, 2) for f, b in sorted(by_column.items())
+    })  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -100,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--files", default=_DEFAULT_FILES, help="glob of Parquet files")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--per-column", action="store_true")
+    parser.add_argument("--only", nargs="*", help="with --per-column: only these columns")
     parser.add_argument("--kll-k", type=int, nargs="*", default=[])
     parser.add_argument("--spark-master", default="local[2]")
     parser.add_argument(
@@ -112,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     schema = _schema(files[0])
     spark = get_spark(SparkSettings(master=args.spark_master))
     clock = _Clock(spark)
-    settings = SketchSettings()
+    settings = SketchConfig().settings()  # what a configuration gets by default
     names = [c.name for c in schema.columns]
     _min_scan(spark, files, names)  # cold run: file listing, JIT
     sketch_files(spark, files, schema, settings)
@@ -127,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.per_column:
         print("| column | type | min() wall / CPU | sketch_files wall / CPU | ratio (CPU) |")
         for column in schema.columns:
+            if args.only and column.name not in args.only:
+                continue
             alone = TableSchema(0, (column,))
             a = clock.best(lambda c=column: _min_scan(spark, files, [c.name]), args.repeat)
             b = clock.best(lambda s=alone: sketch_files(spark, files, s, settings), args.repeat)

@@ -24,7 +24,9 @@ range), wide ``BETWEEN`` (≈ 10-50 %), ``IN`` of 3 values. q-error = max(est/ex
 exact/est) with both floored at 1 row. Also the bucket row-count error of lakestats'
 histogram against exact counts per bucket, and, in a table of their own, comparisons
 joined by AND (``lakestats.estimates``): a range written as ``c >= a AND c <= b``, and
-``c1 <= a AND c2 >= b`` on two columns (independence assumed by lakestats and Spark).
+``c1 <= a AND c2 >= b`` on two columns (independence assumed by lakestats and Spark); and,
+in another, ``=`` and ``IN`` of 3 values on string columns (no histogram: lakestats' frequent
+values against Spark's NDV; the skewed set has a Zipf string column for it).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from lakestats.model import ColumnAggregate, ColumnSketch, TableSchema
 from lakestats.pipeline import sketch_files
 from lakestats.publish.native import column_doc
 from lakestats.selectivity import Predicate, selectivity
-from lakestats.sketches.frequent import merge_frequent_items
+from lakestats.sketches.frequent import kind_of, merge_frequent_items
 from lakestats.sketches.merge import merge_kll, union_theta
 from lakestats.sketches.spark import SparkSettings, get_spark
 from lakestats.sketches.value_sample import union_value_samples
@@ -60,6 +62,7 @@ from lakestats.sketches.value_sample import union_value_samples
 _HISTOGRAM_TYPES = ("int", "long", "double", "float", "date")
 KINDS = ("=", "<", "between narrow", "between wide", "in")
 CONJUNCTION_KINDS = ("and, one column", "and, two columns")
+STRING_KINDS = ("string =", "string in")
 
 
 def _schema(path: str) -> TableSchema:
@@ -92,7 +95,11 @@ def _doc(files: Sequence[str], schema: TableSchema, spark: Any) -> dict[str, Any
             value_sample=union_value_samples(
                 [s.value_sample for s in sketches], settings.theta_lg_k
             ),
-            frequent_items=merge_frequent_items(s.frequent_items for s in sketches),
+            frequent_items=(
+                merge_frequent_items((s.frequent_items for s in sketches), kind)
+                if (kind := kind_of(column.type))
+                else None
+            ),
         )
         columns[column.name] = column_doc(aggregate, column.field_id, column.type, rows, settings)
     return {"record_count": rows, "columns": columns}
@@ -234,6 +241,7 @@ def _skewed(path: Path, rows: int, rng: np.random.Generator) -> list[str]:
         pa.field("zipf_long", pa.int64(), metadata={b"PARQUET:field_id": b"1"}),
         pa.field("zipf_price", pa.decimal128(12, 2), metadata={b"PARQUET:field_id": b"2"}),
         pa.field("ship_day", pa.date32(), metadata={b"PARQUET:field_id": b"3"}),
+        pa.field("zipf_tag", pa.string(), metadata={b"PARQUET:field_id": b"4"}),
     ]
     files = []
     for i in range(10):
@@ -241,11 +249,14 @@ def _skewed(path: Path, rows: int, rng: np.random.Generator) -> list[str]:
         longs = np.minimum(rng.zipf(1.3, n), 10**9).astype(np.int64)
         cents = np.minimum(rng.zipf(1.5, n), 10**8) * 25
         days = (rng.zipf(1.8, n) % 3650).astype(np.int32)
+        # a generator of its own, so that the numeric columns stay what they were
+        tags = np.minimum(np.random.default_rng(1000 + i).zipf(1.4, n), 10**6)
         table = pa.Table.from_arrays(
             [
                 pa.array(longs),
                 pa.array([Decimal(int(c)) / 100 for c in cents], pa.decimal128(12, 2)),
                 pa.array(days, pa.int32()).cast(pa.date32()),
+                pa.array([f"étiquette {t}" for t in tags.tolist()], pa.string()),
             ],
             schema=pa.schema(fields),
         )
@@ -268,9 +279,10 @@ def run_dataset(
     # plan statistics read the conf of the thread's active session: make it this one
     spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(session._jsparkSession)
     numeric = [c for c in schema.columns if _has_histogram(c.type)]
+    strings = [c for c in schema.columns if c.type == "string"]
     session.sql(
         f"ANALYZE TABLE {SPARK_TABLE} COMPUTE STATISTICS FOR COLUMNS "
-        + ", ".join(c.name for c in numeric)
+        + ", ".join(c.name for c in numeric + strings)
     )
     con = duckdb.connect()
     source = "read_parquet([" + ", ".join(f"'{f}'" for f in files) + "])"
@@ -322,6 +334,66 @@ def run_dataset(
         met = "yes" if p90 <= s90 and p99 <= s99 else "**no**"
         print(f"| {kind} | {p90:.4f} / {s90:.4f} | {p99:.4f} / {s99:.4f} | {met} |", flush=True)
     _report_conjunctions(doc, con, source, session, numeric, args)
+    _report_strings(doc, con, source, session, strings, args)
+
+
+def _report_strings(  # noqa: PLR0917 - private, called once
+    doc: dict[str, Any],
+    con: Any,
+    source: str,
+    session: Any,
+    strings: list[Any],
+    args: argparse.Namespace,
+) -> None:
+    """``=`` and ``IN`` of 3 values on each string column, constants drawn from its rows:
+    lakestats' frequent values (else non-null rows / NDV), Spark's CBO (its NDV: no
+    histogram for strings), uniform (non-null rows / NDV). Their own random stream."""
+    if not strings:
+        return
+    rows = int(doc["record_count"])
+    rng = random.Random(args.seed * 1000 + 2)
+    q: dict[str, dict[str, list[float]]] = {
+        k: {"lakestats": [], "spark": [], "uniform": []} for k in STRING_KINDS
+    }
+    for column in strings:
+        sample = [v for v in _row_sample(con, source, column.name) if not {"'", "\\"} & set(v)]
+        entry = doc["columns"][column.name]
+        non_null = rows - (entry["null_count"] or 0)
+        for _ in range(args.per_kind):
+            for kind, values in (
+                ("string =", [rng.choice(sample)]),
+                ("string in", rng.sample(sample, 3)),
+            ):
+                listed = ", ".join(_string_literal(v) for v in values)
+                condition = f"{column.name} IN ({listed})"
+                exact = float(
+                    con.execute(f"SELECT count(*) FROM {source} WHERE {condition}").fetchone()[0]  # noqa: S608
+                )
+                op = "=" if kind == "string =" else "in"
+                ours = selectivity(doc, Predicate(column.name, op, tuple(values))) * rows
+                theirs = _spark_rows(session, condition)
+                uniform = non_null / max(float(entry["ndv"] or 1), 1.0) * len(set(values))
+                if args.show_worst and max(_q(ours, exact), _q(theirs, exact)) > args.show_worst:
+                    print(f"  worst: {condition} lakestats {ours:.2f} Spark {theirs} exact {exact}")
+                q[kind]["lakestats"].append(_q(ours, exact))
+                q[kind]["spark"].append(_q(theirs, exact))
+                q[kind]["uniform"].append(_q(uniform, exact))
+    print(
+        "\nString columns (no histogram: frequent values; not a kind of the target above), "
+        f"{', '.join(c.name for c in strings)}:\n"
+    )
+    print("| predicate kind | n | lakestats q-error p50 / p90 / p99 / max | Spark CBO | uniform |")
+    print("|---|---|---|---|---|")
+    for kind in STRING_KINDS:
+        got = q[kind]
+        print(f"| {kind} | {len(got['lakestats'])} | {_summary(got['lakestats'])} | "
+              f"{_summary(got['spark'])} | {_summary(got['uniform'])} |", flush=True)  # fmt: skip
+
+
+def _string_literal(value: str) -> str:
+    """A SQL string literal Spark and DuckDB read alike (they escape quotes differently:
+    values holding a quote or a backslash are not drawn)."""
+    return f"'{value}'"
 
 
 def _report_conjunctions(  # noqa: PLR0917 - private, called once

@@ -208,7 +208,7 @@ def test_estimates_against_exact_counts(analyzed: Analyzed) -> None:
         Predicate("qty", "in", ("3.00", 4, 50)),
         Predicate("disc", "=", ("0.05",)),
         Predicate("skew", "=", (7,)),
-        Predicate("mode", "=", ("AIR",)),  # strings: no histogram, 1 / ndv
+        Predicate("mode", "=", ("AIR",)),  # strings: no histogram, their frequent values
         Predicate("mode", "in", ("AIR", "SHIP")),
         Predicate("price", "is null"),
         Predicate("mode", "is null"),
@@ -547,7 +547,8 @@ def test_the_estimate_command_answers_from_the_stored_stats(
 def test_show_lists_the_most_common_values(analyzed: Analyzed) -> None:
     """``show`` lists, per column, the values holding at least 1 % of the rows each, with
     their share, from the served ``frequent_values``: checked against pyarrow's exact
-    counts. A column without such values (dates spread over ~2,500 days) is not listed."""
+    counts, for a string column too. A column without such values (dates spread over
+    ~2,500 days) is not listed."""
     from lakestats.cli import main
     from lakestats.render import COMMON_SHARE, COMMON_SHOWN
 
@@ -558,7 +559,7 @@ def test_show_lists_the_most_common_values(analyzed: Analyzed) -> None:
     listed = {line.split()[0]: line.split(maxsplit=1)[1] for line in section}
     rows = len(analyzed.data)
     expected = {}
-    for name in NUMERIC:
+    for name in (*NUMERIC, "mode"):
         counts = pc.value_counts(analyzed.data.column(name).drop_null()).to_pylist()
         common = sorted(
             (c for c in counts if c["counts"] >= COMMON_SHARE * rows),
@@ -566,7 +567,7 @@ def test_show_lists_the_most_common_values(analyzed: Analyzed) -> None:
         )
         if common:
             expected[name] = common
-    assert set(listed) == set(expected) == {"qty", "disc", "skew"}
+    assert set(listed) == set(expected) == {"qty", "disc", "skew", "mode"}
     for name, common in expected.items():
         shown = listed[name].split(", ")
         assert len(shown) == min(COMMON_SHOWN, len(common))
@@ -583,6 +584,7 @@ def test_show_lists_the_most_common_values(analyzed: Analyzed) -> None:
     # 30 % of the rows; 100,000 other values, so the sketch holds its count within bounds
     assert listed["skew"].startswith("7 ") and listed["skew"].endswith("≈")
     assert "≈" not in listed["qty"] + listed["disc"]  # 50 and 11 values: counted exactly
+    assert "≈" not in listed["mode"]  # 4 strings
 
 
 def test_conjunctions_against_exact_counts(analyzed: Analyzed) -> None:
@@ -689,17 +691,20 @@ def test_a_range_error_offers_what_the_column_can_estimate() -> None:
 def test_string_equality_outside_the_exact_bounds_is_none_and_the_empty_string_counts(
     spark: Any, tmp_path: Path, sketches: bool
 ) -> None:
-    """A string column has no histogram: = and IN come from the NDV, but a constant outside
-    its exact [min, max] matches no row (without sketches too), and the empty string, which
-    no theta sketch counts (Iceberg's convention), is one distinct value more when the
-    exact min says the column holds it. Oracle: pyarrow over the table's scan."""
+    """A string column has no histogram: without frequent values = and IN come from the
+    NDV, but a constant outside its exact [min, max] matches no row (without sketches too),
+    and the empty string, which no theta sketch counts (Iceberg's convention), is one
+    distinct value more when the exact min says the column holds it. With frequent values
+    (the default) every value of so few is counted exactly, "" too. Oracle: pyarrow over the
+    table's scan."""
     warehouse = IcebergWarehouse(tmp_path / "wh")
     schema = pa.schema([pa.field("id", pa.int64()), pa.field("s", pa.string())])
     warehouse.create_table("t", schema)
     values = ["", "b", "c", None, "b", "c", "c", "b"]
     warehouse.append("t", pa.table({"id": list(range(80)), "s": values * 10}, schema=schema))
     location = warehouse.location("t")
-    config = Config(state_dir=str(tmp_path / "state"), sketch=SketchConfig(enabled=sketches))
+    sketch = SketchConfig(enabled=sketches, frequent_items=0)
+    config = Config(state_dir=str(tmp_path / "state"), sketch=sketch)
     lakestats.analyze_table(location, config=config)
     doc = lakestats.read_stats(location, config=config)
     data = warehouse.table("t").scan().to_arrow()
@@ -722,3 +727,10 @@ def test_string_equality_outside_the_exact_bounds_is_none_and_the_empty_string_c
     mixed = Predicate("s", "in", ("", "c", "zz"))
     assert selectivity(doc, mixed) * rows == pytest.approx(2 * non_null / distinct)
     assert exact_count(data, mixed) == 40
+    # frequent values: exact counts, and none for a value inside [min, max] not among them
+    counted = Config(state_dir=str(tmp_path / "counted"))
+    lakestats.analyze_table(location, config=counted)
+    with_frequent = lakestats.read_stats(location, config=counted)
+    for predicate in (*(Predicate("s", "=", (v,)) for v in ("", "b", "c", "bb")), mixed):
+        exact = exact_count(data, predicate)
+        assert selectivity(with_frequent, predicate) * rows == exact, predicate

@@ -26,12 +26,14 @@ from lakestats.locations import local_path
 from lakestats.model import SketchSettings
 from lakestats.pipeline import sketch_files
 from lakestats.sketches.constant import constant_sketch, repeated_kll, single_value_theta
+from lakestats.sketches.frequent import frequent_values
 from lakestats.sketches.hashing import theta_hash
 from lakestats.sketches.merge import kll_count, kll_quantiles, theta_estimate
+from lakestats.sketches.spec import type_spec
 from lakestats.testing import IcebergWarehouse
 from lakestats.values import encode_bound
 
-SETTINGS = SketchSettings()
+SETTINGS = SketchSettings(frequent_items=256, value_samples=True)  # the defaults of a config
 PARTITIONED = pa.schema(
     [
         ("id", pa.int64()),
@@ -116,6 +118,15 @@ def test_constant_sketches_equal_sparks_over_a_file_holding_the_value(
             assert kll_count(made.kll) == kll_count(got.kll) == rows
             qs = [0.0, 0.5, 1.0]
             assert kll_quantiles(made.kll, qs) == kll_quantiles(got.kll, qs), name
+        spec = type_spec(types[field_id])
+        assert spec is not None
+        if spec.frequent is None:  # booleans have exact counts, binary none
+            assert made.frequent_items is None and got.frequent_items is None, name
+            continue
+        assert made.frequent_items is not None and got.frequent_items is not None, name
+        made_values = frequent_values(made.frequent_items, 10, spec.frequent)
+        assert made_values == frequent_values(got.frequent_items, 10, spec.frequent), name
+        assert [v.count for v in made_values.values] == [rows], name
 
 
 def _hive_values(path: str) -> dict[str, str]:

@@ -17,7 +17,8 @@ The result is what the one-batch computation gives, not an approximation of it:
 * KLL is one sketch updated with every batch's values in file order, as the one update;
 * counts, sums, lengths and min/max combine exactly (min/max through each batch's two
   extremes, so -0.0 stays ordered before 0.0);
-* frequent items come from exact counts within a batch; across batches the counts of the
+* frequent items (of the KLL double, or of a string column's strings) come from exact
+  counts within a batch; across batches the counts of the
   same value add, and when more values are kept than the sketch's map holds the least
   frequent are cut and the largest count cut is added to the offset. Every count then stays
   within the stored form's promise (a listed count is a lower bound and count + offset an
@@ -45,7 +46,13 @@ from lakestats.arrow_sketch.spec_hashes import (
 )
 from lakestats.model import ColumnSketch
 from lakestats.sketches import sample_codec
-from lakestats.sketches.frequent import frequent_capacity, frequent_items_of_counts
+from lakestats.sketches.frequent import (
+    DOUBLES,
+    STRINGS,
+    ItemKind,
+    frequent_capacity,
+    frequent_items_of_counts,
+)
 from lakestats.values import from_physical
 
 if TYPE_CHECKING:  # file_sketch imports this module
@@ -143,17 +150,34 @@ class ValueCounts:
     frequent-items map's capacity when more are kept (the offset grows by the largest count
     cut). One batch alone is kept as given, so its sketch is the one-pass one."""
 
-    def __init__(self, items_tracked: int) -> None:
+    def __init__(self, items_tracked: int, kind: ItemKind = DOUBLES) -> None:
         self._items = items_tracked
+        self._kind = kind
         self._capacity = frequent_capacity(items_tracked)
-        self._values = np.zeros(0, np.float64)
+        self._values = np.zeros(0, object if kind == STRINGS else np.float64)
         self._counts = np.zeros(0, np.int64)
         self._batches = 0
         self._total = 0
         self._offset = 0
 
-    def add(self, values: np.ndarray, counts: np.ndarray) -> None:
-        self._total += int(counts.sum())
+    def add_strings(self, keys: pa.Array, counts: np.ndarray) -> None:
+        """A batch's distinct strings and their counts: cut to the map's capacity while
+        still in Arrow (the offset grows by the largest count cut, as the sketch's own cut
+        would), so a column of distinct values never becomes Python strings."""
+        rows = int(counts.sum())
+        if len(counts) > self._capacity:
+            cut = np.argpartition(-counts, self._capacity)
+            self._offset += int(counts[cut[self._capacity :]].max())
+            kept = cut[: self._capacity]
+            keys, counts = keys.take(pa.array(kept)), counts[kept]
+        values = np.empty(len(keys), object)
+        values[:] = keys.to_pylist()
+        self.add(values, counts, rows=rows)
+
+    def add(self, values: np.ndarray, counts: np.ndarray, *, rows: int | None = None) -> None:
+        """A batch's distinct values and their counts (``rows``: the rows they stand for,
+        when the least frequent were cut already)."""
+        self._total += int(counts.sum()) if rows is None else rows
         self._batches += 1
         if self._batches == 1:
             self._values, self._counts = values, counts
@@ -169,7 +193,13 @@ class ValueCounts:
 
     def sketch(self) -> bytes:
         return frequent_items_of_counts(
-            self._values, self._counts, self._items, total=self._total, offset=self._offset
+            self._values,
+            self._counts,
+            self._items,
+            total=self._total,
+            offset=self._offset,
+            exact=self._batches <= 1,
+            kind=self._kind,
         )
 
 
@@ -183,11 +213,11 @@ class ColumnAccumulator:
         self._job = job
         spec = column.spec
         self._type = spec.type
-        frequent = bool(spec.kll and job.frequent_items)
+        frequent = spec.frequent if job.frequent_items else None
         sampled = bool(spec.kll and spec.theta and job.value_samples)
         self._theta = SmallestHashes(job.theta_lg_k) if spec.theta else None
         self._sample = SmallestHashes(job.theta_lg_k, with_values=True) if sampled else None
-        self._counts = ValueCounts(job.frequent_items) if frequent else None
+        self._counts = ValueCounts(job.frequent_items, frequent) if frequent else None
         self._kll: Any = None
         if spec.kll:
             from datasketches import kll_doubles_sketch  # noqa: PLC0415 - heavy; worker-side
@@ -220,7 +250,9 @@ class ColumnAccumulator:
             numeric = present.filter(pc.invert(is_nan))
         if self._kll is not None and len(numeric):
             self._kll.update(as_doubles(numeric, t))
-        if self._counts is not None or self._sample is not None:
+        if self._counts is not None and counts is not None and spec.frequent == STRINGS:
+            self._counts.add_strings(keys, counts)
+        elif self._counts is not None or self._sample is not None:
             # each distinct value as its KLL double; NaN (a float key) is no value
             typed = keys.view(pa.float32() if t == "float" else pa.float64()) if spec.nan else keys
             key_doubles = as_doubles(typed, t) if len(typed) else np.zeros(0)

@@ -25,7 +25,11 @@ from lakestats.model import (
     TableSchema,
 )
 from lakestats.publish.base import SnapshotStats
-from lakestats.sketches.frequent import FREQUENT_ITEMS_VERSION, frequent_values
+from lakestats.sketches.frequent import (
+    FREQUENT_ITEMS_VERSION,
+    frequent_values,
+    kind_of,
+)
 from lakestats.sketches.histogram import equi_depth_histogram
 from lakestats.sketches.merge import (
     kll_quantiles,
@@ -141,11 +145,12 @@ def _sketch_fields(
         sketch["quantiles"] = _kll_doc(column.kll, settings)
     if column.value_sample is not None:
         sketch["value_sample"] = value_sample_doc(column.value_sample, settings.theta_lg_k)
-    if column.frequent_items is not None:
-        found = frequent_values(column.frequent_items, settings.histogram_buckets)
+    kind = kind_of(column.type)
+    if column.frequent_items is not None and kind is not None:
+        found = frequent_values(column.frequent_items, settings.histogram_buckets, kind)
         out["frequent_values"] = [
             {
-                "value": to_json(kll_value(column.type, f.value)),
+                "value": _frequent_json(column.type, f.value),
                 "count": f.count,
                 "count_lower": f.lower,
                 "count_upper": f.upper,
@@ -153,7 +158,7 @@ def _sketch_fields(
             for f in found.values
         ]
         sketch["frequent_items"] = {
-            "kind": "frequent_items_doubles",
+            "kind": f"frequent_items_{kind}",
             "version": FREQUENT_ITEMS_VERSION,
             "max_items_tracked": settings.frequent_items,
             "epsilon": found.epsilon,
@@ -161,9 +166,17 @@ def _sketch_fields(
             # has at most twice this many rows when "complete"
             "maximum_error": found.maximum_error,
             "complete": found.complete,
+            # the rows the sketch counted (its stream length): fewer than the column's
+            # non-null rows while some files are not sketched
+            "rows": found.rows,
         }
     out["sketch"] = sketch
     return out
+
+
+def _frequent_json(type_str: str, value: float | str) -> Any:
+    """A frequent value in the column's terms: a string as it is, a KLL double as its value."""
+    return value if isinstance(value, str) else to_json(kll_value(type_str, value))
 
 
 def _kll_doc(kll: bytes, settings: SketchSettings) -> dict[str, Any]:

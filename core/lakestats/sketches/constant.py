@@ -12,7 +12,7 @@ the pipeline's conventions (``lakestats.pipeline``) so they merge with Spark's s
 * ``kll``: ``rows`` copies of the value as a double, built by doubling merges (all items
   equal, so every quantile is exact);
 * ``value_sample``: the theta sketch's one hash carrying the value as a double;
-* ``frequent_items``: the value (as a double) counted ``rows`` times;
+* ``frequent_items``: the value (as a double; a string as itself) counted ``rows`` times;
 * counts, min = max = the value, lengths in characters (strings) or bytes (binary).
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 from datasketches import compact_theta_sketch, kll_doubles_sketch, update_theta_sketch
 
 from lakestats.model import ColumnSketch, SketchSettings
-from lakestats.sketches.frequent import repeated_frequent_items
+from lakestats.sketches.frequent import STRINGS, repeated_frequent_items
 from lakestats.sketches.hashing import THETA_SEED, theta_hash
 from lakestats.sketches.merge import empty_kll, empty_theta
 from lakestats.sketches.spec import type_spec
@@ -90,9 +90,13 @@ def constant_sketch(
             stats["kll"] = repeated_kll(float(to_physical(type_str, value)), rows, settings.kll_k)
         else:
             stats["kll"] = empty_kll(settings.kll_k)
-    if spec.kll and settings.frequent_items:
-        number = float(to_physical(type_str, value)) if counted else None
-        stats["frequent_items"] = repeated_frequent_items(number, rows, settings.frequent_items)
+    if spec.frequent and settings.frequent_items:
+        item = None
+        if counted:
+            item = value if spec.frequent == STRINGS else float(to_physical(type_str, value))
+        stats["frequent_items"] = repeated_frequent_items(
+            item, rows, settings.frequent_items, spec.frequent
+        )
     if spec.kll and spec.theta and settings.value_samples:
         number = float(to_physical(type_str, value)) if counted else None
         stats["value_sample"] = single_value_sample(stats["theta"], number, settings.theta_lg_k)

@@ -12,6 +12,13 @@ Merged sketches (files, partitions) keep that error relative to the merged row c
 Stored form (``frequent_items_v1``): that serialization as Python's DataSketches writes it
 (the same format; Spark's bytes are re-serialized). NULL values (NaN floats, as for KLL)
 are not counted.
+
+String columns keep the same sketch of their values themselves (``STRINGS``: Spark's
+``approx_top_k_accumulate`` over the string, Java's ``ArrayOfStringsSerDe`` — each item its
+UTF-8 length as a little-endian u32 and its bytes — which datasketches-cpp's
+``frequent_strings_sketch`` reads and writes alike; stored as ``frequent_strings_v1``).
+Python's ``PyStringsSerDe`` is not that format (it writes one byte per character), so it is
+never used. A blob does not say which kind it is: the column's type does (``kind_of``).
 """
 
 from __future__ import annotations
@@ -20,12 +27,20 @@ import math
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
-from datasketches import PyDoublesSerDe, frequent_items_error_type, frequent_items_sketch
+from datasketches import (
+    PyDoublesSerDe,
+    frequent_items_error_type,
+    frequent_items_sketch,
+    frequent_strings_sketch,
+)
 
 FREQUENT_ITEMS_VERSION = 1
+ItemKind = Literal["doubles", "strings"]
+DOUBLES: ItemKind = "doubles"  # a KLL column's double (days, micros, the decimal's double)
+STRINGS: ItemKind = "strings"  # a string column's value
 # what ``sketch.frequent_items`` accepts besides 0 (off); Spark allows 1 … 1,000
 # (APPROX_TOP_K_MAX_ITEMS_TRACKED_EXCEEDS_LIMIT), a map below 16 slots lists nothing useful
 MIN_ITEMS_TRACKED = 8
@@ -39,36 +54,64 @@ def lg_map_size(items_tracked: int) -> int:
     return max(3, math.ceil(math.log2(items_tracked / 0.75)))
 
 
+def kind_of(type_str: str) -> ItemKind | None:
+    """What a column of this type's frequent-items sketch counts; None: it has none."""
+    from lakestats.sketches.spec import type_spec  # noqa: PLC0415 - spec imports this module
+
+    spec = type_spec(type_str)
+    return None if spec is None else spec.frequent
+
+
 def _serde() -> Any:
     # a new instance per use: a module-level one is still alive when nanobind checks for
     # leaks at exit, and it prints "leaked instances" into the daemon's JSON log
     return PyDoublesSerDe()
 
 
-def _load(blob: bytes) -> Any:
+def _new(lg_slots: int, kind: ItemKind) -> Any:
+    if kind == STRINGS:
+        return frequent_strings_sketch(lg_slots)
+    return frequent_items_sketch(lg_slots)
+
+
+def _serialize(sketch: Any, kind: ItemKind) -> bytes:
+    return bytes(sketch.serialize() if kind == STRINGS else sketch.serialize(_serde()))
+
+
+def _load(blob: bytes, kind: ItemKind) -> Any:
+    if kind == STRINGS:
+        return frequent_strings_sketch.deserialize(blob)
     return frequent_items_sketch.deserialize(blob, _serde())
 
 
-def empty_frequent_items(items_tracked: int) -> bytes:
-    return bytes(frequent_items_sketch(lg_map_size(items_tracked)).serialize(_serde()))
+def empty_frequent_items(items_tracked: int, kind: ItemKind = DOUBLES) -> bytes:
+    return _serialize(_new(lg_map_size(items_tracked), kind), kind)
 
 
-def normalize_frequent_items(blob: bytes | None, items_tracked: int) -> bytes:
+def normalize_frequent_items(
+    blob: bytes | None, items_tracked: int, kind: ItemKind = DOUBLES
+) -> bytes:
     """Spark's sketch (``None`` for no rows) in the stored form."""
     if blob is None:
-        return empty_frequent_items(items_tracked)
-    return bytes(_load(blob).serialize(_serde()))
+        return empty_frequent_items(items_tracked, kind)
+    return _serialize(_load(blob, kind), kind)
 
 
-def repeated_frequent_items(number: float | None, copies: int, items_tracked: int) -> bytes:
-    """The sketch of ``copies`` rows holding ``number`` (identity-partition columns)."""
-    sketch = frequent_items_sketch(lg_map_size(items_tracked))
-    if number is not None and not math.isnan(number) and copies > 0:
-        sketch.update(float(number), copies)
-    return bytes(sketch.serialize(_serde()))
+def repeated_frequent_items(
+    value: float | str | None, copies: int, items_tracked: int, kind: ItemKind = DOUBLES
+) -> bytes:
+    """The sketch of ``copies`` rows holding ``value`` (a partition column's constant): a
+    KLL double (NaN or None: no value) or a string."""
+    sketch = _new(lg_map_size(items_tracked), kind)
+    if isinstance(value, float) and math.isnan(value):
+        value = None
+    if value is not None and copies > 0:
+        sketch.update(value if kind == STRINGS else float(value), copies)
+    return _serialize(sketch, kind)
 
 
 _HEADER = struct.Struct("<BBBBBBHIIQQ")  # a non-empty sketch's preamble (``_write_sketch``)
+_LENGTH = struct.Struct("<I")  # a string item's UTF-8 length
 _LOAD_FACTOR = 0.75  # of the library's map: it purges past this many items per slot
 
 
@@ -84,22 +127,31 @@ def frequent_items_of_counts(
     *,
     total: int | None = None,
     offset: int = 0,
+    exact: bool = True,
+    kind: ItemKind = DOUBLES,
 ) -> bytes:
-    """The sketch of one file's values (KLL doubles, no NaN) from their exact ``counts``, in
-    the stored form: the most frequent values the map holds without a purge, each with its
-    exact count, and as the offset (every count's maximum error) the largest count left out.
-    Counts already cut down (``column_stream.ValueCounts``) pass the rows they stand for as
-    ``total`` and the error their cuts left as ``offset``, which the one here adds to.
+    """The sketch of one file's values (KLL doubles, no NaN; or strings, an object array)
+    from their exact ``counts``, in the stored form: the most frequent values the map holds
+    without a purge, each with its exact count, and as the offset (every count's maximum
+    error) the largest count left out. Counts already cut down (``column_stream.ValueCounts``)
+    pass the rows they stand for as ``total`` and the error their cuts left as ``offset``,
+    which the one here adds to.
 
     What a Misra-Gries pass over the rows promises holds with the tighter error: a listed
     value's count is its lower bound and count + offset its upper; a value not listed has at
-    most the offset. Written as the library serializes a sketch (``_write_sketch``). A
-    double may come twice (two decimals that round to it; -0.0 and 0.0, which the
-    library's float keys do not tell apart, nor does the stored form of Spark's sketch):
-    the two are added, and a value half cut still has its true count between its bounds."""
+    most the offset. Strings with ``exact`` counts (each listed count the value's true one,
+    as within one batch; not once batches were cut and added) that were counted no more than
+    the offset are left out too: such a value says no more than its absence does, and a
+    column of distinct strings (a comment) then stores an empty list, not the map's capacity
+    of strings counted once. Doubles keep them: two of their keys may be one value (next),
+    whose count is then a lower bound only. Written as the library serializes a sketch
+    (``_write_sketch``). A double may come twice (two decimals that round to it; -0.0 and
+    0.0, which the library's float keys do not tell apart, nor does the stored form of
+    Spark's sketch): the two are added, and a value half cut still has its true count
+    between its bounds."""
     lg_slots = lg_map_size(items_tracked)
     if not len(values):
-        return empty_frequent_items(items_tracked)
+        return empty_frequent_items(items_tracked, kind)
     total = int(counts.sum()) if total is None else total
     capacity = frequent_capacity(items_tracked)
     if len(counts) > capacity:
@@ -110,30 +162,46 @@ def frequent_items_of_counts(
     if len(keys) < len(values):
         counts = np.bincount(where, weights=counts).astype(np.int64)
         values = keys
-    return _write_sketch(lg_slots, values, counts, total, offset)
+    if kind == STRINGS and exact and offset:
+        above = counts > offset
+        values, counts = values[above], counts[above]
+    return _write_sketch(lg_slots, values, counts, total, offset, kind=kind)
 
 
 def _write_sketch(
-    lg_slots: int, values: np.ndarray, counts: np.ndarray, total: int, offset: int
+    lg_slots: int,
+    values: np.ndarray,
+    counts: np.ndarray,
+    total: int,
+    offset: int,
+    *,
+    kind: ItemKind = DOUBLES,
 ) -> bytes:
-    """The library's serialization of a non-empty sketch (datasketches-cpp
-    ``frequent_items_sketch::serialize``, doubles through ``PyDoublesSerDe``): preamble
-    longs 4, serial version 1, family 10, log2 of the map's most and current slots, flags,
-    2 unused bytes; the item count, 4 unused bytes, stream length, offset; the counts as
-    u64, then the items as f64, little-endian. The current map is the smallest the library
-    grows to for this many items: at least 8 slots, ``_LOAD_FACTOR`` of them used. The
-    items' order (the library's is its map's) does not matter to a reader: tested against
-    the library's own bytes in tests/core/sketches/test_frequent.py."""
+    """The library's serialization of a sketch (datasketches-cpp
+    ``frequent_items_sketch::serialize``, doubles through ``PyDoublesSerDe``, strings as
+    ``frequent_strings_sketch`` writes them): preamble longs 4, serial version 1, family 10,
+    log2 of the map's most and current slots, flags, 2 unused bytes; the item count, 4
+    unused bytes, stream length, offset; the counts as u64, then the items (f64, or a u32
+    byte length and the UTF-8 bytes), little-endian. No rows: the library's empty sketch.
+    The current map is the smallest the library grows to for this many items: at least 8
+    slots, ``_LOAD_FACTOR`` of them used. The items' order (the library's is its map's)
+    does not matter to a reader: tested against the library's own bytes in
+    tests/core/sketches/test_frequent.py."""
+    if not total:
+        return _serialize(_new(lg_slots, kind), kind)
     n = len(values)
     lg_current = 3
     while int(_LOAD_FACTOR * (1 << lg_current)) < n:
         lg_current += 1
     head = _HEADER.pack(4, 1, 10, lg_slots, lg_current, 0, 0, n, 0, total, offset)
-    body = np.asarray(counts, "<u8").tobytes() + np.asarray(values, "<f8").tobytes()
-    return head + body
+    body = np.asarray(counts, "<u8").tobytes()
+    if kind == STRINGS:
+        encoded = [str(v).encode() for v in values]
+        return head + body + b"".join(_LENGTH.pack(len(b)) + b for b in encoded)
+    return head + body + np.asarray(values, "<f8").tobytes()
 
 
-def merge_frequent_items(blobs: Iterable[bytes | None]) -> bytes | None:
+def merge_frequent_items(blobs: Iterable[bytes | None], kind: ItemKind = DOUBLES) -> bytes | None:
     """Merge into a map as large as the largest input's (files sketched at different
     ``sketch.frequent_items`` keep the finer one's precision where it is theirs).
 
@@ -145,7 +213,7 @@ def merge_frequent_items(blobs: Iterable[bytes | None]) -> bytes | None:
     under the sketch's ``ε × rows`` (tests/core/sketches/test_frequent.py, against exact
     counts and the library). The library's own merge (a Python serde call per item) cost
     ~0.14 s per 100 files × 11 columns, paid by every re-merge after a removal."""
-    parsed = [_parse(blob) for blob in blobs if blob is not None]
+    parsed = [_parse(blob, kind) for blob in blobs if blob is not None]
     if not parsed:
         return None
     lg_slots = max(p.lg_slots for p in parsed)
@@ -154,7 +222,7 @@ def merge_frequent_items(blobs: Iterable[bytes | None]) -> bytes | None:
     values = np.concatenate([p.values for p in parsed])
     counts = np.concatenate([p.counts for p in parsed])
     if not total:
-        return bytes(frequent_items_sketch(lg_slots).serialize(_serde()))
+        return _serialize(_new(lg_slots, kind), kind)
     keys, where = np.unique(values, return_inverse=True)
     summed = np.bincount(where, weights=counts, minlength=len(keys)).astype(np.int64)
     capacity = int(_LOAD_FACTOR * (1 << lg_slots))
@@ -164,7 +232,7 @@ def merge_frequent_items(blobs: Iterable[bytes | None]) -> bytes | None:
         offset += cut
         kept = summed > 0
         keys, summed = keys[kept], summed[kept]
-    return _write_sketch(lg_slots, keys, summed, total, offset)
+    return _write_sketch(lg_slots, keys, summed, total, offset, kind=kind)
 
 
 @dataclass(frozen=True)
@@ -172,26 +240,35 @@ class _Parsed:
     lg_slots: int
     total: int
     offset: int
-    values: np.ndarray  # float64
+    values: np.ndarray  # float64, or str objects
     counts: np.ndarray  # int64
 
 
-def _parse(blob: bytes) -> _Parsed:
+def _parse(blob: bytes, kind: ItemKind = DOUBLES) -> _Parsed:
     """A stored sketch's map size, stream length, offset, values and counts (the layout
     ``_write_sketch`` writes, the library's; an empty sketch has only its first 8 bytes)."""
     lg_slots = blob[3]
+    dtype = object if kind == STRINGS else np.float64
     if blob[0] == 1:  # one preamble long: empty
-        return _Parsed(lg_slots, 0, 0, np.zeros(0), np.zeros(0, np.int64))
+        return _Parsed(lg_slots, 0, 0, np.zeros(0, dtype), np.zeros(0, np.int64))
     *_, n, _unused, total, offset = _HEADER.unpack_from(blob)
     start = _HEADER.size
     counts = np.frombuffer(blob, "<u8", n, start).astype(np.int64)
-    values = np.frombuffer(blob, "<f8", n, start + 8 * n).astype(np.float64)
+    at = start + 8 * n
+    if kind == STRINGS:
+        values = np.empty(n, object)
+        for i in range(n):
+            (length,) = _LENGTH.unpack_from(blob, at)
+            values[i] = blob[at + 4 : at + 4 + length].decode()
+            at += 4 + length
+    else:
+        values = np.frombuffer(blob, "<f8", n, at).astype(np.float64)
     return _Parsed(lg_slots, int(total), int(offset), values, counts)
 
 
 @dataclass(frozen=True)
 class FrequentValue:
-    value: float  # KLL units
+    value: float | str  # KLL units, or a string column's value
     count: int  # the sketch's estimate
     lower: int  # the true count is within [lower, upper]
     upper: int
@@ -206,16 +283,17 @@ class FrequentValues:
     rows: int
 
 
-def frequent_values(blob: bytes, limit: int) -> FrequentValues:
+def frequent_values(blob: bytes, limit: int, kind: ItemKind = DOUBLES) -> FrequentValues:
     """Values surely more frequent than the sketch's error (no false positives), at most
     ``limit``, most frequent first."""
-    sketch = _load(blob)
-    # the upper bound of a value the sketch never saw (NaN: never fed) is its maximum error
-    error = int(sketch.get_upper_bound(math.nan))
+    sketch = _load(blob, kind)
+    error = _parse(blob, kind).offset  # the library's maximum error: any count's
     found = sketch.get_frequent_items(frequent_items_error_type.NO_FALSE_POSITIVES)
     ranked = sorted(found, key=lambda item: (-item[1], item[0]))
     values = tuple(
-        FrequentValue(float(item), int(estimate), int(lower), int(upper))
+        FrequentValue(
+            str(item) if kind == STRINGS else float(item), int(estimate), int(lower), int(upper)
+        )
         for item, estimate, lower, upper in ranked[:limit]
     )
     return FrequentValues(

@@ -14,7 +14,13 @@ from datasketches import kll_doubles_sketch
 
 from lakestats.exceptions import ConfigError
 from lakestats.model import SketchSettings
-from lakestats.sketches.frequent import MAX_ITEMS_TRACKED, MIN_ITEMS_TRACKED
+from lakestats.sketches.frequent import (
+    DOUBLES,
+    MAX_ITEMS_TRACKED,
+    MIN_ITEMS_TRACKED,
+    STRINGS,
+    ItemKind,
+)
 
 # The ranges Spark 4 accepts, checked against the functions themselves:
 #   kll_sketch_agg_double(x, k)      -> KLL_SKETCH_K_OUT_OF_RANGE unless 8 <= k <= 65535
@@ -55,6 +61,15 @@ class TypeSpec:
     lengths: bool  # string (characters) / binary (bytes): sum and max of lengths
     booleans: bool  # true/false counts
     bounds: bool  # min/max computed by the scan
+
+    @property
+    def frequent(self) -> ItemKind | None:
+        """What its frequent-items sketch counts (``sketch.frequent_items`` > 0): the KLL
+        double, a string column's string, or nothing (booleans have exact counts; binary and
+        uuid values are not sketched)."""
+        if self.kll:
+            return DOUBLES
+        return STRINGS if self.type == "string" else None
 
 
 def type_spec(type_str: str) -> TypeSpec | None:

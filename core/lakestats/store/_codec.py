@@ -20,6 +20,20 @@ from lakestats.values import decode_bound, encode_bound, from_json, to_json
 KIND_KEY = b"lakestats.kind"
 FORMAT_VERSION_KEY = b"lakestats.format_version"
 FORMAT_VERSION = 1
+# a field's frequent-items sketch: of its KLL double, or (another stored form, under its own
+# name so that a reader that knows only the first never reads strings as doubles) of a
+# string column's strings (sketches/frequent.py)
+FREQUENT_ITEMS = "frequent_items_v1"
+FREQUENT_STRINGS = "frequent_strings_v1"
+
+
+def frequent_column(type_str: str | None) -> str:
+    """The stored column that holds a field's frequent-items sketch."""
+    return FREQUENT_STRINGS if type_str == "string" else FREQUENT_ITEMS
+
+
+def frequent_cells(type_str: str | None, blob: bytes | None) -> dict[str, bytes | None]:
+    return {FREQUENT_ITEMS: None, FREQUENT_STRINGS: None, frequent_column(type_str): blob}
 
 
 def schema_with_kind(fields: Sequence[pa.Field], kind: str) -> pa.Schema:

@@ -20,6 +20,8 @@ from lakestats.store._codec import (
     decoding,
     encode_table,
     encode_value,
+    frequent_cells,
+    frequent_column,
     partition_from_json,
     partition_json,
     read_table,
@@ -70,6 +72,7 @@ _COLUMN_FIELDS = [
     # the stored form's version (sketches/value_sample.py)
     pa.field("value_sample_v1", pa.binary()),
     pa.field("frequent_items_v1", pa.binary()),  # likewise (sketches/frequent.py)
+    pa.field("frequent_strings_v1", pa.binary()),  # a string column's (_codec.frequent_column)
 ]
 SCHEMA = schema_with_kind(_PARTITION_FIELDS + _DELETE_FIELDS + _COLUMN_FIELDS, KIND)
 _DELETE_TOTALS = [f.name for f in _DELETE_FIELDS]
@@ -81,6 +84,7 @@ OPTIONAL_COLUMNS = [
     *_DELETE_TOTALS,
     "value_sample_v1",
     "frequent_items_v1",
+    "frequent_strings_v1",
 ]
 COLUMNS = [name for name in SCHEMA.names if name not in OPTIONAL_COLUMNS]
 _PARTITION_TOTALS = [f.name for f in _PARTITION_FIELDS[3:]]
@@ -115,7 +119,7 @@ def _column_cells(part: PartitionAggregate, key: int, agg: ColumnAggregate) -> d
         "true_count": agg.true_count,
         "false_count": agg.false_count,
         "value_sample_v1": agg.value_sample,
-        "frequent_items_v1": agg.frequent_items,
+        **frequent_cells(agg.type, agg.frequent_items),
     }
 
 
@@ -190,7 +194,7 @@ def read_aggregate(path: atomic.PathLike) -> tuple[PartitionAggregate, ...]:
                     true_count=data["true_count"][row],
                     false_count=data["false_count"][row],
                     value_sample=_optional(data, "value_sample_v1", row),
-                    frequent_items=_optional(data, "frequent_items_v1", row),
+                    frequent_items=_optional(data, frequent_column(type_str), row),
                 )
             totals = {name: data[name][first] for name in _PARTITION_TOTALS}
             totals.update(

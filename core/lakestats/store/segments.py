@@ -23,6 +23,8 @@ from lakestats.store._codec import (
     decoding,
     encode_table,
     encode_value,
+    frequent_cells,
+    frequent_column,
     partition_fields_json,
     partition_from_json,
     partition_json,
@@ -84,6 +86,7 @@ _SKETCH_FIELDS = [
     # suffix is the stored form's version (sketches/value_sample.py)
     pa.field("value_sample_v1", pa.binary()),
     pa.field("frequent_items_v1", pa.binary()),  # likewise (sketches/frequent.py)
+    pa.field("frequent_strings_v1", pa.binary()),  # a string column's (_codec.frequent_column)
 ]
 SCHEMA = schema_with_kind(_FILE_FIELDS + _FIELD_FIELDS + _METRIC_FIELDS + _SKETCH_FIELDS, KIND)
 OPTIONAL_COLUMNS = [
@@ -92,6 +95,7 @@ OPTIONAL_COLUMNS = [
     "live_rows_unknown",
     "value_sample_v1",
     "frequent_items_v1",
+    "frequent_strings_v1",
 ]
 COLUMNS = [name for name in SCHEMA.names if name not in OPTIONAL_COLUMNS]
 
@@ -132,7 +136,7 @@ def _sketch_cells(sketch: ColumnSketch | None, type_str: str | None, where: str)
         "true_count": sketch.true_count,
         "false_count": sketch.false_count,
         "value_sample_v1": sketch.value_sample,
-        "frequent_items_v1": sketch.frequent_items,
+        **frequent_cells(type_str, sketch.frequent_items),
     }
 
 
@@ -225,7 +229,7 @@ def _sketch(cells: Mapping[str, Any], type_str: str | None) -> ColumnSketch:
         true_count=cells["true_count"],
         false_count=cells["false_count"],
         value_sample=cells.get("value_sample_v1"),
-        frequent_items=cells.get("frequent_items_v1"),
+        frequent_items=cells.get(frequent_column(type_str)),
     )
 
 

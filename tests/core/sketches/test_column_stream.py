@@ -15,7 +15,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from datasketches import PyDoublesSerDe, frequent_items_sketch, kll_doubles_sketch
+from datasketches import (
+    PyDoublesSerDe,
+    frequent_items_sketch,
+    frequent_strings_sketch,
+    kll_doubles_sketch,
+)
 from structlog.testing import capture_logs
 
 from lakestats.arrow_sketch import column_stream
@@ -124,7 +129,10 @@ def test_batches_give_the_whole_files_sketches(
         assert (many.true_count, many.false_count) == (one.true_count, one.false_count)
         if type_str in ("long", "int", "double", "date"):
             _assert_kll(many.kll, table.column(name), settings.kll_k, name)
+        if type_str in ("long", "int", "double", "date", "string"):
             _assert_frequent(many.frequent_items, table.column(name), name)
+        if type_str in ("boolean", "binary"):
+            assert many.frequent_items is None, name
     assert batched[4].min == -0.0 and str(batched[4].min) == "-0.0"  # -0.0 before 0.0
     assert batched[4].nan_count == int(pc.sum(pc.is_nan(table.column("price"))).as_py())
 
@@ -155,10 +163,14 @@ def _assert_kll(blob: bytes | None, column: pa.ChunkedArray, k: int, name: str) 
 
 def _assert_frequent(blob: bytes | None, column: pa.ChunkedArray, name: str) -> None:
     """Each value's exact count lies within the sketch's lower and upper bounds, listed or
-    not (an unlisted value's upper bound is the offset)."""
+    not (an unlisted value's upper bound is the offset); strings as themselves."""
     assert blob is not None
-    sketch = frequent_items_sketch.deserialize(blob, PyDoublesSerDe())
-    values, counts = np.unique(_doubles(column), return_counts=True)
+    if pa.types.is_string(column.type):
+        sketch = frequent_strings_sketch.deserialize(blob)
+        values, counts = np.unique(np.array(column.drop_null().to_pylist()), return_counts=True)
+    else:
+        sketch = frequent_items_sketch.deserialize(blob, PyDoublesSerDe())
+        values, counts = np.unique(_doubles(column), return_counts=True)
     assert sketch.total_weight == counts.sum(), name
     for value, count in zip(values.tolist(), counts.tolist(), strict=True):
         assert sketch.get_lower_bound(value) <= count <= sketch.get_upper_bound(value), (
@@ -166,7 +178,8 @@ def _assert_frequent(blob: bytes | None, column: pa.ChunkedArray, name: str) -> 
             value,
         )
     if counts.max() > 0.1 * counts.sum():  # a hot value (qty's 7) is listed
-        assert sketch.get_lower_bound(float(values[np.argmax(counts)])) > 0, name
+        hot = values[np.argmax(counts)]
+        assert sketch.get_lower_bound(str(hot) if values.dtype.kind == "U" else float(hot)) > 0
 
 
 def test_dead_rows_across_batches_are_left_out(tmp_path: Path) -> None:
@@ -331,3 +344,6 @@ def test_a_file_of_several_batches_gets_the_sql_jobs_statistics(spark: Any, tmp_
             _assert_kll(got.kll, table.column(label), settings.kll_k, label)
             _assert_kll(want.kll, table.column(label), settings.kll_k, label)
             _assert_frequent(got.frequent_items, table.column(label), label)
+        if column.type == "string":  # counted by both engines, each within its bounds
+            _assert_frequent(got.frequent_items, table.column(label), label)
+            _assert_frequent(want.frequent_items, table.column(label), label)

@@ -3,8 +3,9 @@ Python, merged over files, counts within the sketch's maximum error of exact cou
 ``=``/``IN`` estimates for values lighter than a histogram bucket (which KLL cannot single
 out) within that error.
 
-Two Parquet files of a skewed ``long`` and a ``date`` column, sketched once by the
-production ``sketch_files``; exact counts from the Python values written.
+Two Parquet files of a skewed ``long``, a ``date`` and a skewed ``string`` column (string
+columns have no histogram: their frequent values are the only per-value counts), sketched
+once by the production ``sketch_files``; exact counts from the Python values written.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from datasketches import PyDoublesSerDe, frequent_items_sketch
+from datasketches import PyDoublesSerDe, frequent_items_sketch, frequent_strings_sketch
 
 from lakestats.merge import TABLE_KEY, column_of_file, merge_columns
 from lakestats.model import (
@@ -36,6 +37,7 @@ from lakestats.publish.native import column_doc
 from lakestats.selectivity import Predicate, selectivity
 from lakestats.sketches.constant import constant_sketch
 from lakestats.sketches.frequent import (
+    STRINGS,
     frequent_items_of_counts,
     frequent_values,
     lg_map_size,
@@ -63,7 +65,22 @@ def _days(rng: random.Random) -> list[dt.date]:
     return [DAY0 + dt.timedelta(days=int(rng.paretovariate(1.2)) % 4000) for _ in range(ROWS)]
 
 
-SCHEMA = TableSchema(1, (Column(1, "n", "long"), Column(2, "d", "date")))
+# strings at 0.3-0.6 % of the rows, multi-byte UTF-8 and the empty string among them, in a
+# column of ~10,000 other values
+WARM_STRINGS = {"AIR": 0.006, "Zürich – 東京": 0.004, "": 0.003}
+
+
+def _strings(rng: random.Random) -> list[str | None]:
+    out: list[str | None] = []
+    for i in range(ROWS):
+        r = rng.random()
+        warm = next((v for v, share in WARM_STRINGS.items() if (r := r - share) < 0), None)
+        other = f"order {rng.randint(0, 10_000)}"
+        out.append(None if i % 40 == 0 else warm if warm is not None else other)
+    return out
+
+
+SCHEMA = TableSchema(1, (Column(1, "n", "long"), Column(2, "d", "date"), Column(3, "s", "string")))
 # values at 0.3-0.6 % of the rows need the 0.17 % error of 1,000 tracked items (the
 # default, 256, has 0.68 %: docs/benchmarks.md, "Making value samples and frequent items cheap")
 SKETCH_SETTINGS = SketchSettings(frequent_items=1000)
@@ -81,12 +98,17 @@ def files(
     written: dict[str, Any] = {}
     for name in ("a", "b"):
         table = pa.table(
-            {"n": pa.array(_longs(rng), pa.int64()), "d": pa.array(_days(rng), pa.date32())}
+            {
+                "n": pa.array(_longs(rng), pa.int64()),
+                "d": pa.array(_days(rng), pa.date32()),
+                "s": pa.array(_strings(rng), pa.string()),
+            }
         )
         schema = pa.schema(
             [
                 pa.field("n", pa.int64(), metadata={b"PARQUET:field_id": b"1"}),
                 pa.field("d", pa.date32(), metadata={b"PARQUET:field_id": b"2"}),
+                pa.field("s", pa.string(), metadata={b"PARQUET:field_id": b"3"}),
             ]
         )
         path = str(root / f"{name}.parquet")
@@ -173,6 +195,42 @@ def test_dates_and_merges(files: dict[str, Any]) -> None:
         assert listed[day]["count_lower"] <= exact[day] <= listed[day]["count_upper"]
 
 
+def test_strings_are_counted_within_the_maximum_error(files: dict[str, Any]) -> None:
+    """A string column's frequent values: its strings themselves (multi-byte UTF-8 and the
+    empty string as written), counts between their bounds, and `=`/`IN` on them within the
+    error where the NDV alone says non-null rows / ~10,000."""
+    exact = _exact(files, "s")
+    column = _merged_doc(files, 3, "string")
+    info = column["sketch"]["frequent_items"]
+    assert info["kind"] == "frequent_items_strings" and info["version"] == 1
+    assert info["rows"] == sum(exact.values())
+    assert 0 < info["maximum_error"] <= info["epsilon"] * info["rows"]
+    listed = {f["value"]: f for f in column["frequent_values"]}
+    assert set(WARM_STRINGS) <= set(listed)
+    for value, f in listed.items():
+        assert f["count_lower"] <= exact[value] <= f["count_upper"], (value, f, exact[value])
+    doc = {"record_count": 2 * ROWS, "columns": {"s": column}}
+    error = info["maximum_error"]
+    for value in WARM_STRINGS:
+        rows = selectivity(doc, Predicate("s", "=", (value,))) * 2 * ROWS
+        assert abs(rows - exact[value]) <= error, (value, rows, exact[value])
+    rows = selectivity(doc, Predicate("s", "in", tuple(WARM_STRINGS))) * 2 * ROWS
+    assert abs(rows - sum(exact[v] for v in WARM_STRINGS)) <= len(WARM_STRINGS) * error
+    # a value off the list: the rows no listed value holds over the other values, at most
+    # twice the error; without frequent values the NDV alone would say ~3.5 for "AIR"
+    cold = "order 17"
+    rows = selectivity(doc, Predicate("s", "=", (cold,))) * 2 * ROWS
+    assert 0 < rows <= 2 * error and _q(rows, exact[cold]) <= 4, (rows, exact[cold])
+    without = {"columns": {"s": {**column, "frequent_values": None, "sketch": {}}}}
+    guess = selectivity({**doc, **without}, Predicate("s", "=", ("AIR",))) * 2 * ROWS
+    assert guess < exact["AIR"] / 10
+
+
+def _q(estimate: float, exact: int) -> float:
+    estimate, truth = max(estimate, 1.0), max(float(exact), 1.0)
+    return max(estimate / truth, truth / estimate)
+
+
 def test_constant_column_counts_every_row(tmp_path: Path) -> None:
     sketch = constant_sketch("date", DAY0, 1234, SKETCH_SETTINGS)
     assert sketch is not None and sketch.frequent_items is not None
@@ -181,6 +239,45 @@ def test_constant_column_counts_every_row(tmp_path: Path) -> None:
         (float((DAY0 - dt.date(1970, 1, 1)).days), 1234, 1234, 1234)
     ]
     assert found.maximum_error == 0 and found.complete
+    text = constant_sketch("string", "Zürich", 99, SKETCH_SETTINGS)
+    assert text is not None and text.frequent_items is not None
+    found = frequent_values(text.frequent_items, 10, STRINGS)
+    assert [(v.value, v.count, v.lower, v.upper) for v in found.values] == [("Zürich", 99, 99, 99)]
+
+
+@pytest.mark.parametrize("distinct", [1, 6, 384, 385, 5000])
+def test_strings_from_exact_counts_read_as_the_librarys_own(distinct: int) -> None:
+    """A string sketch written from exact counts reads as ``frequent_strings_sketch`` (the
+    C++ library's UTF-8 items, Spark's format) builds it from the same counts; past the
+    map's capacity the values at or below the offset are left out (say nothing more), so a
+    column of distinct values keeps an empty list; merges keep every count in its bounds."""
+    rng = np.random.default_rng(distinct)
+    words = ["", "a", "ä", "東京", "x" * 300, *(f"v{i}é" for i in range(distinct))][:distinct]
+    values = np.empty(len(words), object)
+    values[:] = words
+    counts = rng.zipf(1.5, len(words)).astype(np.int64) if distinct < 5000 else np.ones(5000, int)
+    blob = frequent_items_of_counts(values, counts, 256, kind=STRINGS)
+    ours = frequent_strings_sketch.deserialize(blob)
+    exact = dict(zip(words, counts.tolist(), strict=True))
+    assert ours.total_weight == sum(exact.values())
+    offset = sorted(counts.tolist(), reverse=True)[384] if distinct > 384 else 0
+    for value, count in exact.items():
+        assert ours.get_lower_bound(value) <= count <= ours.get_upper_bound(value), value
+    assert all(ours.get_estimate(v) > offset for v in words if ours.get_estimate(v))
+    if distinct <= 384:
+        library = frequent_strings_sketch(lg_map_size(256))
+        for value, count in exact.items():
+            library.update(value, count)
+        assert bytes(library.serialize())[:8] == blob[:8]  # map sizes
+        assert len(bytes(library.serialize())) == len(blob)
+        assert {v: ours.get_estimate(v) for v in words} == exact
+    if distinct == 5000:  # every value once: nothing above the offset of 1
+        assert ours.num_active_items == 0 and ours.get_upper_bound("v1é") == 1
+    merged_blob = merge_frequent_items([blob, blob], STRINGS)
+    assert merged_blob is not None
+    merged = frequent_strings_sketch.deserialize(merged_blob)
+    for value, count in exact.items():
+        assert merged.get_lower_bound(value) <= 2 * count <= merged.get_upper_bound(value)
 
 
 @pytest.mark.parametrize("distinct", [1, 6, 7, 13, 25, 100, 384, 385, 5000])

@@ -105,6 +105,9 @@ def _comparable(doc: dict[str, Any], kept: set[str]) -> dict[str, Any]:
                 {k: bucket[k] for k in ("lower", "upper", "count")}
                 for bucket in column["histogram"]
             ]
+        if column["type"] == "string":  # no release before these stores kept them
+            sketch.pop("frequent_items", None)
+            del compared["frequent_values"]
         columns[name] = {**compared, "sketch": sketch}
     return {k: v for k, v in doc.items() if k not in _NOT_COMPARED} | {"columns": columns}
 
@@ -143,8 +146,13 @@ def test_an_old_store_continued_equals_a_rebuild(
         )
         if name != "paimon_pk":  # a key merge sketches every file of its bucket again
             assert lacks == (kept != set(_PER_FILE_SKETCHES)), name
+        # string columns' frequent values are newer than every golden store
+        strings_lack = any(
+            c["type"] == "string" and "frequent_items" not in c["sketch"]
+            for c in continued["columns"].values()
+        )
         human = cli("show", location, "--state-dir", str(root / "state"))
-        assert ("not kept:" in human) == lacks, name
+        assert ("not kept:" in human) == (lacks or strings_lack), name
         assert "not kept:" not in cli("show", location, "--state-dir", str(tmp_path / name))
         # kept by no file on purpose: nothing to say
         off = tmp_path / "off.toml"
