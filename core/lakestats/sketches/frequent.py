@@ -94,7 +94,11 @@ def normalize_frequent_items(
     """Spark's sketch (``None`` for no rows) in the stored form."""
     if blob is None:
         return empty_frequent_items(items_tracked, kind)
-    return _serialize(_load(blob, kind), kind)
+    stored = _serialize(_load(blob, kind), kind)
+    if kind == STRINGS and len(stored) > STRING_BYTES:  # within the strings' budget
+        p = _parse(stored, kind)
+        return _write_sketch(p.lg_slots, p.values, p.counts, p.total, p.offset, kind=kind)
+    return stored
 
 
 def repeated_frequent_items(
@@ -105,14 +109,22 @@ def repeated_frequent_items(
     sketch = _new(lg_map_size(items_tracked), kind)
     if isinstance(value, float) and math.isnan(value):
         value = None
+    if value is not None and copies > 0 and kind == STRINGS:
+        values = np.empty(1, object)
+        values[0] = value
+        counts = np.array([copies], np.int64)
+        return _write_sketch(lg_map_size(items_tracked), values, counts, copies, 0, kind=kind)
     if value is not None and copies > 0:
-        sketch.update(value if kind == STRINGS else float(value), copies)
+        sketch.update(float(value), copies)
     return _serialize(sketch, kind)
 
 
 _HEADER = struct.Struct("<BBBBBBHIIQQ")  # a non-empty sketch's preamble (``_write_sketch``)
 _LENGTH = struct.Struct("<I")  # a string item's UTF-8 length
 _LOAD_FACTOR = 0.75  # of the library's map: it purges past this many items per slot
+# UTF-8 bytes of the strings one sketch keeps, at most: 384 items of 85 bytes. A column of
+# long values (JSON, log lines) would otherwise store the map's capacity of them per file
+STRING_BYTES = 32 << 10
 
 
 def frequent_capacity(items_tracked: int) -> int:
@@ -189,16 +201,36 @@ def _write_sketch(
     tests/core/sketches/test_frequent.py."""
     if not total:
         return _serialize(_new(lg_slots, kind), kind)
-    n = len(values)
+    if kind == STRINGS:
+        encoded = [str(v).encode() for v in values]
+        encoded, counts, offset = _within_string_bytes(encoded, np.asarray(counts), offset)
+    n = len(counts)
     lg_current = 3
     while int(_LOAD_FACTOR * (1 << lg_current)) < n:
         lg_current += 1
     head = _HEADER.pack(4, 1, 10, lg_slots, lg_current, 0, 0, n, 0, total, offset)
     body = np.asarray(counts, "<u8").tobytes()
     if kind == STRINGS:
-        encoded = [str(v).encode() for v in values]
         return head + body + b"".join(_LENGTH.pack(len(b)) + b for b in encoded)
     return head + body + np.asarray(values, "<f8").tobytes()
+
+
+def _within_string_bytes(
+    encoded: list[bytes], counts: np.ndarray, offset: int
+) -> tuple[list[bytes], np.ndarray, int]:
+    """The most frequent strings that fit in ``STRING_BYTES``: past it, the least frequent
+    are left out down to a count ``c`` — every string counted ``c`` or less — and the offset
+    grows by ``c``. A string left out had at most ``c`` + the old offset rows, a listed one
+    still at most its count + the new offset: the sketch's promise holds, with the error
+    of a smaller map."""
+    sizes = np.array([len(b) for b in encoded], np.int64)
+    if int(sizes.sum()) <= STRING_BYTES:
+        return encoded, counts, offset
+    order = np.argsort(-counts, kind="stable")
+    fits = np.cumsum(sizes[order]) <= STRING_BYTES
+    cut = int(counts[order[~fits]].max())  # the largest count of a string that did not fit
+    kept = np.flatnonzero(counts > cut)
+    return [encoded[i] for i in kept], counts[kept], offset + cut
 
 
 def merge_frequent_items(blobs: Iterable[bytes | None], kind: ItemKind = DOUBLES) -> bytes | None:

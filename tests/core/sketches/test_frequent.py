@@ -37,11 +37,14 @@ from lakestats.publish.native import column_doc
 from lakestats.selectivity import Predicate, selectivity
 from lakestats.sketches.constant import constant_sketch
 from lakestats.sketches.frequent import (
+    STRING_BYTES,
     STRINGS,
     frequent_items_of_counts,
     frequent_values,
     lg_map_size,
     merge_frequent_items,
+    normalize_frequent_items,
+    repeated_frequent_items,
 )
 
 pytestmark = pytest.mark.spark
@@ -278,6 +281,46 @@ def test_strings_from_exact_counts_read_as_the_librarys_own(distinct: int) -> No
     merged = frequent_strings_sketch.deserialize(merged_blob)
     for value, count in exact.items():
         assert merged.get_lower_bound(value) <= 2 * count <= merged.get_upper_bound(value)
+
+
+def test_long_strings_keep_to_the_byte_budget_and_their_bounds() -> None:
+    """A column of long values (1-4 KB, a JSON or log column) keeps at most
+    ``STRING_BYTES`` of strings per sketch, whether built from counts, merged, read from
+    Spark's bytes (the library's format) or a partition constant: the least frequent are
+    left out, and every exact count stays between its bounds, listed or not."""
+    rng = np.random.default_rng(5)
+    words = [f"{i}:" + "é" * int(rng.integers(500, 2000)) for i in range(300)]
+    values = np.empty(len(words), object)
+    values[:] = words
+    counts = (np.minimum(rng.zipf(1.3, len(words)), 100) * 3).astype(np.int64)
+    counts[7] = 10_000  # a hot long value: listed
+    exact = dict(zip(words, counts.tolist(), strict=True))
+    library = frequent_strings_sketch(lg_map_size(256))
+    for value, count in exact.items():
+        library.update(value, count)
+    blobs = {
+        "counts": frequent_items_of_counts(values, counts, 256, kind=STRINGS),
+        "spark": normalize_frequent_items(bytes(library.serialize()), 256, STRINGS),
+    }
+    merged = merge_frequent_items([blobs["counts"], blobs["spark"]], STRINGS)
+    assert merged is not None
+    blobs["merged"] = merged
+    for name, blob in blobs.items():
+        sketch = frequent_strings_sketch.deserialize(blob)
+        times = 2 if name == "merged" else 1
+        assert sketch.total_weight == times * sum(exact.values()), name
+        kept = [w for w in words if sketch.get_estimate(w)]
+        assert 0 < len(kept) < len(words), name
+        assert sum(len(w.encode()) for w in kept) <= STRING_BYTES, name
+        assert len(blob) <= 40 + 12 * len(kept) + STRING_BYTES, name
+        assert words[7] in kept, name
+        for value, count in exact.items():
+            low, high = sketch.get_lower_bound(value), sketch.get_upper_bound(value)
+            assert low <= times * count <= high, (name, value[:8])
+    huge = "x" * (STRING_BYTES + 1)
+    alone = frequent_strings_sketch.deserialize(repeated_frequent_items(huge, 12, 256, STRINGS))
+    assert alone.num_active_items == 0 and alone.get_upper_bound(huge) == 12
+    assert alone.total_weight == 12
 
 
 @pytest.mark.parametrize("distinct", [1, 6, 7, 13, 25, 100, 384, 385, 5000])
