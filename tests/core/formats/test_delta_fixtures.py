@@ -29,6 +29,7 @@ from delta_tables import (
     live_rows,
     needs_fixtures,
 )
+from frequent_strings import assert_frequent_strings
 from lakestats.cli import main
 from lakestats.formats.registry import open_table
 from lakestats.values import to_json
@@ -255,6 +256,20 @@ def _assert_columns_equal_duckdb(doc: dict[str, Any], duck: Any, path: str) -> N
         if isinstance(lo, bytes | bytearray):
             continue  # binary bounds are not kept
         assert (got["min"], got["max"]) == (to_json(lo), to_json(hi)), column
+        if got["type"] == "string":
+            _assert_frequent_strings_equal_duckdb(got, duck, path, quoted)
+
+
+def _assert_frequent_strings_equal_duckdb(
+    got: dict[str, Any], duck: Any, path: str, quoted: str
+) -> None:
+    counted = dict(
+        duck.execute(
+            f"SELECT {quoted}, count(*) FROM delta_scan('{path}') "  # noqa: S608
+            f"WHERE {quoted} IS NOT NULL GROUP BY ALL"
+        ).fetchall()
+    )
+    assert_frequent_strings(got, counted, (path, quoted))
 
 
 @pytest.mark.spark

@@ -23,6 +23,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from foreign import FIXTURES, duckdb_with_iceberg, location_map, map_args, needs_fixtures
+from frequent_strings import assert_frequent_strings
 from iceberg_relocate import newest_metadata_file, relocate, without_delete_targets
 from lakestats.cli import main
 from lakestats.formats.registry import open_table
@@ -123,6 +124,14 @@ def _assert_columns_equal_duckdb(doc: dict[str, Any], duck: Any, metadata: Path,
             assert got["max"] == pytest.approx(hi, rel=1e-6)
             continue
         assert (got["min"], got["max"]) == (to_json(lo), to_json(hi)), column
+        if got["type"] == "string":
+            counted = dict(
+                duck.execute(
+                    f"SELECT {quoted}, count(*) FROM iceberg_scan('{metadata}') "  # noqa: S608
+                    f"WHERE {quoted} IS NOT NULL GROUP BY ALL"
+                ).fetchall()
+            )
+            assert_frequent_strings(got, counted, (name, column))
 
 
 # Flink's upserts (equality and position deletes together) and NULL keys; the other two

@@ -19,6 +19,7 @@ import pytest
 from pypaimon import CatalogFactory
 from pypaimon.schema.data_types import PyarrowFieldParser
 
+from frequent_strings import assert_frequent_strings
 from lakestats.analyze import analyze_table
 from lakestats.config import Config
 from lakestats.formats.paimon.testing import write_arrow
@@ -101,6 +102,8 @@ def assert_readers_see(doc: dict[str, Any], rows: pa.Table, name: str) -> None:
             lengths = pc.utf8_length(present)
             assert got["max_len"] == pc.max(lengths).as_py()
             assert got["avg_len"] == pytest.approx(pc.mean(lengths).as_py())
+            counted = {c["values"]: c["counts"] for c in pc.value_counts(present).to_pylist()}
+            assert_frequent_strings(got, counted, (name, column))
 
 
 def _shifted(value: Any) -> Any:

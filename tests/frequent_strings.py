@@ -1,0 +1,20 @@
+"""The oracle check of a string column's frequent values, shared by the tests of every
+format's foreign-written tables: each listed count within its bounds of the exact count
+over the live rows, and where the sketch counted every value exactly (maximum error 0,
+the list complete) the list is the whole exact count."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def assert_frequent_strings(got: dict[str, Any], counted: dict[str, int], label: Any) -> None:
+    """``got``: a string column of ``show --json``; ``counted``: value → rows, exactly."""
+    info = got["sketch"]["frequent_items"]
+    assert info["kind"] == "frequent_items_strings", label
+    assert info["rows"] == sum(counted.values()), label
+    listed = got["frequent_values"]
+    for entry in listed:
+        assert entry["count_lower"] <= counted[entry["value"]] <= entry["count_upper"], label
+    if info["maximum_error"] == 0 and info["complete"]:
+        assert {e["value"]: e["count"] for e in listed} == counted, label
