@@ -255,8 +255,7 @@ def merge_frequent_items(blobs: Iterable[bytes | None], kind: ItemKind = DOUBLES
     counts = np.concatenate([p.counts for p in parsed])
     if not total:
         return _serialize(_new(lg_slots, kind), kind)
-    keys, where = np.unique(values, return_inverse=True)
-    summed = np.bincount(where, weights=counts, minlength=len(keys)).astype(np.int64)
+    keys, summed = _summed(values, counts, kind)
     capacity = int(_LOAD_FACTOR * (1 << lg_slots))
     if len(keys) > capacity:
         cut = int(-np.partition(-summed, capacity)[capacity])  # the (capacity + 1)-th largest
@@ -265,6 +264,22 @@ def merge_frequent_items(blobs: Iterable[bytes | None], kind: ItemKind = DOUBLES
         kept = summed > 0
         keys, summed = keys[kept], summed[kept]
     return _write_sketch(lg_slots, keys, summed, total, offset, kind=kind)
+
+
+def _summed(
+    values: np.ndarray, counts: np.ndarray, kind: ItemKind
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each distinct value once, with its counts added up. Strings through a dict: numpy
+    sorts an object array by Python comparisons, ~15× slower for 384,000 strings."""
+    if kind == STRINGS:
+        added: dict[str, int] = {}
+        for value, count in zip(values.tolist(), counts.tolist(), strict=True):
+            added[value] = added.get(value, 0) + count
+        keys = np.empty(len(added), object)
+        keys[:] = list(added)
+        return keys, np.fromiter(added.values(), np.int64, len(added))
+    keys, where = np.unique(values, return_inverse=True)
+    return keys, np.bincount(where, weights=counts, minlength=len(keys)).astype(np.int64)
 
 
 @dataclass(frozen=True)
