@@ -346,6 +346,11 @@ COMMON_SHARE = 0.01  # a value hotter than one bucket of a 100-bucket histogram
 COMMON_SHOWN = 5
 
 
+def _quoted(text: str) -> str:
+    """A string value as SQL quotes it, cut to a cell's width."""
+    return _cell("'" + text.replace("'", "''") + "'")
+
+
 def _common_values_lines(doc: dict[str, Any]) -> list[str]:
     """The columns' most common values, as ``frequent_values`` lists them: the few that
     hold at least ``COMMON_SHARE`` of the rows each (a column with none is not listed). A
@@ -353,8 +358,10 @@ def _common_values_lines(doc: dict[str, Any]) -> list[str]:
     rows = described_rows(doc)
     lines = []
     for name, col in doc["columns"].items():
+        quoted = col.get("type") == "string"  # so that '' and 'a, b' read as values
         common = [
-            f"{_cell(f['value'], exact=True)} {f['count'] / rows:.1%}"
+            f"{_quoted(f['value']) if quoted else _cell(f['value'], exact=True)} "
+            f"{f['count'] / rows:.1%}"
             + ("" if f.get("count_lower") == f.get("count_upper") else "≈")
             for f in (col.get("frequent_values") or [])[:COMMON_SHOWN]
             if rows and f["count"] >= COMMON_SHARE * rows

@@ -28,7 +28,7 @@ import lakestats
 from lakestats.config import Config, SketchConfig
 from lakestats.exceptions import ConfigError
 from lakestats.model import SketchSettings
-from lakestats.render import render_histogram
+from lakestats.render import render_histogram, render_stats
 from lakestats.selectivity import Predicate, PredicateError, parse_predicate, selectivity
 from lakestats.sketches.spec import kll_k_for_error, kll_pmf_error, validate_sketch_settings
 from lakestats.testing import IcebergWarehouse
@@ -575,6 +575,9 @@ def test_show_lists_the_most_common_values(analyzed: Analyzed) -> None:
         served = {str(f["value"]): f for f in analyzed.doc["columns"][name]["frequent_values"]}
         for item in shown:
             value, share = item.split()
+            if name == "mode":  # strings are quoted
+                assert value[0] == value[-1] == "'"
+                value = value[1:-1]
             entry = served[value]
             assert entry["count_lower"] <= exact[value] <= entry["count_upper"], (name, item)
             if entry["count_lower"] == entry["count_upper"]:  # the sketch's count is exact
@@ -734,3 +737,7 @@ def test_string_equality_outside_the_exact_bounds_is_none_and_the_empty_string_c
     for predicate in (*(Predicate("s", "=", (v,)) for v in ("", "b", "c", "bb")), mixed):
         exact = exact_count(data, predicate)
         assert selectivity(with_frequent, predicate) * rows == exact, predicate
+    # the human show quotes string values, so the empty string reads as one
+    section = render_stats(with_frequent).split("most common values")[1].splitlines()
+    (common,) = [line.split(maxsplit=1)[1] for line in section if line.split()[:1] == ["s"]]
+    assert common == "'b' 37.5%, 'c' 37.5%, '' 12.5%"
