@@ -139,8 +139,10 @@ def _rows_without_histogram(column: dict[str, Any], predicate: Predicate, non_nu
             "sketches): = and IN cannot be estimated"
         )
     # no theta sketch counts the empty string (Iceberg's convention: an empty buffer is
-    # not hashed); an exact min of "" says the column holds one value more than its NDV
-    distinct = float(ndv) + (1.0 if bounds is not None and bounds[0] == "" else 0.0)
+    # not hashed); an exact min of "" or a listed "" says the column holds one value more
+    # than its NDV
+    holds_empty = (bounds is not None and bounds[0] == "") or "" in listed
+    distinct = float(ndv) + (1.0 if holds_empty else 0.0)
     # the rows no listed value holds, over the values not listed (the plain NDV estimate
     # without frequent values), each at most what an unlisted value can have
     rest_rows = max(0.0, non_null - sum(listed.values()))
