@@ -18,3 +18,13 @@ def assert_frequent_strings(got: dict[str, Any], counted: dict[str, int], label:
         assert entry["count_lower"] <= counted[entry["value"]] <= entry["count_upper"], label
     if info["maximum_error"] == 0 and info["complete"]:
         assert {e["value"]: e["count"] for e in listed} == counted, label
+
+
+def duckdb_counts(duck: Any, source: str, quoted: str) -> dict[str, int]:
+    """Each non-null value of column ``quoted`` of DuckDB's ``source`` (a table function
+    such as ``delta_scan('…')``) with its rows."""
+    return dict(
+        duck.execute(
+            f"SELECT {quoted}, count(*) FROM {source} WHERE {quoted} IS NOT NULL GROUP BY ALL"  # noqa: S608
+        ).fetchall()
+    )

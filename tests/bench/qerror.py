@@ -373,21 +373,12 @@ def _report_strings(  # noqa: PLR0917 - private, called once
                 ours = selectivity(doc, Predicate(column.name, op, tuple(values))) * rows
                 theirs = _spark_rows(session, condition)
                 uniform = non_null / max(float(entry["ndv"] or 1), 1.0) * len(set(values))
-                if args.show_worst and max(_q(ours, exact), _q(theirs, exact)) > args.show_worst:
-                    print(f"  worst: {condition} lakestats {ours:.2f} Spark {theirs} exact {exact}")
-                q[kind]["lakestats"].append(_q(ours, exact))
-                q[kind]["spark"].append(_q(theirs, exact))
-                q[kind]["uniform"].append(_q(uniform, exact))
-    print(
-        "\nString columns (no histogram: frequent values; not a kind of the target above), "
-        f"{', '.join(c.name for c in strings)}:\n"
+                _record(q[kind], condition, (ours, theirs, uniform), exact, args)
+    title = (
+        "String columns (no histogram: frequent values; not a kind of the target above), "
+        f"{', '.join(c.name for c in strings)}"
     )
-    print("| predicate kind | n | lakestats q-error p50 / p90 / p99 / max | Spark CBO | uniform |")
-    print("|---|---|---|---|---|")
-    for kind in STRING_KINDS:
-        got = q[kind]
-        print(f"| {kind} | {len(got['lakestats'])} | {_summary(got['lakestats'])} | "
-              f"{_summary(got['spark'])} | {_summary(got['uniform'])} |", flush=True)  # fmt: skip
+    _print_q_table(title, "predicate kind", q)
 
 
 def _string_literal(value: str) -> str:
@@ -437,19 +428,36 @@ def _report_conjunctions(  # noqa: PLR0917 - private, called once
                 uniform = rows * math.prod(
                     _uniform_fraction(doc["columns"][t.name], rows, op, v) for t, op, v in terms
                 )
-            if args.show_worst and max(_q(ours, exact), _q(theirs, exact)) > args.show_worst:
-                print(f"  worst: {text} lakestats {ours:.2f} Spark {theirs} exact {exact:.0f}")
-            q[kind]["lakestats"].append(_q(ours, exact))
-            q[kind]["spark"].append(_q(theirs, exact))
-            q[kind]["uniform"].append(_q(uniform, exact))
-    print(
-        "\nComparisons joined by AND (not a kind of the target above; two columns are "
-        "taken as independent by both):\n"
+            _record(q[kind], text, (ours, theirs, uniform), exact, args)
+    title = (
+        "Comparisons joined by AND (not a kind of the target above; two columns are "
+        "taken as independent by both)"
     )
-    print("| conjunction | n | lakestats q-error p50 / p90 / p99 / max | Spark CBO | uniform |")
+    _print_q_table(title, "conjunction", q)
+
+
+def _record(
+    q: dict[str, list[float]],
+    text: str,
+    estimates: tuple[float, float | None, float],
+    exact: float,
+    args: argparse.Namespace,
+) -> None:
+    """One predicate's q-errors (lakestats, Spark, uniform), and it printed when it is
+    worse than ``--show-worst`` for lakestats or Spark."""
+    ours, theirs, uniform = estimates
+    if args.show_worst and max(_q(ours, exact), _q(theirs, exact)) > args.show_worst:
+        print(f"  worst: {text} lakestats {ours:.2f} Spark {theirs} exact {exact:.0f}")
+    q["lakestats"].append(_q(ours, exact))
+    q["spark"].append(_q(theirs, exact))
+    q["uniform"].append(_q(uniform, exact))
+
+
+def _print_q_table(title: str, first: str, q: dict[str, dict[str, list[float]]]) -> None:
+    print(f"\n{title}:\n")
+    print(f"| {first} | n | lakestats q-error p50 / p90 / p99 / max | Spark CBO | uniform |")
     print("|---|---|---|---|---|")
-    for kind in CONJUNCTION_KINDS:
-        got = q[kind]
+    for kind, got in q.items():
         print(f"| {kind} | {len(got['lakestats'])} | {_summary(got['lakestats'])} | "
               f"{_summary(got['spark'])} | {_summary(got['uniform'])} |", flush=True)  # fmt: skip
 

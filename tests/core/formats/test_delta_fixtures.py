@@ -29,7 +29,7 @@ from delta_tables import (
     live_rows,
     needs_fixtures,
 )
-from frequent_strings import assert_frequent_strings
+from frequent_strings import assert_frequent_strings, duckdb_counts
 from lakestats.cli import main
 from lakestats.formats.registry import open_table
 from lakestats.values import to_json
@@ -257,19 +257,8 @@ def _assert_columns_equal_duckdb(doc: dict[str, Any], duck: Any, path: str) -> N
             continue  # binary bounds are not kept
         assert (got["min"], got["max"]) == (to_json(lo), to_json(hi)), column
         if got["type"] == "string":
-            _assert_frequent_strings_equal_duckdb(got, duck, path, quoted)
-
-
-def _assert_frequent_strings_equal_duckdb(
-    got: dict[str, Any], duck: Any, path: str, quoted: str
-) -> None:
-    counted = dict(
-        duck.execute(
-            f"SELECT {quoted}, count(*) FROM delta_scan('{path}') "  # noqa: S608
-            f"WHERE {quoted} IS NOT NULL GROUP BY ALL"
-        ).fetchall()
-    )
-    assert_frequent_strings(got, counted, (path, quoted))
+            counted = duckdb_counts(duck, f"delta_scan('{path}')", quoted)
+            assert_frequent_strings(got, counted, (path, column))
 
 
 @pytest.mark.spark

@@ -23,7 +23,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from foreign import FIXTURES, duckdb_with_iceberg, location_map, map_args, needs_fixtures
-from frequent_strings import assert_frequent_strings
+from frequent_strings import assert_frequent_strings, duckdb_counts
 from iceberg_relocate import newest_metadata_file, relocate, without_delete_targets
 from lakestats.cli import main
 from lakestats.formats.registry import open_table
@@ -125,12 +125,7 @@ def _assert_columns_equal_duckdb(doc: dict[str, Any], duck: Any, metadata: Path,
             continue
         assert (got["min"], got["max"]) == (to_json(lo), to_json(hi)), column
         if got["type"] == "string":
-            counted = dict(
-                duck.execute(
-                    f"SELECT {quoted}, count(*) FROM iceberg_scan('{metadata}') "  # noqa: S608
-                    f"WHERE {quoted} IS NOT NULL GROUP BY ALL"
-                ).fetchall()
-            )
+            counted = duckdb_counts(duck, f"iceberg_scan('{metadata}')", quoted)
             assert_frequent_strings(got, counted, (name, column))
 
 
