@@ -168,8 +168,7 @@ def _frequent_strings(
         return {}, None
     if seen < non_null:
         return {value: count * non_null / seen for value, count in listed.items()}, None
-    cap = 2.0 * float(info["maximum_error"]) if info.get("complete") else None
-    return listed, cap
+    return listed, _unlisted_at_most(column)
 
 
 def _exact_string_bounds(column: dict[str, Any]) -> tuple[str, str] | None:
@@ -196,9 +195,14 @@ def _frequent_values(
         for f in listed
         if f.get("count_lower") is not None
     }
+    return counts, lowers, _unlisted_at_most(column)
+
+
+def _unlisted_at_most(column: dict[str, Any]) -> float | None:
+    """When the column's frequent list is complete, the most rows a value not on it can
+    have: twice the sketch's maximum error."""
     info = (column.get("sketch") or {}).get("frequent_items") or {}
-    cap = 2.0 * float(info["maximum_error"]) if info.get("complete") else None
-    return counts, lowers, cap
+    return 2.0 * float(info["maximum_error"]) if info.get("complete") else None
 
 
 def _frequent_counts_finer(column: dict[str, Any]) -> bool:

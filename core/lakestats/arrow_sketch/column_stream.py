@@ -52,6 +52,8 @@ from lakestats.sketches.frequent import (
     ItemKind,
     frequent_capacity,
     frequent_items_of_counts,
+    most_frequent,
+    summed_counts,
 )
 from lakestats.values import from_physical
 
@@ -166,9 +168,8 @@ class ValueCounts:
         would), so a column of distinct values never becomes Python strings."""
         rows = int(counts.sum())
         if len(counts) > self._capacity:
-            cut = np.argpartition(-counts, self._capacity)
-            self._offset += int(counts[cut[self._capacity :]].max())
-            kept = cut[: self._capacity]
+            kept, left_out = most_frequent(counts, self._capacity)
+            self._offset += left_out
             keys, counts = keys.take(pa.array(kept)), counts[kept]
         values = np.empty(len(keys), object)
         values[:] = keys.to_pylist()
@@ -182,13 +183,14 @@ class ValueCounts:
         if self._batches == 1:
             self._values, self._counts = values, counts
             return
-        keys, where = np.unique(np.concatenate((self._values, values)), return_inverse=True)
-        summed = np.bincount(where, weights=np.concatenate((self._counts, counts)))
-        self._values, self._counts = keys, summed.astype(np.int64)
-        if len(keys) > self._capacity:
-            cut = np.argpartition(-self._counts, self._capacity)
-            self._offset += int(self._counts[cut[self._capacity :]].max())
-            kept = cut[: self._capacity]
+        self._values, self._counts = summed_counts(
+            np.concatenate((self._values, values)),
+            np.concatenate((self._counts, counts)),
+            self._kind,
+        )
+        if len(self._values) > self._capacity:
+            kept, left_out = most_frequent(self._counts, self._capacity)
+            self._offset += left_out
             self._values, self._counts = self._values[kept], self._counts[kept]
 
     def sketch(self) -> bytes:

@@ -106,17 +106,12 @@ def repeated_frequent_items(
 ) -> bytes:
     """The sketch of ``copies`` rows holding ``value`` (a partition column's constant): a
     KLL double (NaN or None: no value) or a string."""
-    sketch = _new(lg_map_size(items_tracked), kind)
-    if isinstance(value, float) and math.isnan(value):
-        value = None
-    if value is not None and copies > 0 and kind == STRINGS:
-        values = np.empty(1, object)
-        values[0] = value
-        counts = np.array([copies], np.int64)
-        return _write_sketch(lg_map_size(items_tracked), values, counts, copies, 0, kind=kind)
-    if value is not None and copies > 0:
-        sketch.update(float(value), copies)
-    return _serialize(sketch, kind)
+    lg_slots = lg_map_size(items_tracked)
+    if value is None or (isinstance(value, float) and math.isnan(value)) or copies <= 0:
+        return _serialize(_new(lg_slots, kind), kind)
+    values = np.empty(1, object if kind == STRINGS else np.float64)
+    values[0] = value if kind == STRINGS else float(value)
+    return _write_sketch(lg_slots, values, np.array([copies], np.int64), copies, 0, kind=kind)
 
 
 _HEADER = struct.Struct("<BBBBBBHIIQQ")  # a non-empty sketch's preamble (``_write_sketch``)
@@ -130,6 +125,13 @@ STRING_BYTES = 32 << 10
 def frequent_capacity(items_tracked: int) -> int:
     """How many values the sketch's map holds without a purge."""
     return int(_LOAD_FACTOR * (1 << lg_map_size(items_tracked)))
+
+
+def most_frequent(counts: np.ndarray, capacity: int) -> tuple[np.ndarray, int]:
+    """Where the ``capacity`` largest of more than ``capacity`` counts are, and the largest
+    count left out: what a cut to the map's capacity adds to the offset."""
+    order = np.argpartition(-counts, capacity)
+    return order[:capacity], int(counts[order[capacity:]].max())
 
 
 def frequent_items_of_counts(
@@ -167,9 +169,9 @@ def frequent_items_of_counts(
     total = int(counts.sum()) if total is None else total
     capacity = frequent_capacity(items_tracked)
     if len(counts) > capacity:
-        cut = np.argpartition(-counts, capacity)
-        offset += int(counts[cut[capacity:]].max())
-        values, counts = values[cut[:capacity]], counts[cut[:capacity]]
+        kept, left_out = most_frequent(counts, capacity)
+        offset += left_out
+        values, counts = values[kept], counts[kept]
     keys, where = np.unique(values, return_inverse=True)
     if len(keys) < len(values):
         counts = np.bincount(where, weights=counts).astype(np.int64)
@@ -255,7 +257,7 @@ def merge_frequent_items(blobs: Iterable[bytes | None], kind: ItemKind = DOUBLES
     counts = np.concatenate([p.counts for p in parsed])
     if not total:
         return _serialize(_new(lg_slots, kind), kind)
-    keys, summed = _summed(values, counts, kind)
+    keys, summed = summed_counts(values, counts, kind)
     capacity = int(_LOAD_FACTOR * (1 << lg_slots))
     if len(keys) > capacity:
         cut = int(-np.partition(-summed, capacity)[capacity])  # the (capacity + 1)-th largest
@@ -266,7 +268,7 @@ def merge_frequent_items(blobs: Iterable[bytes | None], kind: ItemKind = DOUBLES
     return _write_sketch(lg_slots, keys, summed, total, offset, kind=kind)
 
 
-def _summed(
+def summed_counts(
     values: np.ndarray, counts: np.ndarray, kind: ItemKind
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each distinct value once, with its counts added up. Strings through a dict: numpy
@@ -289,6 +291,11 @@ class _Parsed:
     offset: int
     values: np.ndarray  # float64, or str objects
     counts: np.ndarray  # int64
+
+
+def _offset(blob: bytes) -> int:
+    """A stored sketch's offset, from its preamble alone (an empty sketch has none)."""
+    return 0 if blob[0] == 1 else int(_HEADER.unpack_from(blob)[-1])
 
 
 def _parse(blob: bytes, kind: ItemKind = DOUBLES) -> _Parsed:
@@ -334,7 +341,7 @@ def frequent_values(blob: bytes, limit: int, kind: ItemKind = DOUBLES) -> Freque
     """Values surely more frequent than the sketch's error (no false positives), at most
     ``limit``, most frequent first."""
     sketch = _load(blob, kind)
-    error = _parse(blob, kind).offset  # the library's maximum error: any count's
+    error = _offset(blob)  # the library's maximum error: any count's
     found = sketch.get_frequent_items(frequent_items_error_type.NO_FALSE_POSITIVES)
     ranked = sorted(found, key=lambda item: (-item[1], item[0]))
     values = tuple(
