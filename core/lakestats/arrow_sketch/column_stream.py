@@ -44,6 +44,7 @@ from lakestats.arrow_sketch.spec_hashes import (
     smallest,
     theta_sketch,
 )
+from lakestats.arrow_sketch.strings import as_bytes, char_lengths, python_string, python_strings
 from lakestats.model import ColumnSketch
 from lakestats.sketches import sample_codec
 from lakestats.sketches.frequent import (
@@ -172,7 +173,7 @@ class ValueCounts:
             self._offset += left_out
             keys, counts = keys.take(pa.array(kept)), counts[kept]
         values = np.empty(len(keys), object)
-        values[:] = keys.to_pylist()
+        values[:] = python_strings(keys)
         self.add(values, counts, rows=rows)
 
     def add(self, values: np.ndarray, counts: np.ndarray, *, rows: int | None = None) -> None:
@@ -270,11 +271,11 @@ class ColumnAccumulator:
         if self._column.scan_bounds and len(numeric):
             self._extremes.append(extremes(numeric, t))
         if spec.lengths and len(present):
-            lengths = pc.utf8_length(present) if t == "string" else pc.binary_length(present)
-            self._len_sum += int(pc.sum(lengths).as_py() or 0)
-            longest = pc.max(lengths).as_py()
-            if longest is not None:
-                self._len_max = max(self._len_max or 0, int(longest))
+            lengths = (
+                char_lengths(present) if t == "string" else pc.binary_length(present).to_numpy()
+            )
+            self._len_sum += int(np.sum(lengths))
+            self._len_max = max(self._len_max or 0, int(np.max(lengths)))
         if spec.booleans:
             trues = int(pc.sum(present.cast(pa.int64())).as_py() or 0)
             self._trues += trues
@@ -364,6 +365,8 @@ def extremes(values: pa.Array, type_str: str) -> pa.Array:
     if type_str in _TIME_TYPES:  # as their physical numbers
         physical = pa.int32() if type_str == "date" else pa.int64()
         return pa.array([lo, hi], physical).view(values.type)
+    if type_str == "string":
+        return pa.array([lo, hi], as_bytes(values).type).view(values.type)
     return pa.array([lo, hi], values.type)
 
 
@@ -380,6 +383,12 @@ def bounds(values: pa.Array, type_str: str, *, as_values: bool = True) -> tuple[
         if not as_values:
             return lo, hi
         return from_physical(type_str, lo), from_physical(type_str, hi)
+    if type_str == "string":  # their bytes, which need not be UTF-8
+        found = pc.min_max(as_bytes(values))
+        lo, hi = found["min"].as_py(), found["max"].as_py()
+        if not as_values:
+            return lo, hi
+        return python_string(lo), python_string(hi)
     # binaries compare as unsigned bytes in Arrow, as in Spark
     found = pc.min_max(values)
     lo, hi = found["min"].as_py(), found["max"].as_py()

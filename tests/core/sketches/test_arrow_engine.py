@@ -18,6 +18,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ from structlog.testing import capture_logs
 from lakestats import pipeline
 from lakestats.arrow_sketch.engine import marked_error, worker_cannot_run
 from lakestats.arrow_sketch.murmur import hash_bytes, hash_words
+from lakestats.arrow_sketch.strings import python_string
 from lakestats.config import Config, SketchConfig, load_config
 from lakestats.deletes.plan import plan_live_read
 from lakestats.deletes.spark_filter import LiveRowFilter
@@ -59,6 +61,7 @@ from lakestats.exceptions import ConfigError, DataFileError
 from lakestats.formats.iceberg.opening import open_iceberg_location
 from lakestats.locations import LocationMap
 from lakestats.model import (
+    Column,
     ColumnSketch,
     DeletionVector,
     EqualityDeletes,
@@ -67,7 +70,7 @@ from lakestats.model import (
     TableSchema,
 )
 from lakestats.pipeline import sketch_files, warm_arrow_workers
-from lakestats.sketches.frequent import frequent_values
+from lakestats.sketches.frequent import STRINGS, frequent_values
 from lakestats.sketches.hashing import theta_hash
 from lakestats.sketches.merge import kll_normalized_rank_error, theta_estimate
 from lakestats.sketching import SparkSketcher
@@ -650,3 +653,35 @@ def test_equality_deletes_are_applied_by_the_arrow_engine_as_by_the_sql_job(
         sketch_files(
             spark, list(plan_input), schema, SAMPLED, row_filter=_live_filter(plan_input, schema)
         )
+
+
+def test_strings_that_are_not_utf8_are_sketched_as_the_sql_job_reads_them(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A STRING column holding bytes that are not UTF-8 (Hive and Impala write any bytes):
+    Spark reads them as it reads any string, and so must the Arrow engine, not leave the
+    file to the SQL job. Both give every statistic alike, the malformed bytes of a value
+    replaced (U+FFFD) where it is a Python string: frequent values and bounds."""
+    raw = [b"ok", b"\xff\xfebad", b"caf\xc3\xa9", b"\xc3", b"\x80x", b"ok\x00", b"\xed\xa0\x80"]
+    values = [raw[i % len(raw)] if i % 11 else None for i in range(700)]
+    binary = pa.array(values, pa.binary())
+    strings = pa.Array.from_buffers(pa.string(), len(binary), binary.buffers(), binary.null_count)
+    field = pa.field("s", pa.string(), metadata={b"PARQUET:field_id": b"1"})
+    path = str(tmp_path / "bytes.parquet")
+    pq.write_table(pa.Table.from_arrays([strings], schema=pa.schema([field])), path)
+    schema = TableSchema(1, (Column(1, "s", "string"),))
+    settings = SketchSettings(frequent_items=256)
+    sql = sketch_files(spark, [path], schema, settings, engine="sql")[path][1]
+    with capture_logs() as logs:
+        arrow = sketch_files(spark, [path], schema, settings, engine="auto")[path][1]
+    assert "arrow_engine_declined" not in [e["event"] for e in logs], logs
+    # the frequent items' bytes differ (Spark's Misra-Gries pass, the engine's exact
+    # counts): their values and counts are compared with the exact ones
+    _same(replace(sql, frequent_items=None), replace(arrow, frequent_items=None), "bytes")
+    exact = Counter(python_string(v) for v in values if v is not None)
+    for sketch in (sql, arrow):
+        assert sketch.frequent_items is not None
+        found = frequent_values(sketch.frequent_items, 20, STRINGS)
+        assert {v.value: v.count for v in found.values} == dict(exact)
+    assert arrow.len_sum == sum(len(v) for v in exact.elements())
+    assert (arrow.min, arrow.max) == ("caf\u00e9", "\ufffd\ufffdbad")
