@@ -34,12 +34,34 @@ def byte_size(count: int) -> str:
     return f"{size:.1f} TiB"
 
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: control, format and separator characters
+    (a newline, ESC starting a terminal sequence, a right-to-left override — whatever a
+    table's data or names hold) escaped as Python writes them, ``\\n``, ``\\x1b``,
+    ``\\u202e``; the space and every visible character as they are."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escaped(c) for c in text)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def _cell(value: Any, *, exact: bool = False) -> str:
     """A table cell. Estimates print 4 significant digits; an ``exact`` float prints in
     full (its shortest round-trip form: a max of 1026.46 is 1026.46, not 1026)."""
     if value is None:
         return "-"
-    text = f"{value:.4g}" if isinstance(value, float) and not exact else str(value)
+    text = f"{value:.4g}" if isinstance(value, float) and not exact else printable(str(value))
     return text if len(text) <= _MAX_CELL else text[: _MAX_CELL - 1] + "…"
 
 
@@ -90,7 +112,10 @@ def _table(
         return (wide_first and i == 0) or (wide_last and i == len(row) - 1)
 
     cells = [
-        [str(v) if uncut(i, row) and v is not None else _cell(v) for i, v in enumerate(row)]
+        [
+            printable(str(v)) if uncut(i, row) and v is not None else _cell(v)
+            for i, v in enumerate(row)
+        ]
         for row in rows
     ]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
@@ -155,7 +180,9 @@ def render_histogram(name: str, column: dict[str, Any], width: int = 40) -> str:
     them)."""
     buckets = column.get("histogram") or []
     if not buckets:
-        return f"histogram of {name}: none ({no_histogram_reason(str(column['type']))})\n"
+        return (
+            f"histogram of {printable(name)}: none ({no_histogram_reason(str(column['type']))})\n"
+        )
     quantiles = (column.get("sketch") or {}).get("quantiles") or {}
     peak = max(float(b["count"]) for b in buckets) or 1.0
     rows = []
@@ -170,7 +197,7 @@ def render_histogram(name: str, column: dict[str, Any], width: int = 40) -> str:
         )
     error = quantiles.get("bucket_count_error")
     note = f"; ~ counts within ±{error} rows (~99 %)" if error else ""
-    head = f"histogram of {name} ({column['type']}, {len(buckets)} buckets{note})\n"
+    head = f"histogram of {printable(name)} ({column['type']}, {len(buckets)} buckets{note})\n"
     return head + _table(["values", "rows", "ndv≈", ""], rows, wide_last=True)
 
 
@@ -199,7 +226,7 @@ def render_stats(
     the sketches the configuration keeps per file (``SKETCH_KINDS``' keys), which a note
     names where some live files lack them."""
     out = [
-        f"table     {doc['table']} ({doc['format']})",
+        f"table     {printable(str(doc['table']))} ({doc['format']})",
         f"snapshot  {doc['snapshot_id']}  schema {doc['schema_id']}",
         *([f"BEHIND    {behind}"] if behind else []),
         f"rows      {doc['record_count']}"
@@ -261,7 +288,7 @@ def render_stats(
         for name, line, quantiles in histograms:
             q = quantiles or {}
             marks = " / ".join(_cell(q.get(k)) for k in ("0.25", "0.5", "0.75"))
-            out.append(f"  {name:<20} {line or '':<24}  {marks}")
+            out.append(f"  {printable(name):<20} {line or '':<24}  {marks}")
     out.extend(_common_values_lines(doc))
     out.extend(_missing_sketches_lines(doc, kept))
     partitions = doc.get("partitions") or []
@@ -321,7 +348,8 @@ def _missing_sketches_lines(doc: dict[str, Any], kept: Collection[str]) -> list[
     if not lacking:
         return []
     parts = "; ".join(
-        f"{' and '.join(what)} of {column_names(names)}" for what, names in lacking.items()
+        f"{' and '.join(what)} of {printable(column_names(names))}"
+        for what, names in lacking.items()
     )
     text = (
         f"not kept: {parts} — some live files were sketched without them (by an earlier "
@@ -367,7 +395,7 @@ def _common_values_lines(doc: dict[str, Any]) -> list[str]:
             if rows and f["count"] >= COMMON_SHARE * rows
         ]
         if common:
-            lines.append(f"  {name:<20} {', '.join(common)}")
+            lines.append(f"  {printable(name):<20} {', '.join(common)}")
     if not lines:
         return []
     title = (

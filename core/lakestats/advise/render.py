@@ -10,6 +10,7 @@ from lakestats.advise.model import (
     LookupCost,
     display_value,
 )
+from lakestats.render import printable
 
 
 def _cost_json(cost: LookupCost | None) -> dict[str, Any] | None:
@@ -129,7 +130,8 @@ def render_column(advice: ColumnAdvice) -> str:
     per_file = "?" if advice.ndv_per_file_mean is None else f"{advice.ndv_per_file_mean:,.0f}"
     nulls = "?" if advice.null_fraction is None else f"{advice.null_fraction:.1%}"
     lines = [
-        f"{advice.name} ({advice.type}): {advice.files:,} files, {advice.records:,} rows, "
+        f"{printable(advice.name)} ({advice.type}): {advice.files:,} files, "
+        f"{advice.records:,} rows, "
         f"nulls {nulls}, ndv ≈ {ndv}, ndv/file ≈ {per_file}"
     ]
     if advice.point is not None:
@@ -143,7 +145,7 @@ def render_column(advice: ColumnAdvice) -> str:
         else:
             what = f"{len(advice.overlap)} equal parts of the value range (no KLL)"
         lines.append(f"  overlap: share of files covering {what}")
-        labels = [str(display_value(advice.type, b.lower)) for b in advice.overlap]
+        labels = [printable(str(display_value(advice.type, b.lower))) for b in advice.overlap]
         width = min(max(len(label) for label in labels), 26)
         for label, b in zip(labels, advice.overlap, strict=True):
             lines.append(f"    {label[:width]:>{width}} │{_bar(b.share)}│ {b.share:6.1%}")
@@ -154,17 +156,21 @@ def render_column(advice: ColumnAdvice) -> str:
 
 def render_report(report: AdviceReport, *, per_partition: bool = False) -> str:
     """The terminal form; the per-partition summary only when asked for."""
-    head = f"{report.table}: snapshot {report.snapshot_id}, {report.files:,} live data files\n"
+    head = (
+        f"{printable(report.table)}: snapshot {report.snapshot_id}, "
+        f"{report.files:,} live data files\n"
+    )
     parts = [head, *("\n" + render_column(c) for c in report.columns)]
     if per_partition and report.partitions:
         parts.append("\nper partition (point lookups):\n")
         for p in report.partitions:
-            key = ", ".join(f"{k}={v}" for k, v in p.partition.values) or "(unpartitioned)"
+            key = printable(", ".join(f"{k}={v}" for k, v in p.partition.values))
+            key = key or "(unpartitioned)"
             for c in p.columns:
                 e = "-" if c.point is None else f"{c.point.files_expected:,.2f}"
                 m = "-" if c.point is None else f"{c.point.files_max:,}"
                 parts.append(
-                    f"  {key}  {c.name}: {p.files:,} files, lookup ≈ {e} (max {m}) "
+                    f"  {key}  {printable(c.name)}: {p.files:,} files, lookup ≈ {e} (max {m}) "
                     f"→ {c.recommendation.kind.value}\n"
                 )
     elif report.partitions:
