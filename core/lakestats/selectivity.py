@@ -32,13 +32,14 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import math
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 from lakestats.predicates import OPS, Op, Predicate, PredicateError, parse_predicate
 from lakestats.render import column_names, described_rows
-from lakestats.sketches.spec import no_histogram_reason
-from lakestats.values import from_json, to_physical
+from lakestats.sketches.spec import decimal_precision_scale, no_histogram_reason, no_ndv_reason
+from lakestats.values import at_scale, from_json, to_physical
 
 __all__ = ["Op", "Predicate", "PredicateError", "order_key", "parse_predicate", "selectivity"]
 
@@ -56,13 +57,60 @@ def selectivity(doc: dict[str, Any], predicate: Predicate) -> float:
     total = float(described_rows(doc))  # what the column stats count: live rows
     if total <= 0:
         return 0.0
+    if predicate.op in ("is null", "is not null") and column["null_count"] is None:
+        raise PredicateError(
+            f"column {predicate.column!r} has no null count (neither the table's metadata "
+            "nor a sketch gave one): IS NULL and IS NOT NULL cannot be estimated"
+        )
     nulls = float(column["null_count"] or 0)
     if predicate.op == "is null":
         return _clamp(nulls / total)
     if predicate.op == "is not null":
         return _clamp((total - nulls) / total)
-    rows = _rows(column, predicate, total - nulls - float(column.get("nan_count") or 0))
-    return _clamp(rows / total)
+    nans = float(column.get("nan_count") or 0)
+    numbers, nan_rows = _apart_from_nan(predicate, str(column["type"]), nans)
+    non_nan = total - nulls - nans
+    if numbers is None or numbers is EVERY_NUMBER:
+        rows = 0.0 if numbers is None else non_nan
+    else:
+        rows = _rows(column, numbers, non_nan)
+    return _clamp((rows + nan_rows) / total)
+
+
+# what ``_apart_from_nan`` leaves of ``x < 'NaN'``: every value but NaN, known exactly
+EVERY_NUMBER = Predicate("", "is not null")
+
+
+def _apart_from_nan(
+    predicate: Predicate, type_str: str, nans: float
+) -> tuple[Predicate | None, float]:
+    """A float column's predicate as Spark evaluates it (so do DuckDB and PostgreSQL):
+    NaN equals NaN and is above every other value. The comparison left for the non-NaN
+    values (``None``: none of them match; ``EVERY_NUMBER``: all) and the NaN rows that
+    match."""
+    if type_str not in ("float", "double"):
+        return predicate, 0.0
+    op, values = predicate.op, predicate.values
+    is_nan = [_is_nan(v) for v in values]
+    if not any(is_nan):
+        return predicate, nans if op in (">", ">=") else 0.0
+    if op in ("=", "in"):
+        rest = tuple(v for v, nan in zip(values, is_nan, strict=True) if not nan)
+        return (replace(predicate, values=rest) if rest else None), nans
+    if op in ("<", "<="):  # every value is below NaN, NaN is at most itself
+        return EVERY_NUMBER, nans if op == "<=" else 0.0
+    if op in (">", ">="):
+        return None, nans if op == ">=" else 0.0
+    low_nan, high_nan = is_nan  # between
+    if low_nan:
+        return None, nans if high_nan else 0.0
+    return replace(predicate, op=">=", values=values[:1]), nans
+
+
+def _is_nan(constant: Any) -> bool:
+    if isinstance(constant, str):
+        return constant.strip().lower() == "nan"
+    return isinstance(constant, float | Decimal) and constant != constant  # noqa: PLR0124
 
 
 def _rows(column: dict[str, Any], predicate: Predicate, non_null: float) -> float:
@@ -71,6 +119,12 @@ def _rows(column: dict[str, Any], predicate: Predicate, non_null: float) -> floa
     expected = {"between": 2, "in": None}.get(predicate.op, 1)
     if expected is not None and len(values) != expected:
         raise PredicateError(f"{predicate.op} takes {expected} constant(s), got {len(values)}")
+    if predicate.op in ("=", "in"):
+        # 1.5 in an integer column, 0.125 in a decimal(10, 2): no row holds such a value
+        values = tuple(v for v in values if _a_value_of(type_str, v))
+        if not values:
+            return 0.0
+        predicate = replace(predicate, values=values)
     histogram = column.get("histogram")
     if not histogram:
         return _rows_without_histogram(column, predicate, non_null)
@@ -134,9 +188,9 @@ def _rows_without_histogram(column: dict[str, Any], predicate: Predicate, non_nu
     if unlisted_at_most == 0:
         return rows  # every value is listed with its exact count: these have no row
     if not ndv:  # every row would be a bound, not an estimate
+        why = no_ndv_reason(str(column["type"]))
         raise PredicateError(
-            f"column {predicate.column!r} has no NDV (its stats were computed without "
-            "sketches): = and IN cannot be estimated"
+            f"column {predicate.column!r} has no NDV ({why}): = and IN cannot be estimated"
         )
     # no theta sketch counts the empty string (Iceberg's convention: an empty buffer is
     # not hashed); an exact min of "" or a listed "" says the column holds one value more
@@ -491,6 +545,27 @@ def _unit(type_str: str, value: Any) -> float:
         return float(value)
     except (ValueError, TypeError, ArithmeticError) as exc:
         raise PredicateError(f"{value!r} is not a value of type {type_str}: {exc}") from None
+
+
+def _a_value_of(type_str: str, constant: Any) -> bool:
+    """Whether a column of ``type_str`` can hold ``constant``: False for a fraction in an
+    integer column and for digits past a decimal's scale or precision; True for anything
+    else, which ``_unit`` reads or refuses."""
+    integer = type_str in ("int", "long")
+    if not integer and not type_str.startswith("decimal"):
+        return True
+    try:
+        number = Decimal(str(constant))
+    except ArithmeticError:
+        return True
+    if not number.is_finite():
+        return False
+    if integer:
+        return number == number.to_integral_value()
+    precision, scale = decimal_precision_scale(type_str)
+    return at_scale(number, scale) == number and (
+        not number or number.adjusted() < precision - scale
+    )
 
 
 def _bool(value: Any) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import uuid
-from decimal import Decimal
+from decimal import Context, Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -32,6 +32,24 @@ _EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _TYPE_ADAPTER: TypeAdapter[IcebergType] = TypeAdapter(IcebergType)
 
 STRING_LIKE_TYPES = frozenset({"string", "binary"})
+
+
+# Digits enough for any value of a decimal(38, s) and any double at any scale up to 38 (a
+# double reaches 1.8e308): Python's default context holds 28, and a decimal(38, 18) of 10^10
+# at its scale has 29 — quantize raised InvalidOperation, scaleb rounded silently
+_WIDE = Context(prec=400)
+
+
+def at_scale(value: Decimal | int | float | str, scale: int) -> Decimal:
+    """``value`` as a decimal of ``scale`` digits after the point (rounded half-even), with
+    every digit it has before it: a float by its shortest repr, as it prints."""
+    number = value if isinstance(value, Decimal) else Decimal(str(value))
+    return number.quantize(Decimal(1).scaleb(-scale), context=_WIDE)
+
+
+def unscaled_decimal(unscaled: int, scale: int) -> Decimal:
+    """The decimal a stored unscaled integer stands for, every digit kept."""
+    return Decimal(unscaled).scaleb(-scale, context=_WIDE)
 
 
 @lru_cache(maxsize=256)
@@ -126,7 +144,7 @@ def to_json(value: Any) -> JsonScalar:
             return "Infinity" if value > 0 else "-Infinity"
         return value
     if isinstance(value, Decimal):
-        return str(value)
+        return format(value, "f")  # plain digits: str() writes 0E-20 and 1E-7
     if isinstance(value, dt.date | dt.time):  # datetime is a date
         return value.isoformat()
     if isinstance(value, bytes | bytearray | memoryview):

@@ -19,6 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -687,6 +688,82 @@ def test_a_range_error_offers_what_the_column_can_estimate() -> None:
     with pytest.raises(PredicateError, match=r"only IS \[NOT\] NULL can be"):
         selectivity(doc, Predicate("n", "<", (3,)))
     with pytest.raises(PredicateError, match="has no NDV"):
+        selectivity(doc, Predicate("n", "=", (3,)))
+
+
+def test_nan_is_equal_to_itself_and_above_every_number(spark: Any, tmp_path: Path) -> None:
+    """Spark's semantics (DuckDB's and PostgreSQL's too, the oracle here): = 'NaN' matches
+    the NaN rows, which every > and >= a number include, and < 'NaN' every other number.
+    It was 0 rows for = 'NaN' and NaN left out of every range."""
+    rng = random.Random(5)
+    specials = [math.nan] * 60 + [math.inf] * 5 + [-math.inf] * 5 + [None] * 30
+    values = [rng.uniform(-100, 100) for _ in range(900)] + specials
+    rng.shuffle(values)
+    warehouse = IcebergWarehouse(tmp_path / "wh")
+    schema = pa.schema([pa.field("f", pa.float64())])
+    warehouse.create_table("t", schema)
+    warehouse.append("t", pa.table({"f": values}, schema=schema))
+    config = Config(state_dir=str(tmp_path / "state"))
+    lakestats.analyze_table(warehouse.location("t"), config=config)
+    doc = lakestats.read_stats(warehouse.location("t"), config=config)
+    assert doc["columns"]["f"]["nan_count"] == 60
+    oracle = duckdb.connect()
+    oracle.register("data", warehouse.table("t").scan().to_arrow())
+    kll = doc["columns"]["f"]["sketch"]["quantiles"]
+    error = 2 * kll["bucket_count_error"] + 0.02 * len(values)
+    for text, sql, exact in [
+        ("f = 'NaN'", "f = 'NaN'::DOUBLE", True),
+        ("f IN ('NaN', 'Infinity')", "f IN ('NaN'::DOUBLE, 'Infinity'::DOUBLE)", False),
+        ("f >= 'NaN'", "f >= 'NaN'::DOUBLE", True),
+        ("f > 'NaN'", "f > 'NaN'::DOUBLE", True),
+        ("f <= 'NaN'", "f <= 'NaN'::DOUBLE", True),
+        ("f < 'NaN'", "f < 'NaN'::DOUBLE", True),
+        ("f BETWEEN 'NaN' AND 'NaN'", "f BETWEEN 'NaN'::DOUBLE AND 'NaN'::DOUBLE", True),
+        ("f > 50", "f > 50", False),
+        ("f >= -1e300", "f >= -1e300", False),
+        ("f BETWEEN 0 AND 'NaN'", "f BETWEEN 0 AND 'NaN'::DOUBLE", False),
+        ("f BETWEEN 0 AND 50", "f BETWEEN 0 AND 50", False),
+        ("f < 0", "f < 0", False),
+    ]:
+        # FILTER, not WHERE: DuckDB 1.5 pushes a WHERE into the Arrow scan, which compares
+        # NaN as IEEE does (false) and folds f <= NaN to true, NULL rows too
+        query = f"SELECT count(*) FILTER (WHERE {sql}) FROM data"  # noqa: S608
+        want = oracle.sql(query).fetchone()[0]
+        got = selectivity(doc, parse_predicate(text)) * len(values)
+        assert abs(got - want) <= (1e-6 if exact else error), (text, got, want)
+
+
+def test_a_constant_the_column_cannot_hold_matches_no_row() -> None:
+    """1.5 in an integer column, digits past a decimal's scale or precision: no row holds
+    them, whatever the NDV says of other values (it said 1/NDV of the rows)."""
+    long = {"type": "long", "null_count": 0, "ndv": 4}
+    dec = {"type": "decimal(4, 2)", "null_count": 0, "ndv": 4}
+    doc = {"record_count": 8, "columns": {"n": long, "d": dec}}
+
+    def rows(text: str) -> float:
+        return selectivity(doc, parse_predicate(text)) * 8
+
+    assert rows("n = 2") == rows("n = 2.0") == rows("n IN (1.5, 2)") == 2.0
+    for none in ("n = 1.5", "n IN (0.5, 1e-3)", "d = 0.125", "d = '12.345'", "d = 123.45"):
+        assert rows(none) == 0.0, none
+    assert rows("d = 0.120") == rows("d = '12.3'") == rows("d IN (0.125, 12.3)") == 2.0
+
+
+def test_what_the_stats_do_not_have_is_said_not_guessed() -> None:
+    """A column without a null count (a Paimon TIMESTAMP(9) in the default stats mode: no
+    metadata count, a type never sketched) answered IS NULL with 0 and IS NOT NULL with
+    every row; = on a type never sketched blamed stats computed without sketches."""
+    unknown = {"type": "timestamp", "null_count": None}
+    time = {"type": "time", "null_count": 0}
+    plain = {"type": "long", "null_count": 0}
+    doc = {"record_count": 4, "columns": {"ts": unknown, "t": time, "n": plain}}
+    for op in ("is null", "is not null"):
+        with pytest.raises(PredicateError, match=r"'ts' has no null count .* cannot be estim"):
+            selectivity(doc, Predicate("ts", op, ()))
+        assert selectivity(doc, Predicate("t", op, ())) == (0.0 if op == "is null" else 1.0)
+    with pytest.raises(PredicateError, match=r"no NDV \(no column of type time is sketched\)"):
+        selectivity(doc, Predicate("t", "=", ("00:00:00",)))
+    with pytest.raises(PredicateError, match=r"no NDV \(its stats were computed without sk"):
         selectivity(doc, Predicate("n", "=", (3,)))
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import math
 from dataclasses import dataclass, field
-from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
 from lakestats.model import JsonScalar, PartitionKey
 from lakestats.sketches.spec import decimal_precision_scale
+from lakestats.values import at_scale
 
 # Types whose KLL sketch exists (sketches/spec.py) and whose values are numbers in KLL
 # units: the distribution of lookups comes from the sketch, bounds compare as doubles.
@@ -55,7 +55,7 @@ def display_value(type_str: str, key: Any) -> JsonScalar:
             return round(number)
         if type_str.startswith("decimal"):
             scale = decimal_precision_scale(type_str)[1]
-            return str(Decimal(repr(number)).quantize(Decimal(1).scaleb(-scale)))
+            return format(at_scale(number, scale), "f")
         if type_str == "date":
             return (_EPOCH_DATE + dt.timedelta(days=round(number))).isoformat()
         if type_str in ("timestamp", "timestamptz"):

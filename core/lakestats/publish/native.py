@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
 from typing import Any
 
 from datasketches import kll_doubles_sketch
@@ -37,7 +36,7 @@ from lakestats.sketches.merge import (
 )
 from lakestats.sketches.spec import decimal_precision_scale
 from lakestats.sketches.value_sample import value_sample_doc
-from lakestats.values import from_physical, to_json
+from lakestats.values import at_scale, from_physical, to_json
 
 FLOAT_TYPES = frozenset({"float", "double"})
 DOC_VERSION = 1
@@ -55,7 +54,7 @@ def kll_value(type_str: str, value: float) -> Any:
         return round(value)
     if type_str.startswith("decimal"):
         _, scale = decimal_precision_scale(type_str)
-        return Decimal(repr(value)).quantize(Decimal(1).scaleb(-scale))
+        return at_scale(value, scale)
     if type_str in ("date", "timestamp", "timestamptz"):
         return from_physical(type_str, round(value))
     return value

@@ -120,6 +120,14 @@ def no_histogram_reason(type_str: str) -> str:
     return f"no column of type {type_str} has one"
 
 
+def no_ndv_reason(type_str: str) -> str:
+    """Why a column of this type has no NDV in a stats document, as ``no_histogram_reason``."""
+    spec = type_spec(type_str)
+    if spec is not None and spec.theta:
+        return "its stats were computed without sketches"
+    return f"no column of type {type_str} is sketched"
+
+
 def decimal_precision_scale(type_str: str) -> tuple[int, int]:
     m = _DECIMAL.match(type_str.strip().lower())
     if not m:

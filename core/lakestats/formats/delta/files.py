@@ -39,6 +39,8 @@ from lakestats.model import (
     PartitionKey,
     constant_metrics,
 )
+from lakestats.sketches.spec import decimal_precision_scale
+from lakestats.values import at_scale
 
 # Spark's delta.dataSkippingStringPrefixLength: longer strings are cut to this prefix
 STRING_PREFIX_LENGTH = 32
@@ -98,7 +100,7 @@ def stat_value(type_str: str, raw: Any) -> Any:
             value = float(raw)
             return None if math.isnan(value) else value
         if type_str.startswith("decimal"):
-            return _decimal(type_str, raw)
+            return _decimal_bound(type_str, raw)
         if type_str == "string":
             return str(raw)
         if type_str == "boolean":
@@ -122,13 +124,36 @@ def partition_value(type_str: str, raw: str | None) -> Any:
         return raw.encode("utf-8")
     if type_str in ("float", "double"):
         return float(raw)
+    if type_str.startswith("decimal"):  # written as text: exact, however many digits
+        try:
+            return at_scale(raw, decimal_precision_scale(type_str)[1])
+        except InvalidOperation:
+            return None
     return stat_value(type_str, raw)
 
 
-def _decimal(type_str: str, raw: Any) -> Decimal:
-    scale = int(type_str.rstrip(")").split(",")[1])
-    value = raw if isinstance(raw, Decimal) else Decimal(str(raw))
-    return value.quantize(Decimal(1).scaleb(-scale))
+# delta-rs writes a decimal bound through an int64 (scale 0) or a double: past 18 digits
+# the first is clamped to int64's limits, past 15 the second rounded (1.6.6: 10^20 as
+# 9223372036854775807, 0.0999 of a decimal(38, 38) as 0.09989999999999999)
+_INT64_LIMITS = frozenset({Decimal(-(1 << 63)), Decimal((1 << 63) - 1)})
+_DOUBLE_DIGITS = 15
+
+
+def _decimal_bound(type_str: str, raw: Any) -> Decimal | None:
+    """A decimal bound, or ``None`` (unknown: the scan computes it) where it cannot be the
+    column's value as written: digits past the scale, past the precision, or what
+    delta-rs' int64 clamp or double rounding leaves (``_INT64_LIMITS``)."""
+    precision, scale = decimal_precision_scale(type_str)
+    written = raw if isinstance(raw, Decimal) else Decimal(str(raw))
+    value = at_scale(written, scale)
+    if value != written or (value and value.adjusted() >= precision - scale):
+        return None
+    if precision > 18 and value in _INT64_LIMITS:
+        return None
+    digits = len(written.normalize().as_tuple().digits)
+    if digits > _DOUBLE_DIGITS and Decimal(repr(float(written))) == written:
+        return None
+    return value
 
 
 def _timestamp(type_str: str, raw: Any) -> dt.datetime:

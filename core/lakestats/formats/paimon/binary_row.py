@@ -24,6 +24,7 @@ from decimal import Decimal
 from typing import Any
 
 from lakestats.formats.paimon.types import PaimonType
+from lakestats.values import unscaled_decimal
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -130,7 +131,7 @@ def _decimal(row: memoryview, slot: int, paimon_type: PaimonType) -> Decimal:
         (offset_and_length,) = struct.unpack_from("<q", row, slot)
         offset, length = offset_and_length >> 32, offset_and_length & 0xFFFFFFFF
         unscaled = int.from_bytes(row[offset : offset + length], "big", signed=True)
-    return Decimal(unscaled).scaleb(-scale)
+    return unscaled_decimal(unscaled, scale)
 
 
 def _timestamp(row: memoryview, slot: int, precision: int) -> dt.datetime:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from lakestats.formats.paimon.types import PaimonType
+from lakestats.values import at_scale
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _INTEGERS = frozenset({"TINYINT", "SMALLINT", "INT", "BIGINT"})
@@ -41,7 +42,7 @@ def to_paimon_string(value: Any, paimon_type: PaimonType) -> str | None:
     if root == "FLOAT" and isinstance(value, float | int):
         return java_float(float(value))
     if root == "DECIMAL" and isinstance(value, Decimal | int):
-        return format(Decimal(value).quantize(Decimal(1).scaleb(-paimon_type.scale)), "f")
+        return format(at_scale(value, paimon_type.scale), "f")
     if root == "DATE" and isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         return str((value - _EPOCH_DATE).days)
     if root == "TIME" and isinstance(value, dt.time):
