@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import textwrap
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from lakestats.exceptions import first_of
@@ -45,6 +45,11 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else _escaped(c) for c in text)
+
+
+def partition_text(values: Iterable[tuple[str, Any]]) -> str:
+    """``day=2024-01-02, region=null``: a partition's key as SQL would read its values."""
+    return printable(", ".join(f"{k}={'null' if v is None else v}" for k, v in values))
 
 
 def _escaped(char: str) -> str:
@@ -305,7 +310,7 @@ def render_stats(
                 ["partition", "rows", *(["after deletes"] if deleted else []), "files", "bytes"],
                 [
                     [
-                        ", ".join(f"{k}={v}" for k, v in p["partition"].items()) or "()",
+                        partition_text(p["partition"].items()) or "()",
                         p["record_count"],
                         *([p.get("merged_record_count")] if deleted else []),
                         p["file_count"],

@@ -70,3 +70,14 @@ def test_show_and_advise_print_values_and_names_escaped(spark: Any, tmp_path: Pa
     advise = _run("advise", str(table), "--state-dir", state)
     assert not _raw_controls(advise)
     assert f"{printable(ODD_NAME)} (string)" in advise
+
+
+def test_a_null_partition_value_prints_as_null(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    rows = pa.table({"p": ["a", None, "a", "b\nc"], "n": [1, 2, 3, 4]})
+    write_deltalake(str(table), rows, partition_by=["p"])
+    state = str(tmp_path / "state")
+    _run("analyze", str(table), "--state-dir", state, "-q", "--no-sketches")
+    lines = _run("show", str(table), "--state-dir", state).splitlines()
+    keys = {line.split()[0]: line.split()[1] for line in lines if line.startswith("p=")}
+    assert keys == {"p=a": "2", "p=null": "1", "p=b\\nc": "1"}, lines

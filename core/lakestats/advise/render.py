@@ -10,7 +10,7 @@ from lakestats.advise.model import (
     LookupCost,
     display_value,
 )
-from lakestats.render import printable
+from lakestats.render import partition_text, printable
 
 
 def _cost_json(cost: LookupCost | None) -> dict[str, Any] | None:
@@ -164,7 +164,7 @@ def render_report(report: AdviceReport, *, per_partition: bool = False) -> str:
     if per_partition and report.partitions:
         parts.append("\nper partition (point lookups):\n")
         for p in report.partitions:
-            key = printable(", ".join(f"{k}={v}" for k, v in p.partition.values))
+            key = partition_text(p.partition.values)
             key = key or "(unpartitioned)"
             for c in p.columns:
                 e = "-" if c.point is None else f"{c.point.files_expected:,.2f}"
