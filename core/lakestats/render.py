@@ -148,10 +148,13 @@ def sparkline(histogram: Sequence[dict[str, Any]], width: int = 24) -> str | Non
         (end, end, count) if (bucket.get("ndv_upper") or math.inf) <= 1 else (start, end, count)
         for bucket, (start, end, count) in zip(histogram, bounds, strict=True)
     ]
+    # a bucket reaching ±infinity (a float column that holds them) has no width to spread
+    # its rows over: the line draws the buckets between finite bounds
+    bounds = [b for b in bounds if math.isfinite(b[0]) and math.isfinite(b[1])]
     if not bounds:
         return None
     low, high = bounds[0][0], bounds[-1][1]
-    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+    if high <= low:
         return None
     bins = [0.0] * width
     step = (high - low) / width

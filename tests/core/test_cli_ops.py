@@ -285,6 +285,18 @@ def test_exact_floats_print_in_full_and_dates_and_decimals_get_a_bar() -> None:
     ]
     assert sparkline(dates) and sparkline(decimals) and sparkline(stamps)
     assert sparkline([{"lower": "a", "upper": "b", "count": 1.0}]) is None
+    # buckets reaching ±infinity (JSON strings) are left out: the rest is drawn
+    infinite = [
+        {"lower": "-Infinity", "upper": 0.0, "count": 5.0},
+        {"lower": 0.0, "upper": 10.0, "count": 5.0},
+        {"lower": 10.0, "upper": 20.0, "count": 5.0},
+        {"lower": 20.0, "upper": "Infinity", "count": 5.0},
+    ]
+    finite = [
+        {"lower": 0.0, "upper": 10.0, "count": 10.0},
+        {"lower": 10.0, "upper": 20.0, "count": 10.0},
+    ]
+    assert sparkline(infinite) == sparkline(finite)
     text = render_stats(
         _doc(
             {
