@@ -70,7 +70,7 @@ def selectivity(doc: dict[str, Any], predicate: Predicate) -> float:
     nans = float(column.get("nan_count") or 0)
     numbers, nan_rows = _apart_from_nan(predicate, str(column["type"]), nans)
     non_nan = total - nulls - nans
-    if numbers is None or numbers is EVERY_NUMBER:
+    if numbers is None or numbers is _EVERY_NUMBER:
         rows = 0.0 if numbers is None else non_nan
     else:
         rows = _rows(column, numbers, non_nan)
@@ -78,7 +78,7 @@ def selectivity(doc: dict[str, Any], predicate: Predicate) -> float:
 
 
 # what ``_apart_from_nan`` leaves of ``x < 'NaN'``: every value but NaN, known exactly
-EVERY_NUMBER = Predicate("", "is not null")
+_EVERY_NUMBER = Predicate("", "is not null")
 
 
 def _apart_from_nan(
@@ -86,7 +86,7 @@ def _apart_from_nan(
 ) -> tuple[Predicate | None, float]:
     """A float column's predicate as Spark evaluates it (so do DuckDB and PostgreSQL):
     NaN equals NaN and is above every other value. The comparison left for the non-NaN
-    values (``None``: none of them match; ``EVERY_NUMBER``: all) and the NaN rows that
+    values (``None``: none of them match; ``_EVERY_NUMBER``: all) and the NaN rows that
     match."""
     if type_str not in ("float", "double"):
         return predicate, 0.0
@@ -98,7 +98,7 @@ def _apart_from_nan(
         rest = tuple(v for v, nan in zip(values, is_nan, strict=True) if not nan)
         return (replace(predicate, values=rest) if rest else None), nans
     if op in ("<", "<="):  # every value is below NaN, NaN is at most itself
-        return EVERY_NUMBER, nans if op == "<=" else 0.0
+        return _EVERY_NUMBER, nans if op == "<=" else 0.0
     if op in (">", ">="):
         return None, nans if op == ">=" else 0.0
     low_nan, high_nan = is_nan  # between
