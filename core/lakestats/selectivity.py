@@ -192,10 +192,11 @@ def _rows_without_histogram(column: dict[str, Any], predicate: Predicate, non_nu
         raise PredicateError(
             f"column {predicate.column!r} has no NDV ({why}): = and IN cannot be estimated"
         )
-    # no theta sketch counts the empty string (Iceberg's convention: an empty buffer is
-    # not hashed); an exact min of "" or a listed "" says the column holds one value more
-    # than its NDV
-    holds_empty = (bounds is not None and bounds[0] == "") or "" in listed
+    # no theta sketch counts the empty string or binary (Iceberg's convention: an empty
+    # buffer is not hashed); an exact min of "" (a binary's hex too) or a listed "" says
+    # the column holds one value more than its NDV
+    empty_min = column.get("min_max_exact") and column.get("min") == ""
+    holds_empty = bool(empty_min and column.get("type") in ("string", "binary")) or "" in listed
     distinct = float(ndv) + (1.0 if holds_empty else 0.0)
     # the rows no listed value holds, over the values not listed (the plain NDV estimate
     # without frequent values), each at most what an unlisted value can have

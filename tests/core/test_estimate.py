@@ -749,6 +749,16 @@ def test_a_constant_the_column_cannot_hold_matches_no_row() -> None:
     assert rows("d = 0.120") == rows("d = '12.3'") == rows("d IN (0.125, 12.3)") == 2.0
 
 
+def test_an_empty_binary_value_is_one_more_than_the_ndv() -> None:
+    """No theta sketch hashes an empty buffer: an exact min of b"" (hex "") says the binary
+    column holds one value more than its NDV, as for strings."""
+    binary = {"type": "binary", "null_count": 0, "ndv": 2, "min": "", "max": "ff"}
+    doc = {"record_count": 9, "columns": {"b": {**binary, "min_max_exact": True}}}
+    assert selectivity(doc, Predicate("b", "=", ("00",))) * 9 == pytest.approx(3.0)
+    cut = {"record_count": 9, "columns": {"b": {**binary, "min_max_exact": False}}}
+    assert selectivity(cut, Predicate("b", "=", ("00",))) * 9 == pytest.approx(4.5)
+
+
 def test_what_the_stats_do_not_have_is_said_not_guessed() -> None:
     """A column without a null count (a Paimon TIMESTAMP(9) in the default stats mode: no
     metadata count, a type never sketched) answered IS NULL with 0 and IS NOT NULL with
