@@ -164,8 +164,7 @@ def render_report(report: AdviceReport, *, per_partition: bool = False) -> str:
     if per_partition and report.partitions:
         parts.append("\nper partition (point lookups):\n")
         for p in report.partitions:
-            key = partition_text(p.partition.values)
-            key = key or "(unpartitioned)"
+            key = partition_text(p.partition.values) or "(unpartitioned)"
             for c in p.columns:
                 e = "-" if c.point is None else f"{c.point.files_expected:,.2f}"
                 m = "-" if c.point is None else f"{c.point.files_max:,}"

@@ -296,9 +296,21 @@ def latest_version(table_dir: atomic.PathLike) -> StateVersion | None:
 
 
 def latest_version_sized(table_dir: atomic.PathLike) -> tuple[StateVersion, int] | None:
-    """``latest_version``, and the size of its file."""
+    """``latest_version``, and the size of its file.
+
+    Between the listing and the read a writer may commit a newer version and the log's
+    cleanup remove the one listed (with a short ``maintenance.grace_period``): a newest
+    version that cannot be read while a newer one exists sends the read to that one."""
     versions = list_versions(table_dir)
-    return read_version_sized(table_dir, versions[-1]) if versions else None
+    while versions:
+        try:
+            return read_version_sized(table_dir, versions[-1])
+        except StoreError:
+            newer = list_versions(table_dir)
+            if not newer or newer[-1] <= versions[-1]:
+                raise
+            versions = newer
+    return None
 
 
 def create_version(table_dir: atomic.PathLike, state: StateVersion) -> int | None:

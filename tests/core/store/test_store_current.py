@@ -20,7 +20,7 @@ from test_store_api import TABLE, _commit_snapshot
 
 from lakestats.exceptions import StoreError
 from lakestats.model import StateVersion
-from lakestats.store import StatsStore, atomic
+from lakestats.store import StatsStore, atomic, statelog
 from lakestats.store.statelog import version_path
 from object_store import S3Server
 
@@ -122,6 +122,32 @@ def test_a_newest_version_deleted_or_rewritten_is_looked_for_again(state_dir: st
     assert store.current() is None and fresh(state_dir) is None
     again = _commit_snapshot(store, 7)
     assert again.version == 1 and store.current() == again == fresh(state_dir)
+
+
+def test_a_newest_version_cleaned_up_after_the_listing_sends_the_read_to_the_newer(
+    state_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader lists the log, a writer commits a newer version and the log's cleanup
+    removes the listed newest (grace period 0) before the reader reads it: the reader
+    reads the newer one (it raised "state version N does not exist"; the daemon's
+    maintenance test met it). The interleaving is made by handing the reader the listing
+    it took before the commit."""
+    store = StatsStore(state_dir, TABLE)
+    _commit_snapshot(store, 1)
+    _commit_snapshot(store, 2)
+    stale = statelog.list_versions(store.table_dir)
+    newer = _commit_snapshot(store, 3)
+    delete(version_path(store.table_dir, 2))
+    real = statelog.list_versions
+    listings = iter([stale])
+    monkeypatch.setattr(statelog, "list_versions", lambda d: next(listings, None) or real(d))
+    found = statelog.latest_version(store.table_dir)
+    assert found == newer
+    # a newest version gone with nothing newer is still an error, never an older state
+    listings = iter([real(store.table_dir)])
+    delete(version_path(store.table_dir, 3))
+    with pytest.raises(StoreError, match="state version 3 does not exist"):
+        statelog.latest_version(store.table_dir)
 
 
 def test_a_state_read_by_name_is_the_one_written(state_dir: str) -> None:
