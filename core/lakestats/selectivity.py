@@ -39,7 +39,7 @@ from typing import Any
 from lakestats.predicates import OPS, Op, Predicate, PredicateError, parse_predicate
 from lakestats.render import column_names, described_rows
 from lakestats.sketches.spec import decimal_precision_scale, no_histogram_reason, no_ndv_reason
-from lakestats.values import at_scale, from_json, to_physical
+from lakestats.values import from_json, holds_decimal, to_physical
 
 __all__ = ["Op", "Predicate", "PredicateError", "order_key", "parse_predicate", "selectivity"]
 
@@ -563,10 +563,7 @@ def _a_value_of(type_str: str, constant: Any) -> bool:
         return False
     if integer:
         return number == number.to_integral_value()
-    precision, scale = decimal_precision_scale(type_str)
-    return at_scale(number, scale) == number and (
-        not number or number.adjusted() < precision - scale
-    )
+    return holds_decimal(number, *decimal_precision_scale(type_str))
 
 
 def _bool(value: Any) -> bool:

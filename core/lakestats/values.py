@@ -47,6 +47,14 @@ def at_scale(value: Decimal | int | float | str, scale: int) -> Decimal:
     return number.quantize(Decimal(1).scaleb(-scale), context=_WIDE)
 
 
+def holds_decimal(number: Decimal, precision: int, scale: int) -> bool:
+    """Whether a ``decimal(precision, scale)`` column can hold ``number``: no non-zero
+    digit past the scale, no more digits before the point than the precision leaves."""
+    return at_scale(number, scale) == number and (
+        not number or number.adjusted() < precision - scale
+    )
+
+
 def unscaled_decimal(unscaled: int, scale: int) -> Decimal:
     """The decimal a stored unscaled integer stands for, every digit kept."""
     return Decimal(unscaled).scaleb(-scale, context=_WIDE)

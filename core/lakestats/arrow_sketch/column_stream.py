@@ -383,15 +383,12 @@ def bounds(values: pa.Array, type_str: str, *, as_values: bool = True) -> tuple[
         if not as_values:
             return lo, hi
         return from_physical(type_str, lo), from_physical(type_str, hi)
-    if type_str == "string":  # their bytes, which need not be UTF-8
-        found = pc.min_max(as_bytes(values))
-        lo, hi = found["min"].as_py(), found["max"].as_py()
-        if not as_values:
-            return lo, hi
-        return python_string(lo), python_string(hi)
-    # binaries compare as unsigned bytes in Arrow, as in Spark
-    found = pc.min_max(values)
+    # binaries compare as unsigned bytes in Arrow, as in Spark; strings by their bytes too,
+    # which need not be UTF-8
+    found = pc.min_max(as_bytes(values) if type_str == "string" else values)
     lo, hi = found["min"].as_py(), found["max"].as_py()
+    if type_str == "string" and as_values:
+        return python_string(lo), python_string(hi)
     if type_str in ("float", "double"):
         # Iceberg orders -0.0 before 0.0; Arrow's min/max need not tell them apart
         bits = values.view(pa.int32() if type_str == "float" else pa.int64())

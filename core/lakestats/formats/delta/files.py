@@ -40,7 +40,7 @@ from lakestats.model import (
     constant_metrics,
 )
 from lakestats.sketches.spec import decimal_precision_scale
-from lakestats.values import at_scale
+from lakestats.values import at_scale, holds_decimal
 
 # Spark's delta.dataSkippingStringPrefixLength: longer strings are cut to this prefix
 STRING_PREFIX_LENGTH = 32
@@ -145,9 +145,9 @@ def _decimal_bound(type_str: str, raw: Any) -> Decimal | None:
     delta-rs' int64 clamp or double rounding leaves (``_INT64_LIMITS``)."""
     precision, scale = decimal_precision_scale(type_str)
     written = raw if isinstance(raw, Decimal) else Decimal(str(raw))
-    value = at_scale(written, scale)
-    if value != written or (value and value.adjusted() >= precision - scale):
+    if not holds_decimal(written, precision, scale):
         return None
+    value = at_scale(written, scale)
     if precision > 18 and value in _INT64_LIMITS:
         return None
     digits = len(written.normalize().as_tuple().digits)
