@@ -93,6 +93,7 @@ def file_column(data_file: DataFile, column: Column) -> FileColumn:
         column_bytes=agg.column_size,
         theta=agg.theta,
         kll=agg.kll,
+        frequent=agg.frequent_items,
     )
 
 

@@ -2,11 +2,12 @@
 
 Builds a stats store the way ``analyze`` would leave it — segments written with
 ``StatsStore.write_segment`` and a committed state version — with real datasketches theta
-and KLL sketches per file and column, built in Python from ``--values`` sample values per
-file (the advisor's cost depends on files × columns and on sketch sizes, not on how many
-rows a sketch summarises, so each file claims ``--rows`` rows). Then it times
-``advise_store`` (store read + analysis) and, separately, the pure analysis, and measures
-the peak Python heap of each with tracemalloc.
+and KLL sketches and frequent-items sketches (256 items, ``analyze``'s default) per file
+and column, built in Python from ``--values`` sample values per file (the advisor's cost
+depends on files × columns and on sketch sizes, not on how many rows a sketch summarises,
+so each file claims ``--rows`` rows). Then it times ``advise_store`` (store read +
+analysis) and, separately, the pure analysis, and measures the peak Python heap of each
+with tracemalloc.
 
 Columns: ``id`` long, sorted across files (no overlap); ``key`` long, random (every file
 spans the domain); ``category`` string, 50 values; ``amount`` double, loosely clustered.
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from datasketches import kll_doubles_sketch, update_theta_sketch
 
 from lakestats.advise import AdviceReport, advise
@@ -43,6 +45,7 @@ from lakestats.model import (
     StateVersion,
     TableSchema,
 )
+from lakestats.sketches.frequent import DOUBLES, STRINGS, frequent_items_of_counts
 from lakestats.sketches.hashing import THETA_SEED
 from lakestats.store import StatsStore
 
@@ -65,11 +68,15 @@ def _sketches(values: list[Any], kll: bool) -> ColumnSketch:
         theta.update(v)
         if sketch is not None:
             sketch.update(float(v))
+    keys, counts = np.unique(np.asarray(values, float if kll else object), return_counts=True)
     return ColumnSketch(
         theta=bytes(theta.compact().serialize(False)),
         kll=bytes(sketch.serialize()) if sketch is not None else None,
         null_count=0,
         nan_count=0 if kll else None,
+        frequent_items=frequent_items_of_counts(
+            keys, counts.astype(np.int64), 256, kind=DOUBLES if kll else STRINGS
+        ),
     )
 
 
@@ -193,9 +200,11 @@ def main() -> None:
         for c in report.columns:
             point = c.point
             assert point is not None
+            sigma = "-" if c.point_selectivity is None else f"{c.point_selectivity:.4g}"
             print(
                 f"  {c.name:<9} lookup ≈ {point.files_expected:,.1f} files "
-                f"(max {point.files_max:,}) → {c.recommendation.kind.value}"
+                f"(max {point.files_max:,}), point selectivity {sigma} → "
+                f"{c.recommendation.kind.value}"
             )
     # tracemalloc sees Python objects only; the sketches live in C++ (datasketches)
     max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from datasketches import kll_doubles_sketch, update_theta_sketch
 
@@ -29,6 +30,7 @@ from lakestats.advise import (
     report_json,
 )
 from lakestats.model import UNPARTITIONED, PartitionKey
+from lakestats.sketches.frequent import DOUBLES, STRINGS, frequent_items_of_counts
 from lakestats.sketches.hashing import THETA_SEED
 from lakestats.sketches.merge import kll_normalized_rank_error
 
@@ -43,14 +45,21 @@ def file_of(
     kll: bool = True,
     partition: PartitionKey = UNPARTITIONED,
     size: int | None = None,
+    frequent: bool = False,
 ) -> FileColumn:
-    """A file holding ``values`` (plus ``nulls`` nulls), sketched as the pipeline would."""
+    """A file holding ``values`` (plus ``nulls`` nulls), sketched as the pipeline would;
+    ``frequent``: with a frequent-items sketch of 256 items (strings without ``kll``)."""
     theta = update_theta_sketch(12, seed=THETA_SEED)
     sketch = kll_doubles_sketch(200)
     for v in values:
         theta.update(v)
         if kll:
             sketch.update(float(v))
+    frequent_blob = None
+    if frequent and values:
+        kind = DOUBLES if kll else STRINGS
+        keys, counts = np.unique(np.asarray(values, float if kll else object), return_counts=True)
+        frequent_blob = frequent_items_of_counts(keys, counts.astype(np.int64), 256, kind=kind)
     return FileColumn(
         path=f"f{i}",
         partition=partition,
@@ -62,6 +71,7 @@ def file_of(
         null_count=nulls,
         theta=bytes(theta.compact().serialize(False)) if values else None,
         kll=bytes(sketch.serialize()) if kll and values else None,
+        frequent=frequent_blob,
     )
 
 
@@ -240,6 +250,49 @@ def test_low_cardinality_strings_use_spread_within_bounds_and_get_a_value_set_or
     advice = analyze_column(column(files, "string"), SETTINGS)
     assert advice.recommendation.kind is AdviceKind.VALUE_SET, advice.recommendation.reason
     assert advice.files_per_value is not None and advice.files_per_value < 1.5
+
+
+def exact_point_selectivity(chunks: Sequence[Sequence[Any]]) -> float:
+    """Σ p_v² over every value of the files, counted."""
+    counts: dict[Any, int] = {}
+    for chunk in chunks:
+        for v in chunk:
+            counts[v] = counts.get(v, 0) + 1
+    total = sum(counts.values())
+    return sum((c / total) ** 2 for c in counts.values())
+
+
+def test_skewed_strings_measure_their_heavy_values_with_frequent_items() -> None:
+    rng = random.Random(16)
+    # three statuses, 85 / 10 / 5 % of the rows, in every one of 20 files: with the NDV
+    # alone a lookup matches a third of the rows and partitioning looks like a 3× gain;
+    # the frequent-items sketches count them exactly (σ = 0.735), and a partition holding
+    # 85 % of the rows saves nothing: min/max already reads only the files holding it
+    chunks = [rng.choices(["ok", "warn", "err"], [85, 10, 5], k=1000) for _ in range(20)]
+    files = [file_of(c, i, kll=False, frequent=True) for i, c in enumerate(chunks)]
+    advice = analyze_column(column(files, "string"), SETTINGS)
+    assert advice.point_selectivity == pytest.approx(exact_point_selectivity(chunks), rel=1e-9)
+    assert advice.recommendation.kind is AdviceKind.NONE, advice.recommendation.reason
+    bare = analyze_column(
+        column([file_of(c, i, kll=False) for i, c in enumerate(chunks)], "string"), SETTINGS
+    )
+    assert bare.ndv is not None and bare.point_selectivity == pytest.approx(1 / bare.ndv)
+    assert bare.recommendation.kind is AdviceKind.PARTITION, bare.recommendation.reason
+
+    # two hot values over 3,000 rare ones: each file holds more distinct values than its
+    # sketch keeps, so the counts carry an error (the merged offset) and the rare values
+    # are the rows no listed value holds, spread over the NDV left
+    rare = [f"code-{i:04d}" for i in range(3000)]
+    chunks = [
+        rng.choices(["alpha", "beta"], [3, 1], k=3000) + rng.choices(rare, k=2000)
+        for _ in range(10)
+    ]
+    files = [file_of(c, i, kll=False, frequent=True) for i, c in enumerate(chunks)]
+    advice = analyze_column(column(files, "string"), SETTINGS)
+    exact = exact_point_selectivity(chunks)
+    hot = (0.6 * 0.75) ** 2 + (0.6 * 0.25) ** 2
+    assert exact == pytest.approx(hot, rel=0.05)  # the rare values add ~ 0.4² / 3,000
+    assert advice.point_selectivity == pytest.approx(exact, rel=0.02)
 
 
 def test_rule_edges() -> None:

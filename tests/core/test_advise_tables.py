@@ -8,7 +8,8 @@ module), partitioned by ``region`` (2 values) and appended to 8 times, so 16 fil
   table, exactly 1 within a partition;
 * ``shuffled_id`` (long): the same ids shuffled over all files — ≈ every file;
 * ``category`` (string): 5 values, every file holds all of them;
-* ``token`` (string): a random 16-hex-digit key per row, high cardinality.
+* ``token`` (string): a random 16-hex-digit key per row, high cardinality;
+* ``status`` (string): 3 values in every file, 85 / 10 / 5 % of the rows.
 
 Every figure is checked against an independent calculation from the files' true min/max,
 read from the Parquet data files with pyarrow.compute (not lakestats' code), and the
@@ -44,6 +45,7 @@ SCHEMA = pa.schema(
         pa.field("shuffled_id", pa.int64()),
         pa.field("category", pa.string()),
         pa.field("token", pa.string()),
+        pa.field("status", pa.string()),
     ]
 )
 # KLL's single-rank error at k = 200 (~99 % confidence) plus the quadrature step of 512
@@ -69,6 +71,7 @@ def table(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Pa
                 "shuffled_id": shuffled[i * ROWS : (i + 1) * ROWS],
                 "category": [rng.choice("abcde") for _ in range(ROWS)],
                 "token": [f"{rng.getrandbits(64):016x}" for _ in range(ROWS)],
+                "status": rng.choices(["ok", "warn", "err"], [85, 10, 5], k=ROWS),
             },
         )
     location = wh.location("events")
@@ -214,6 +217,7 @@ def test_figures_match_true_bounds(table: tuple[str, Path]) -> None:
 
 def test_recommendations_follow_the_rule(table: tuple[str, Path]) -> None:
     location, state = table
+    files = true_files(location)
     cols = by_name(advise_json(location, state))
     # well clustered: ≈ 2 ≤ 1 + 0.1 × 15
     assert cols["sorted_id"]["recommendation"]["kind"] == "none"
@@ -231,6 +235,15 @@ def test_recommendations_follow_the_rule(table: tuple[str, Path]) -> None:
     # random strings: not range-queried, high NDV: a Bloom filter
     assert cols["token"]["recommendation"]["kind"] == "bloom_filter"
     assert cols["token"]["ndv"] == pytest.approx(APPENDS * ROWS, rel=0.05)
+    # 3 statuses, 85 % of the rows one of them: the stored frequent-items sketches count
+    # them, so a lookup matches Σ p² of the rows, not 1 / 3, and partitioning would leave
+    # the hot value over most files: nothing to gain
+    counts = pc.value_counts(
+        pa.chunked_array([pq.ParquetFile(f["path"]).read(["status"])["status"] for f in files])
+    ).to_pylist()
+    exact = sum((c["counts"] / (APPENDS * ROWS)) ** 2 for c in counts)
+    assert cols["status"]["point_selectivity"] == pytest.approx(exact, rel=1e-9)
+    assert cols["status"]["recommendation"]["kind"] == "none", cols["status"]["recommendation"]
 
 
 def test_per_partition_view(table: tuple[str, Path]) -> None:

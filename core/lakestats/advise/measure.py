@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import sys
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from lakestats.advise.model import (
     has_kll,
 )
 from lakestats.advise.rule import ColumnFacts, recommend
+from lakestats.sketches.frequent import frequent_values, kind_of, merge_frequent_items
 from lakestats.sketches.merge import (
     kll_normalized_rank_error,
     merge_kll,
@@ -315,23 +317,48 @@ def _range_cost(bounds: Bounds, dist: _Distribution, s: float, m: int, files: in
     )
 
 
-def _point_selectivity(dist: _Distribution, ndv: float | None, kll_k: int) -> float | None:
+def _frequent_shares(files: Sequence[FileColumn], type_str: str) -> list[float] | None:
+    """The shares of the rows of the values the files' merged frequent-items sketch
+    surely lists (counted above its maximum error), each the middle of its bounds; None
+    when a sketched file (one with a theta sketch) has no frequent-items sketch, or the
+    column's type has none."""
+    kind = kind_of(type_str)
+    sketched = [f for f in files if f.has_values and f.theta is not None]
+    if kind is None or not sketched or any(f.frequent is None for f in sketched):
+        return None
+    merged = merge_frequent_items((f.frequent for f in sketched), kind)
+    if merged is None:
+        return None
+    found = frequent_values(merged, sys.maxsize, kind)
+    if not found.rows:
+        return None
+    return [(v.lower + v.upper) / 2 / found.rows for v in found.values]
+
+
+def _point_selectivity(
+    dist: _Distribution, ndv: float | None, kll_k: int, frequent: Sequence[float] | None
+) -> float | None:
     """Σ p_v² over values v (the expected share of rows a point lookup matches).
 
-    A value holding a share p of the rows appears ≈ p·M times among the M equally spaced
-    KLL quantiles, so repeated quantiles measure the heavy values. Only shares above twice
-    the sketch's PMF error count as heavy: below that, a repeat may be one retained item
-    standing for many distinct values. The rest of the rows are taken as spread evenly
-    over the remaining NDV.
+    The heavy values come from KLL where the column has it: a value holding a share p of
+    the rows appears ≈ p·M times among the M equally spaced KLL quantiles, so repeated
+    quantiles measure them. Only shares above twice the sketch's PMF error count as heavy:
+    below that, a repeat may be one retained item standing for many distinct values.
+    Without KLL (strings), the values the frequent-items sketch lists are the heavy ones
+    (``frequent``). The rest of the rows are taken as spread evenly over the remaining
+    NDV; with neither sketch, σ = 1 / NDV.
     """
     if ndv is None or ndv < 1:
         return None
-    if dist.values is None:
+    if dist.values is not None:
+        m = len(dist.values)
+        _, counts = np.unique(dist.values, return_counts=True)
+        floor = 2 * kll_normalized_rank_error(kll_k, pmf=True)
+        heavy = [float(c) / m for c in counts if c / m > floor]
+    elif frequent is not None:
+        heavy = list(frequent)
+    else:
         return 1.0 / ndv
-    m = len(dist.values)
-    _, counts = np.unique(dist.values, return_counts=True)
-    floor = 2 * kll_normalized_rank_error(kll_k, pmf=True)
-    heavy = [float(c) / m for c in counts if c / m > floor]
     rest_share = max(0.0, 1.0 - sum(heavy))
     rest_ndv = max(ndv - len(heavy), 1.0)
     return min(1.0, sum(p * p for p in heavy) + rest_share * rest_share / rest_ndv)
@@ -385,7 +412,8 @@ def analyze_column(
             settings.overlap_bins,
             integral=column.type in _INTEGRAL,
         )
-    selectivity = _point_selectivity(dist, ndv, settings.kll_k)
+    frequent = _frequent_shares(group, column.type) if dist.values is None else None
+    selectivity = _point_selectivity(dist, ndv, settings.kll_k, frequent)
     sorted_after = (
         min(float(len(with_values)), 1.0 + len(with_values) * selectivity)
         if selectivity is not None and with_values

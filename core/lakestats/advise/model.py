@@ -88,6 +88,7 @@ class FileColumn:
     column_bytes: int | None = None
     theta: bytes | None = None
     kll: bytes | None = None
+    frequent: bytes | None = None  # frequent-items sketch (``sketches.frequent``)
 
 
 @dataclass(frozen=True)
