@@ -8,7 +8,7 @@ the metadata bound is missing or truncated, else the metadata bound.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from lakestats.advise import (
@@ -17,12 +17,20 @@ from lakestats.advise import (
     ColumnInput,
     FileColumn,
     advise,
+    join_reports,
     order_key,
 )
 from lakestats.config import Config
 from lakestats.exceptions import LakestatsError, SnapshotNotFoundError
 from lakestats.merge import column_of_file
-from lakestats.model import Column, DataFile, FileContent, SketchSettings, TableSchema
+from lakestats.model import (
+    Column,
+    DataFile,
+    FileContent,
+    SketchSettings,
+    StateVersion,
+    TableSchema,
+)
 from lakestats.store import StatsStore
 from lakestats.tables import OpenedTable
 
@@ -31,18 +39,35 @@ class UnknownColumnError(LakestatsError):
     """``--column`` / ``?column=`` names no column of the table's current schema."""
 
 
-def live_data_files(store: StatsStore) -> tuple[int | None, list[DataFile]]:
-    """(snapshot id, live data files) of the store's current state."""
+# (file, column) pairs whose stats one pass over the segments decodes: a wide table is
+# advised a group of columns at a time, each group's sketches let go before the next is
+# read, so memory follows the files, not files × columns (~6 KB of sketches per pair)
+PAIRS_PER_PASS = 100_000
+
+
+def current_state(store: StatsStore) -> StateVersion:
     state = store.current()
     if state is None:
         raise SnapshotNotFoundError(
             f"no stats stored for table {store.table_id!r} yet: run `lakestats analyze` first"
         )
+    return state
+
+
+def live_data_files(
+    store: StatsStore,
+    field_ids: Collection[int] | None = None,
+    state: StateVersion | None = None,
+) -> tuple[int | None, list[DataFile]]:
+    """(snapshot id, live data files) of ``state`` (default: the store's current one);
+    ``field_ids``: with only those fields' stats (``segments.read_segment``)."""
+    if state is None:
+        state = current_state(store)
     files: list[DataFile] = []
     for segment in state.segments:
         if segment.live_file_count <= 0:
             continue
-        for data_file in store.read_segment(segment.path):
+        for data_file in store.read_segment(segment.path, field_ids=field_ids):
             if data_file.content is FileContent.DATA and data_file.path not in segment.dead_files:
                 files.append(data_file)
     return state.last_snapshot_id, files
@@ -115,11 +140,21 @@ def advise_store(
 ) -> AdviceReport:
     """The advice report of a table from its stats store alone."""
     chosen = select_columns(schema, columns)
-    snapshot_id, files = live_data_files(store)
     base = settings or AdviceSettings()
     if sketch is not None:
         base = replace(base, kll_k=sketch.kll_k, theta_lg_k=sketch.theta_lg_k)
-    return advise(table, snapshot_id, column_inputs(files, chosen), base)
+    state = current_state(store)  # one state for every pass
+    live = sum(max(segment.live_file_count, 0) for segment in state.segments)
+    per_pass = max(1, PAIRS_PER_PASS // max(live, 1))
+    reports = []
+    for start in range(0, max(len(chosen), 1), per_pass):
+        group = chosen[start : start + per_pass]
+        every = len(group) == len(schema.columns)
+        fields = None if every else {c.field_id for c in group}
+        snapshot_id, files = live_data_files(store, fields, state)
+        reports.append(advise(table, snapshot_id, column_inputs(files, group), base))
+        del files  # the group's sketches, before the next group's are read
+    return join_reports(reports)
 
 
 def advise_table(

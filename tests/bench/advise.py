@@ -14,6 +14,8 @@ spans the domain); ``category`` string, 50 values; ``amount`` double, loosely cl
 
     .venv/bin/python tests/bench/advise.py [--files 10000] [--segments 100] [--values 200]
         [--partitions 1]   # > 1: files spread over that many partitions (per-partition view)
+        [--wide 1]         # the four columns this many times; [--column-only]: time only
+                           # `advise --column id`, which reads that column's stats alone
 """
 
 from __future__ import annotations
@@ -49,16 +51,19 @@ from lakestats.sketches.frequent import DOUBLES, STRINGS, frequent_items_of_coun
 from lakestats.sketches.hashing import THETA_SEED
 from lakestats.store import StatsStore
 
-SCHEMA = TableSchema(
-    schema_id=0,
-    columns=(
-        Column(1, "id", "long"),
-        Column(2, "key", "long"),
-        Column(3, "category", "string"),
-        Column(4, "amount", "double"),
-    ),
-)
-TYPES = {c.field_id: c.type for c in SCHEMA.columns}
+BASE = (("id", "long"), ("key", "long"), ("category", "string"), ("amount", "double"))
+
+
+def wide_schema(copies: int) -> TableSchema:
+    """The four columns, ``copies`` times (``id``, …, ``id_1``, …): a wide table."""
+    return TableSchema(
+        schema_id=0,
+        columns=tuple(
+            Column(4 * c + j + 1, name if c == 0 else f"{name}_{c}", type_str)
+            for c in range(copies)
+            for j, (name, type_str) in enumerate(BASE)
+        ),
+    )
 
 
 def _sketches(values: list[Any], kll: bool) -> ColumnSketch:
@@ -81,14 +86,24 @@ def _sketches(values: list[Any], kll: bool) -> ColumnSketch:
 
 
 def synthetic_file(
-    i: int, files: int, rows: int, values: int, rng: random.Random, *, partitions: int = 1
+    i: int,
+    files: int,
+    rows: int,
+    values: int,
+    rng: random.Random,
+    *,
+    partitions: int = 1,
+    copies: int = 1,
 ) -> DataFile:
     ids = [i * rows + j * (rows // values) for j in range(values)]
     keys = [rng.randrange(files * rows) for _ in range(values)]
     cats = [f"c{rng.randrange(50):02d}" for _ in range(values)]
     center = i * 10.0
     amounts = [center + rng.gauss(0, 200.0) for _ in range(values)]
-    columns: dict[int, list[Any]] = {1: ids, 2: keys, 3: cats, 4: amounts}
+    base: list[list[Any]] = [ids, keys, cats, amounts]
+    sketched = [_sketches(vals, j != 2) for j, vals in enumerate(base)]
+    # a copy of the four columns holds the same values: their sketches are built once
+    columns = {4 * c + j + 1: base[j] for c in range(copies) for j in range(4)}
     return DataFile(
         path=f"file:///wh/db/synthetic/data/{i:06d}.parquet",
         content=FileContent.DATA,
@@ -109,25 +124,33 @@ def synthetic_file(
             for fid, vals in columns.items()
         },
         field_ids=frozenset(columns),
-        sketches={fid: _sketches(vals, TYPES[fid] != "string") for fid, vals in columns.items()},
+        sketches={fid: sketched[(fid - 1) % 4] for fid in columns},
     )
 
 
 def build_store(
-    root: Path, files: int, segments: int, rows: int, values: int, *, partitions: int = 1
+    root: Path,
+    files: int,
+    segments: int,
+    rows: int,
+    values: int,
+    *,
+    partitions: int = 1,
+    copies: int = 1,
 ) -> StatsStore:
     store = StatsStore(root, "synthetic")
+    types = {c.field_id: c.type for c in wide_schema(copies).columns}
     rng = random.Random(15)
     per_segment = -(-files // segments)
     entries = []
     for s in range(segments):
         batch = [
-            synthetic_file(i, files, rows, values, rng, partitions=partitions)
+            synthetic_file(i, files, rows, values, rng, partitions=partitions, copies=copies)
             for i in range(s * per_segment, min(files, (s + 1) * per_segment))
         ]
         if not batch:
             break
-        path = store.write_segment(s + 1, batch, TYPES)
+        path = store.write_segment(s + 1, batch, types)
         # the advisor never reads segment aggregates: point at the segment itself
         entries.append(SegmentEntry(s + 1, path, path, len(batch)))
     store.commit(
@@ -168,36 +191,57 @@ def main() -> None:
     parser.add_argument(
         "--partitions", type=int, default=1, help="file i goes to partition i mod this"
     )
+    parser.add_argument(
+        "--wide", type=int, default=1, help="the four columns this many times (a wide table)"
+    )
+    parser.add_argument("--column-only", action="store_true", help="time only `advise --column id`")
     args = parser.parse_args()
+    schema = wide_schema(args.wide)
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         build_store(
-            Path(tmp), args.files, args.segments, args.rows, args.values, partitions=args.partitions
+            Path(tmp),
+            args.files,
+            args.segments,
+            args.rows,
+            args.values,
+            partitions=args.partitions,
+            copies=args.wide,
         )
         print(
-            f"built {args.files:,} files in {args.segments} segments, {args.partitions:,} "
-            f"partition(s) in "
-            f"{time.perf_counter() - start:.1f} s"
+            f"built {args.files:,} files × {len(schema.columns)} columns in {args.segments} "
+            f"segments, {args.partitions:,} partition(s) in {time.perf_counter() - start:.1f} s"
         )
         # a fresh store object each run: nothing cached, the store read included
-        report, seconds, cpu, peak = measure(
-            lambda: advise_store(StatsStore(Path(tmp), "synthetic"), SCHEMA, table="synthetic")
+        _, seconds, cpu, peak = measure(
+            lambda: advise_store(
+                StatsStore(Path(tmp), "synthetic"), schema, table="synthetic", columns=["id"]
+            )
         )
         print(
-            f"advise_store (read + analyse), {len(SCHEMA.columns)} columns, "
+            f"advise_store --column id (read + analyse): {seconds:.2f} s wall, {cpu:.2f} s CPU, "
+            f"peak heap {peak / 2**20:.1f} MiB"
+        )
+        if args.column_only:
+            return
+        report, seconds, cpu, peak = measure(
+            lambda: advise_store(StatsStore(Path(tmp), "synthetic"), schema, table="synthetic")
+        )
+        print(
+            f"advise_store (read + analyse), {len(schema.columns)} columns, "
             f"{len(report.partitions):,} partitions analysed apart: "
             f"{seconds:.2f} s wall, {cpu:.2f} s CPU, peak heap {peak / 2**20:.1f} MiB"
         )
         snapshot, files = live_data_files(StatsStore(Path(tmp), "synthetic"))
-        inputs = column_inputs(files, list(SCHEMA.columns))
+        inputs = column_inputs(files, list(schema.columns))
         del files
         _, seconds, cpu, peak = measure(lambda: advise("synthetic", snapshot, inputs))
         print(
             f"analysis only: {seconds:.2f} s wall, {cpu:.2f} s CPU, peak heap "
-            f"{peak / 2**20:.1f} MiB ({cpu / (args.files * len(SCHEMA.columns)) * 1e6:.1f} µs "
+            f"{peak / 2**20:.1f} MiB ({cpu / (args.files * len(schema.columns)) * 1e6:.1f} µs "
             f"CPU per file × column)"
         )
-        for c in report.columns:
+        for c in report.columns[: len(BASE)]:  # the copies get the same advice
             point = c.point
             assert point is not None
             sigma = "-" if c.point_selectivity is None else f"{c.point_selectivity:.4g}"

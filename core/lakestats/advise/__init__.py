@@ -17,7 +17,7 @@ formulas are in docs/advisor.md; the constants are ``AdviceSettings``.
 Cost is linear in files × columns (plus sorting the bounds), independent of row counts.
 """
 
-from lakestats.advise.analysis import advise
+from lakestats.advise.analysis import advise, join_reports
 from lakestats.advise.measure import Bounds, analyze_column
 from lakestats.advise.model import (
     AdviceKind,
@@ -58,6 +58,7 @@ __all__ = [
     "column_json",
     "display_value",
     "has_kll",
+    "join_reports",
     "order_key",
     "recommend",
     "render_column",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from lakestats.advise.measure import analyze_column
 from lakestats.advise.model import (
@@ -45,6 +46,21 @@ def advise(
             partitions.append(PartitionAdvice(key, counts[key], per_column))
     return AdviceReport(
         table, snapshot_id, len(all_files), table_advice, tuple(partitions), s, small
+    )
+
+
+def join_reports(reports: Sequence[AdviceReport]) -> AdviceReport:
+    """One report from reports on the same files, each over its own columns (a wide
+    table's columns advised a group at a time): columns in the reports' order, and
+    likewise within each partition."""
+    first = reports[0]
+    partitions = []
+    for parts in zip(*(r.partitions for r in reports), strict=True):
+        if any(p.partition != parts[0].partition for p in parts):
+            raise ValueError("reports on different partitions cannot be joined")
+        partitions.append(replace(parts[0], columns=tuple(c for p in parts for c in p.columns)))
+    return replace(
+        first, columns=tuple(c for r in reports for c in r.columns), partitions=tuple(partitions)
     )
 
 

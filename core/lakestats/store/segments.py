@@ -238,13 +238,18 @@ def read_segment(
     *,
     partitions_of: Collection[str] | None = None,
     only: Collection[str] | None = None,
+    field_ids: Collection[int] | None = None,
 ) -> tuple[DataFile, ...]:
     """The segment's files, in the order written. ``StoreError`` naming ``path`` if unreadable.
 
     ``partitions_of`` (data file paths): only the files in the partitions those files are
     in — what a removal re-merges — decoding nothing else. ``only`` (data file paths):
-    only those files."""
-    selection = _rows_wanted(only, partitions_of)
+    only those files. ``field_ids``: every file, with the metrics and sketches of those
+    fields only (``field_ids`` of the files likewise), so a reader of a few columns of a
+    wide table decodes those (``lakestats advise --column``)."""
+    if field_ids is not None and (only is not None or partitions_of is not None):
+        raise ValueError("field_ids does not combine with only / partitions_of")
+    selection = _rows_wanted(only, partitions_of) if field_ids is None else _fields(field_ids)
     if selection is None:
         table = read_table(path, KIND, SCHEMA, COLUMNS, OPTIONAL_COLUMNS)
     else:
@@ -261,15 +266,15 @@ def read_segment(
             first = rows[0]
             columns: dict[int, ColumnMetrics] = {}
             sketches: dict[int, ColumnSketch] = {}
-            field_ids: set[int] = set()
+            recorded: set[int] = set()
             for row in rows:
-                cells = {name: values[row] for name, values in data.items()}
-                field_id = cells["field_id"]
-                if field_id is None:
+                field_id = data["field_id"][row]
+                if field_id is None or (field_ids is not None and field_id not in field_ids):
                     continue
+                cells = {name: values[row] for name, values in data.items()}
                 type_str = cells["field_type"]
                 if cells["in_field_ids"]:
-                    field_ids.add(field_id)
+                    recorded.add(field_id)
                 if cells["has_metrics"]:
                     columns[field_id] = _metrics(cells, type_str)
                 if cells["has_sketch"]:
@@ -287,7 +292,7 @@ def read_segment(
                         data.get("partition_fields", [None] * (first + 1))[first],
                     ),
                     columns=columns,
-                    field_ids=frozenset(field_ids),
+                    field_ids=frozenset(recorded),
                     sketches=sketches,
                     live_record_count=_optional(data, "live_record_count", first),
                     live_rows_unknown=bool(_optional(data, "live_rows_unknown", first)),
@@ -315,6 +320,22 @@ def _rows_wanted(
         keys = ["file_path", "spec_id", "partition"]
         return keys, lambda rows: _in_partitions_of(rows, partitions_of)
     return None
+
+
+def _fields(field_ids: Collection[int]) -> tuple[list[str], Callable[[pa.Table], Any]]:
+    """The rows of ``field_ids``, and each file's first row (its file-level columns: a file
+    without any of the fields is still one of the segment's files)."""
+    wanted = pa.array(sorted(field_ids), pa.int32())
+
+    def mask(rows: pa.Table) -> pa.Array:
+        ordinals = rows["file_ordinal"].combine_chunks()
+        if not len(ordinals):
+            return pa.array([], pa.bool_())
+        later = pc.not_equal(ordinals.slice(1), ordinals.slice(0, len(ordinals) - 1))
+        starts = pa.concat_arrays([pa.array([True]), later])
+        return pc.or_(pc.is_in(rows["field_id"], wanted).combine_chunks(), starts)
+
+    return ["file_ordinal", "field_id"], mask
 
 
 def _partition_ids(table: pa.Table) -> pa.Array:

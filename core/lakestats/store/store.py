@@ -386,11 +386,17 @@ class StatsStore:
         return rel
 
     def read_segment(
-        self, rel: str, *, partitions_of: Collection[str] | None = None
+        self,
+        rel: str,
+        *,
+        partitions_of: Collection[str] | None = None,
+        field_ids: Collection[int] | None = None,
     ) -> tuple[DataFile, ...]:
         """The segment's files (``partitions_of``: only those in the partitions of these
-        data files)."""
-        return segments.read_segment(self.path(rel), partitions_of=partitions_of)
+        data files; ``field_ids``: every file, with only these fields' stats)."""
+        return segments.read_segment(
+            self.path(rel), partitions_of=partitions_of, field_ids=field_ids
+        )
 
     def segment_types(self, rel: str) -> dict[int, str]:
         """field id → type string the segment's bounds are encoded with."""

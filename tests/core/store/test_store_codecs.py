@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -94,6 +95,35 @@ def test_a_segment_read_for_some_partitions_is_the_full_reads_files_of_them(
     keys = {f.partition for f in files if f.path in chosen}
     want = tuple(f for f in files if f.partition in keys)
     assert exact(read_segment(path, partitions_of=chosen)) == exact(want)
+
+
+@ROUND_TRIP
+@given(case=segments(), data=st.data(), group_bytes=st.sampled_from([1, 2_000, 2**30]))
+def test_a_segment_read_for_some_fields_is_the_full_read_narrowed_to_them(
+    tmp_path: Path,
+    case: tuple[list[DataFile], dict[int, str]],
+    data: st.DataObject,
+    group_bytes: int,
+) -> None:
+    """``field_ids`` keeps every file, in order, with exactly those fields' metrics,
+    sketches and field ids (a file holding none of them too), whatever the row groups."""
+    files, types = case
+    path = tmp_path / "seg.parquet"
+    with mock.patch("lakestats.store.segments.SEGMENT_ROW_GROUP_BYTES", group_bytes):
+        write_segment(path, files, types)
+    chosen = set(data.draw(st.lists(st.sampled_from([*types, 999]), max_size=3)))
+    want = tuple(
+        replace(
+            f,
+            columns={k: v for k, v in f.columns.items() if k in chosen},
+            sketches={k: v for k, v in f.sketches.items() if k in chosen},
+            field_ids=f.field_ids & chosen,
+        )
+        for f in files
+    )
+    assert exact(read_segment(path, field_ids=chosen)) == exact(want)
+    with pytest.raises(ValueError, match="does not combine"):
+        read_segment(path, field_ids=chosen, only=[])
 
 
 def test_a_segment_read_for_some_partitions_reads_only_their_row_groups(
