@@ -60,14 +60,15 @@ def live_data_files(
     state: StateVersion | None = None,
 ) -> tuple[int | None, list[DataFile]]:
     """(snapshot id, live data files) of ``state`` (default: the store's current one);
-    ``field_ids``: with only those fields' stats (``segments.read_segment``)."""
+    ``field_ids``: with only those fields' stats (``segments.read_segment``). Their
+    sketches come without value samples, which the advisor does not use."""
     if state is None:
         state = current_state(store)
     files: list[DataFile] = []
     for segment in state.segments:
         if segment.live_file_count <= 0:
             continue
-        for data_file in store.read_segment(segment.path, field_ids=field_ids):
+        for data_file in store.read_segment(segment.path, field_ids=field_ids, value_samples=False):
             if data_file.content is FileContent.DATA and data_file.path not in segment.dead_files:
                 files.append(data_file)
     return state.last_snapshot_id, files

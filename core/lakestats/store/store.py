@@ -391,11 +391,16 @@ class StatsStore:
         *,
         partitions_of: Collection[str] | None = None,
         field_ids: Collection[int] | None = None,
+        value_samples: bool = True,
     ) -> tuple[DataFile, ...]:
         """The segment's files (``partitions_of``: only those in the partitions of these
-        data files; ``field_ids``: every file, with only these fields' stats)."""
+        data files; ``field_ids``: every file, with only these fields' stats;
+        ``value_samples=False``: sketches without their value samples, not read)."""
         return segments.read_segment(
-            self.path(rel), partitions_of=partitions_of, field_ids=field_ids
+            self.path(rel),
+            partitions_of=partitions_of,
+            field_ids=field_ids,
+            value_samples=value_samples,
         )
 
     def segment_types(self, rel: str) -> dict[int, str]:

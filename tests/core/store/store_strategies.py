@@ -104,6 +104,8 @@ def sketches(draw: st.DrawFn, type_str: str) -> ColumnSketch:
         len_max=draw(COUNT),
         true_count=draw(COUNT),
         false_count=draw(COUNT),
+        value_sample=draw(st.none() | SKETCH_BYTES),
+        frequent_items=draw(st.none() | SKETCH_BYTES),
     )
 
 

@@ -106,22 +106,28 @@ def test_a_segment_read_for_some_fields_is_the_full_read_narrowed_to_them(
     group_bytes: int,
 ) -> None:
     """``field_ids`` keeps every file, in order, with exactly those fields' metrics,
-    sketches and field ids (a file holding none of them too), whatever the row groups."""
+    sketches and field ids (a file holding none of them too), whatever the row groups;
+    ``value_samples=False`` the same without value samples."""
     files, types = case
     path = tmp_path / "seg.parquet"
     with mock.patch("lakestats.store.segments.SEGMENT_ROW_GROUP_BYTES", group_bytes):
         write_segment(path, files, types)
     chosen = set(data.draw(st.lists(st.sampled_from([*types, 999]), max_size=3)))
+    samples = data.draw(st.booleans())
     want = tuple(
         replace(
             f,
             columns={k: v for k, v in f.columns.items() if k in chosen},
-            sketches={k: v for k, v in f.sketches.items() if k in chosen},
+            sketches={
+                k: v if samples else replace(v, value_sample=None)
+                for k, v in f.sketches.items()
+                if k in chosen
+            },
             field_ids=f.field_ids & chosen,
         )
         for f in files
     )
-    assert exact(read_segment(path, field_ids=chosen)) == exact(want)
+    assert exact(read_segment(path, field_ids=chosen, value_samples=samples)) == exact(want)
     with pytest.raises(ValueError, match="does not combine"):
         read_segment(path, field_ids=chosen, only=[])
 
