@@ -25,6 +25,7 @@ from pyiceberg.conversions import from_bytes, to_bytes
 from pyiceberg.types import IcebergType, PrimitiveType
 
 from lakestats.model import JsonScalar
+from lakestats.sketches.spec import decimal_precision_scale
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -109,6 +110,13 @@ def _to_physical(type_str: str, value: Any) -> Any:
         return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + (
             value.microsecond
         )
+    if isinstance(value, Decimal) and is_decimal(type_str):
+        # a bound read under the type a column was widened from (decimal(5, 2) →
+        # decimal(10, 4)): the same number at the new scale; a number it cannot hold
+        # exactly is left for the encoder to refuse
+        _, scale = decimal_precision_scale(type_str)
+        rescaled = at_scale(value, scale)
+        return rescaled if rescaled == value else value
     return value
 
 

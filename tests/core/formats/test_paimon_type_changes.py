@@ -11,6 +11,7 @@ stats equal a from-scratch run's.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -71,6 +72,7 @@ BEFORE = {
     "b": [True, False, None, True, True],
     "i": [10, None, -3, 10, 123456],
     "s": ["a", "bb", None, "a", "ccc"],
+    "m": [Decimal("1.25"), Decimal("-999.99"), None, Decimal("0.00"), Decimal("999.99")],
 }
 AFTER = {  # written with the new types
     "id": [6, 7, 8],
@@ -78,8 +80,11 @@ AFTER = {  # written with the new types
     "b": ["maybe", "false", None],
     "i": ["abc", "10", None],
     "s": ["dd", None, "a"],
+    "m": [Decimal("0.1234"), None, Decimal("-5.0000")],
 }
-CHANGES = (("d", "INT"), ("b", "STRING"), ("i", "STRING"))
+# DECIMAL(5, 2) -> DECIMAL(10, 4) widens the scale: the old files' bounds are the same
+# numbers at the new scale (their encoding failed: "scale of value does not match")
+CHANGES = (("d", "INT"), ("b", "STRING"), ("i", "STRING"), ("m", "DECIMAL(10, 4)"))
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +93,14 @@ def append_only(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     from scratch."""
     root = tmp_path_factory.mktemp("append")
     warehouse = PaimonWarehouse(root / "wh")
-    columns = [("id", "long"), ("d", "double"), ("b", "boolean"), ("i", "int"), ("s", "string")]
+    columns = [
+        ("id", "long"),
+        ("d", "double"),
+        ("b", "boolean"),
+        ("i", "int"),
+        ("s", "string"),
+        ("m", "decimal(5, 2)"),
+    ]
     location = warehouse.create("t", columns, options={"bucket": "-1"})
     warehouse.write("t", {k: v[:3] for k, v in BEFORE.items()})
     warehouse.write("t", {k: v[3:] for k, v in BEFORE.items()})
@@ -117,10 +129,11 @@ def test_append_only_files_written_before_a_type_change_are_cast(
     assert rows.sort_by("id").column("i").to_pylist()[:3] == ["10", None, "-3"]
     doc = append_only["scratch"]
     assert doc["record_count"] == 8
-    assert {c: doc["columns"][c]["type"] for c in ("d", "b", "i")} == {
+    assert {c: doc["columns"][c]["type"] for c in ("d", "b", "i", "m")} == {
         "d": "int",
         "b": "string",
         "i": "string",
+        "m": "decimal(10, 4)",
     }
     assert_describes(doc, rows)
 
@@ -141,9 +154,9 @@ def test_the_commit_after_a_type_change_lists_every_live_file_again(
 ) -> None:
     table = open_paimon_location(str(append_only["location"]))
     first, second, third = table.commits_since(None)
-    # files of the first schema say how they were written (field ids 1, 2, 3)
+    # files of the first schema say how they were written (field ids 1, 2, 3, 5)
     assert {f.retyped for f in (*first.added_files, *second.added_files)} == {
-        ((1, "double"), (2, "boolean"), (3, "int"))
+        ((1, "double"), (2, "boolean"), (3, "int"), (5, "decimal(5, 2)"))
     }
     old = {f.path for f in (*first.added_files, *second.added_files)}
     assert {f.path for f in third.removed_files} == old
