@@ -188,6 +188,20 @@ class DeltaWriter:
 
         return self._alter("DROP COLUMNS", change)
 
+    def widen_column(self, name: str, type_str: str) -> int:
+        """Delta type widening (``ALTER COLUMN … TYPE``, Spark 4's ``typeWidening``): the
+        field's new type and its ``delta.typeChanges``. The table property only, not the
+        protocol feature, which delta-rs would refuse to write under."""
+
+        def change(fields: list[dict[str, Any]], config: dict[str, str]) -> None:
+            field = next(f for f in fields if f["name"] == name)
+            new = delta_type(type_str)
+            field["metadata"]["delta.typeChanges"] = [{"fromType": field["type"], "toType": new}]
+            field["type"] = new
+            config["delta.enableTypeWidening"] = "true"
+
+        return self._alter("CHANGE COLUMN", change)
+
     def _alter(self, operation: str, change: Any) -> int:
         version = self.version()
         metadata = None

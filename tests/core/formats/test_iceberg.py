@@ -358,6 +358,32 @@ class TestSchemaEvolution:
         assert (metrics.lower, metrics.upper) == (-3, 5)
         assert opened.schema().columns[0].type == "long"
 
+    def test_the_first_commit_after_a_promotion_lists_every_live_file_again(
+        self, warehouse: IcebergWarehouse
+    ) -> None:
+        # the files written as ints hold sketches hashed as ints: the commit that follows
+        # the promotion removes them as they were and adds every live file as it is now
+        warehouse.create_table("q", pa.schema([("n", pa.int32()), ("s", pa.string())]))
+        warehouse.append("q", {"n": [1, 2], "s": ["a", "b"]})
+        warehouse.append("q", {"n": [3], "s": ["c"]})
+        with warehouse.table("q").update_schema() as update:
+            update.update_column("n", LongType())
+        warehouse.append("q", {"n": [1], "s": ["a"]})
+        with warehouse.table("q").update_schema() as update:
+            update.rename_column("s", "t")  # no type changes: an ordinary commit
+        warehouse.append("q", {"n": [4], "t": ["d"]})
+        opened = open_iceberg_location(warehouse.location("q"))
+        first, second, promoted, renamed = opened.commits_since(None)
+        before = {f.path for f in (*first.added_files, *second.added_files)}
+        assert len(before) == 2 and not second.removed_files
+        assert {f.path for f in promoted.removed_files} == before
+        now = opened.live_files(promoted.snapshot_id)
+        assert {f.path for f in promoted.added_files} == {f.path for f in now}
+        assert len(promoted.added_files) == 3
+        assert promoted.schema_id != second.schema_id
+        assert promoted.operation == "append"
+        assert len(renamed.added_files) == 1 and not renamed.removed_files
+
     def test_schema_lists_struct_leaves_with_dotted_names(
         self, warehouse: IcebergWarehouse
     ) -> None:

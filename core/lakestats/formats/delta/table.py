@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -275,15 +275,47 @@ class DeltaLakeTable:
     def _follow(
         self, listing: LogListing, state: ReplayState, parent: int | None, last: int
     ) -> list[Commit]:
-        """The data commits after ``state`` up to ``last``; the others only move metadata."""
+        """The data commits after ``state`` up to ``last``; the others only move metadata.
+        The first data commit under a schema that changed a column's type (type widening)
+        lists every live file again (``_relisted``)."""
         commits: list[Commit] = []
+        types = self._column_types(state)
         for version in range(state.version + 1, last + 1):
             with read_commit(f"version {version}", commits):
                 commit = self._follow_one(listing, state, parent, version)
-            if commit is not None:
-                commits.append(commit)
-                parent = version
+                if commit is None:
+                    continue
+                now = self._column_types(state)
+                if types is not None and now is not None and _retyped(types, now):
+                    commit = self._relisted(commit, state, version)
+                types = now
+            commits.append(commit)
+            parent = version
         return commits
+
+    def _column_types(self, state: ReplayState) -> dict[int, str] | None:
+        if state.metadata is None:
+            return None
+        schema = self._delta_schema(state.metadata).table_schema
+        return {c.field_id: c.type for c in schema.columns}
+
+    def _relisted(self, commit: Commit, state: ReplayState, version: int) -> Commit:
+        """``commit``, the first after a column's type was widened, with every other live
+        file removed as it was and added as it is: the files written before hold sketches
+        of values of the old type (an int hashed as 4 bytes, a long as 8; a decimal at its
+        old scale), which would count a value written before and after twice. Paimon and
+        Iceberg do the same."""
+        added = {f.path for f in commit.added_files}
+        others = tuple(
+            f
+            for f in self._state_files(state, f"{LOG_DIR}/{commit_name(version)}")
+            if f.path not in added
+        )
+        return replace(
+            commit,
+            added_files=(*commit.added_files, *others),
+            removed_files=(*commit.removed_files, *others),
+        )
 
     def _follow_one(
         self, listing: LogListing, state: ReplayState, parent: int | None, version: int
@@ -634,3 +666,8 @@ def _bootstrap_checkpoint(listing: LogListing, current: int) -> int | None:
         ):
             return version
     return None
+
+
+def _retyped(before: Mapping[int, str], after: Mapping[int, str]) -> bool:
+    """Whether a column present in both has another type."""
+    return any(before.get(field_id, type_str) != type_str for field_id, type_str in after.items())

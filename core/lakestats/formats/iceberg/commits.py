@@ -14,7 +14,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 
 from lakestats.exceptions import MetadataError
-from lakestats.formats.iceberg.files import FileConverter
+from lakestats.formats.iceberg.files import FileConverter, table_schema
 from lakestats.formats.iceberg.manifests import ManifestReader
 from lakestats.model import BASELINE_OPERATION, Commit, DataFile, FileContent
 
@@ -148,6 +148,24 @@ def baseline_commit(
         added_files=data,
         added_delete_files=deletes,
     )
+
+
+def retypes(snapshot: Snapshot, metadata: TableMetadata) -> bool:
+    """Whether the snapshot is the first under a schema that changed a column's type (a
+    promotion: int → long, float → double, a decimal's precision): the files written before
+    hold sketches hashed as values of the old type (an int's 4 bytes, a long's 8), which
+    would count a value written both before and after twice."""
+    if snapshot.parent_snapshot_id is None:
+        return False
+    parent = metadata.snapshot_by_id(snapshot.parent_snapshot_id)
+    if parent is None:
+        return False
+    before, after = _schema_id(parent, metadata), _schema_id(snapshot, metadata)
+    old, new = metadata.schema_by_id(before), metadata.schema_by_id(after)
+    if before == after or old is None or new is None:
+        return False
+    types = {c.field_id: c.type for c in table_schema(old).columns}
+    return any(types.get(c.field_id, c.type) != c.type for c in table_schema(new).columns)
 
 
 def live_files_of(

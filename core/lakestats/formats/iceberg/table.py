@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import structlog
 from pyiceberg.exceptions import CommitFailedException
@@ -30,6 +31,7 @@ from lakestats.formats.iceberg.commits import (
     inherits_files,
     lineage,
     live_files_of,
+    retypes,
     snapshot_commit,
 )
 from lakestats.formats.iceberg.deletes import TargetCache, baseline_with_deletes, with_deletes
@@ -236,6 +238,8 @@ class IcebergTable:
                 if index == 0 and history_cut:
                     commit = baseline_commit(snapshot, metadata, reader, converter)
                     commit = baseline_with_deletes(commit, snapshot, reader, converter, targets)
+                elif retypes(snapshot, metadata):
+                    commit = _relisted(snapshot, metadata, reader, converter, targets)
                 else:
                     commit = snapshot_commit(snapshot, metadata, reader, converter)
                     commit = with_deletes(commit, snapshot, reader, converter, targets)
@@ -271,3 +275,33 @@ def _newest_unreadable_history(
         except MetadataError as exc:
             return index, exc
     return None
+
+
+def _relisted(
+    snapshot: Snapshot,
+    metadata: TableMetadata,
+    reader: ManifestReader,
+    converter: FileConverter,
+    targets: TargetCache,
+) -> Commit:
+    """The first snapshot under a changed column type, as every live file listed again:
+    removed as the parent had it, added as it is now (with its deletes), so the files
+    written before are sketched again as values of the new type (Paimon does the same)."""
+    own = snapshot_commit(snapshot, metadata, reader, converter)
+    listed = baseline_with_deletes(
+        baseline_commit(snapshot, metadata, reader, converter),
+        snapshot,
+        reader,
+        converter,
+        targets,
+    )
+    parent = metadata.snapshot_by_id(snapshot.parent_snapshot_id or -1)
+    assert parent is not None  # retypes() found it
+    data, deletes = live_files_of(parent, metadata, reader, converter)
+    return replace(
+        own,
+        added_files=listed.added_files,
+        added_delete_files=listed.added_delete_files,
+        removed_files=data,
+        removed_delete_files=deletes,
+    )

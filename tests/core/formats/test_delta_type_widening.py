@@ -1,0 +1,85 @@
+"""Delta type widening between incremental runs (int → long, float → double, a decimal's
+scale): the files written before hold theta sketches of values of the old type (an int
+hashed as 4 bytes, a long as 8; a decimal at its old scale), so the first data commit after
+the widening lists every live file again and the stats count each value once, as a
+from-scratch run does. The same 50 values are written before and after; the oracle is
+deltalake's own read of the table, counted with pyarrow.compute.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+import pytest
+
+from delta_tables import DeltaWriter, live_rows
+from lakestats.cli import main
+from lakestats.formats.delta import open_location
+from lakestats.values import to_json
+
+pytestmark = pytest.mark.spark
+
+THETA_RSE = 1 / 64  # lg_k 12
+ROWS = 50
+WIDENED = {"a": "long", "f": "double", "d": "decimal(10, 4)"}
+
+
+def cli(*args: str) -> str:
+    out = io.StringIO()
+    code = main(list(args), out=out)
+    assert code == 0, out.getvalue()
+    return out.getvalue()
+
+
+def stats(location: str, state: Path) -> dict[str, Any]:
+    cli("analyze", location, "--state-dir", str(state), "-q")
+    doc: dict[str, Any] = json.loads(cli("show", location, "--state-dir", str(state), "--json"))
+    return doc
+
+
+def rows(decimal_scale: int) -> dict[str, list[Any]]:
+    quantum = Decimal(1).scaleb(-decimal_scale)
+    return {
+        "a": list(range(ROWS)),
+        "f": [i + 0.5 for i in range(ROWS)],
+        "d": [(Decimal(i) / 4).quantize(quantum) for i in range(ROWS)],
+    }
+
+
+def test_values_written_before_and_after_a_widening_count_once(spark: Any, tmp_path: Path) -> None:
+    table = DeltaWriter(tmp_path / "t")
+    table.create([("a", "int"), ("f", "float"), ("d", "decimal(5, 2)")])
+    table.append(rows(2))
+    location = str(tmp_path / "t")
+    before = stats(location, tmp_path / "inc")
+    assert before["columns"]["a"]["type"] == "int"
+    for name, type_str in WIDENED.items():
+        table.widen_column(name, type_str)
+    table.append(rows(4))
+
+    # the data commit after the widening removes the older file and adds both
+    opened = open_location(location)
+    *_, first, widened = opened.commits_since(None)
+    assert len(first.added_files) == 1
+    assert {f.path for f in widened.removed_files} == {f.path for f in first.added_files}
+    assert len(widened.added_files) == 2
+
+    after = stats(location, tmp_path / "inc")
+    scratch = stats(location, tmp_path / "scratch")
+    live = live_rows(location)
+    assert after["record_count"] == live.num_rows == 2 * ROWS
+    for name, type_str in WIDENED.items():
+        got = after["columns"][name]
+        assert got["type"] == type_str
+        values = live.column(name)
+        exact = pc.count_distinct(values).as_py()
+        assert exact == ROWS
+        assert abs(got["ndv"] - exact) <= max(1, 3 * THETA_RSE * exact), (name, got["ndv"])
+        low, high = pc.min_max(values).values()
+        assert (got["min"], got["max"]) == (to_json(low.as_py()), to_json(high.as_py())), name
+        assert got == scratch["columns"][name], name
