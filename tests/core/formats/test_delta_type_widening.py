@@ -8,8 +8,6 @@ deltalake's own read of the table, counted with pyarrow.compute.
 
 from __future__ import annotations
 
-import io
-import json
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -17,8 +15,8 @@ from typing import Any
 import pyarrow.compute as pc
 import pytest
 
+from cli_runs import analyzed_stats
 from delta_tables import DeltaWriter, live_rows
-from lakestats.cli import main
 from lakestats.formats.delta import open_location
 from lakestats.values import to_json
 
@@ -27,19 +25,6 @@ pytestmark = pytest.mark.spark
 THETA_RSE = 1 / 64  # lg_k 12
 ROWS = 50
 WIDENED = {"a": "long", "f": "double", "d": "decimal(10, 4)"}
-
-
-def cli(*args: str) -> str:
-    out = io.StringIO()
-    code = main(list(args), out=out)
-    assert code == 0, out.getvalue()
-    return out.getvalue()
-
-
-def stats(location: str, state: Path) -> dict[str, Any]:
-    cli("analyze", location, "--state-dir", str(state), "-q")
-    doc: dict[str, Any] = json.loads(cli("show", location, "--state-dir", str(state), "--json"))
-    return doc
 
 
 def rows(decimal_scale: int) -> dict[str, list[Any]]:
@@ -56,7 +41,7 @@ def test_values_written_before_and_after_a_widening_count_once(spark: Any, tmp_p
     table.create([("a", "int"), ("f", "float"), ("d", "decimal(5, 2)")])
     table.append(rows(2))
     location = str(tmp_path / "t")
-    before = stats(location, tmp_path / "inc")
+    before = analyzed_stats(location, tmp_path / "inc")
     assert before["columns"]["a"]["type"] == "int"
     for name, type_str in WIDENED.items():
         table.widen_column(name, type_str)
@@ -69,8 +54,8 @@ def test_values_written_before_and_after_a_widening_count_once(spark: Any, tmp_p
     assert {f.path for f in widened.removed_files} == {f.path for f in first.added_files}
     assert len(widened.added_files) == 2
 
-    after = stats(location, tmp_path / "inc")
-    scratch = stats(location, tmp_path / "scratch")
+    after = analyzed_stats(location, tmp_path / "inc")
+    scratch = analyzed_stats(location, tmp_path / "scratch")
     live = live_rows(location)
     assert after["record_count"] == live.num_rows == 2 * ROWS
     for name, type_str in WIDENED.items():

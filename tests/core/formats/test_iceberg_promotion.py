@@ -9,8 +9,6 @@ exact count of distinct values over pyiceberg's read of the table.
 
 from __future__ import annotations
 
-import io
-import json
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -20,26 +18,13 @@ import pyarrow.compute as pc
 import pytest
 from pyiceberg.types import DecimalType, DoubleType, LongType
 
-from lakestats.cli import main
+from cli_runs import analyzed_stats
 from lakestats.testing import IcebergWarehouse
 
 pytestmark = pytest.mark.spark
 
 THETA_RSE = 1 / 64  # lg_k 12
 ROWS = 50
-
-
-def cli(*args: str) -> str:
-    out = io.StringIO()
-    code = main(list(args), out=out)
-    assert code == 0, out.getvalue()
-    return out.getvalue()
-
-
-def stats(location: str, state: Path) -> dict[str, Any]:
-    cli("analyze", location, "--state-dir", str(state), "-q")
-    doc: dict[str, Any] = json.loads(cli("show", location, "--state-dir", str(state), "--json"))
-    return doc
 
 
 def test_values_written_before_and_after_a_promotion_count_once(spark: Any, tmp_path: Path) -> None:
@@ -59,15 +44,15 @@ def test_values_written_before_and_after_a_promotion_count_once(spark: Any, tmp_
 
     append()
     location = wh.location("t")
-    before = stats(location, tmp_path / "inc")
+    before = analyzed_stats(location, tmp_path / "inc")
     assert before["columns"]["a"]["type"] == "int"
     with wh.table("t").update_schema() as update:
         update.update_column("a", LongType())
         update.update_column("f", DoubleType())
         update.update_column("d", DecimalType(10, 2))
     append()
-    after = stats(location, tmp_path / "inc")
-    scratch = stats(location, tmp_path / "scratch")
+    after = analyzed_stats(location, tmp_path / "inc")
+    scratch = analyzed_stats(location, tmp_path / "scratch")
     rows = wh.table("t").scan().to_arrow()
     assert after["record_count"] == rows.num_rows == 2 * ROWS
     for name, type_str in (("a", "long"), ("f", "double"), ("d", "decimal(10, 2)")):
