@@ -279,25 +279,23 @@ class DeltaLakeTable:
         The first data commit under a schema that changed a column's type (type widening)
         lists every live file again (``_relisted``)."""
         commits: list[Commit] = []
-        types = self._column_types(state)
+        schema = self._delta_schema(state.metadata) if state.metadata is not None else None
+        types = _column_types(schema.table_schema) if schema is not None else None
+        schema_id = schema.schema_id if schema is not None else None
         for version in range(state.version + 1, last + 1):
             with read_commit(f"version {version}", commits):
                 commit = self._follow_one(listing, state, parent, version)
                 if commit is None:
                     continue
-                now = self._column_types(state)
-                if types is not None and now is not None and _retyped(types, now):
-                    commit = self._relisted(commit, state, version)
-                types = now
+                if commit.schema_id != schema_id:  # the types are looked at only then
+                    # _follow_one has just read (and kept) the commit's schema
+                    now = _column_types(self._schemas[commit.schema_id].table_schema)
+                    if types is not None and _retyped(types, now):
+                        commit = self._relisted(commit, state, version)
+                    types, schema_id = now, commit.schema_id
             commits.append(commit)
             parent = version
         return commits
-
-    def _column_types(self, state: ReplayState) -> dict[int, str] | None:
-        if state.metadata is None:
-            return None
-        schema = self._delta_schema(state.metadata).table_schema
-        return {c.field_id: c.type for c in schema.columns}
 
     def _relisted(self, commit: Commit, state: ReplayState, version: int) -> Commit:
         """``commit``, the first after a column's type was widened, with every other live
@@ -666,6 +664,10 @@ def _bootstrap_checkpoint(listing: LogListing, current: int) -> int | None:
         ):
             return version
     return None
+
+
+def _column_types(schema: TableSchema) -> dict[int, str]:
+    return {c.field_id: c.type for c in schema.columns}
 
 
 def _retyped(before: Mapping[int, str], after: Mapping[int, str]) -> bool:

@@ -150,19 +150,18 @@ def baseline_commit(
     )
 
 
-def retypes(snapshot: Snapshot, metadata: TableMetadata) -> bool:
-    """Whether the snapshot is the first under a schema that changed a column's type (a
-    promotion: int → long, float → double, a decimal's precision): the files written before
-    hold sketches hashed as values of the old type (an int's 4 bytes, a long's 8), which
-    would count a value written both before and after twice."""
-    if snapshot.parent_snapshot_id is None:
-        return False
-    parent = metadata.snapshot_by_id(snapshot.parent_snapshot_id)
+def retypes(snapshot: Snapshot, parent: Snapshot | None, metadata: TableMetadata) -> bool:
+    """Whether ``snapshot`` is the first under a schema that changed a column's type since
+    its ``parent`` (a promotion: int → long, float → double, a decimal's precision): the
+    files written before hold sketches hashed as values of the old type (an int's 4 bytes,
+    a long's 8), which would count a value written both before and after twice."""
     if parent is None:
         return False
     before, after = _schema_id(parent, metadata), _schema_id(snapshot, metadata)
+    if before == after:
+        return False
     old, new = metadata.schema_by_id(before), metadata.schema_by_id(after)
-    if before == after or old is None or new is None:
+    if old is None or new is None:
         return False
     types = {c.field_id: c.type for c in table_schema(old).columns}
     return any(types.get(c.field_id, c.type) != c.type for c in table_schema(new).columns)

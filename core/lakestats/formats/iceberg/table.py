@@ -232,14 +232,25 @@ class IcebergTable:
         if chain and not reached and not history_cut:
             history_cut = inherits_files(chain[0], reader)
         commits: list[Commit] = []
-        for index, snapshot in enumerate(chain):
+        # each snapshot's parent: the one before it in the chain (no search of the
+        # metadata's snapshot list per commit), the processed one for the first
+        first = None if after_snapshot_id is None else metadata.snapshot_by_id(after_snapshot_id)
+        parents = [first, *chain[:-1]] if chain else []
+        for index, (snapshot, parent) in enumerate(zip(chain, parents, strict=True)):
             targets = self._delete_targets
             with read_commit(f"snapshot {snapshot.snapshot_id}", commits):
                 if index == 0 and history_cut:
                     commit = baseline_commit(snapshot, metadata, reader, converter)
                     commit = baseline_with_deletes(commit, snapshot, reader, converter, targets)
-                elif retypes(snapshot, metadata):
-                    commit = _relisted(snapshot, metadata, reader, converter, targets)
+                elif parent is not None and retypes(snapshot, parent, metadata):
+                    commit = _relisted(
+                        snapshot,
+                        parent,
+                        metadata,
+                        reader=reader,
+                        converter=converter,
+                        targets=targets,
+                    )
                 else:
                     commit = snapshot_commit(snapshot, metadata, reader, converter)
                     commit = with_deletes(commit, snapshot, reader, converter, targets)
@@ -279,7 +290,9 @@ def _newest_unreadable_history(
 
 def _relisted(
     snapshot: Snapshot,
+    parent: Snapshot,
     metadata: TableMetadata,
+    *,
     reader: ManifestReader,
     converter: FileConverter,
     targets: TargetCache,
@@ -295,8 +308,6 @@ def _relisted(
         converter,
         targets,
     )
-    parent = metadata.snapshot_by_id(snapshot.parent_snapshot_id or -1)
-    assert parent is not None  # retypes() found it
     data, deletes = live_files_of(parent, metadata, reader, converter)
     return replace(
         own,
