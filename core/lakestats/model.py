@@ -75,6 +75,13 @@ class TableSchema:
     def by_id(self) -> dict[int, Column]:
         return {c.field_id: c for c in self.columns}
 
+    def retypes(self, earlier: TableSchema) -> bool:
+        """Whether a column of both schemas has another type here than in ``earlier`` (a
+        type promotion or widening: files written under ``earlier`` hold sketches hashed
+        as values of the old type)."""
+        before = {c.field_id: c.type for c in earlier.columns}
+        return any(before.get(c.field_id, c.type) != c.type for c in self.columns)
+
 
 @dataclass(frozen=True)
 class PartitionField:

@@ -279,20 +279,19 @@ class DeltaLakeTable:
         The first data commit under a schema that changed a column's type (type widening)
         lists every live file again (``_relisted``)."""
         commits: list[Commit] = []
-        schema = self._delta_schema(state.metadata) if state.metadata is not None else None
-        types = _column_types(schema.table_schema) if schema is not None else None
-        schema_id = schema.schema_id if schema is not None else None
+        metadata = state.metadata
+        schema = self._delta_schema(metadata).table_schema if metadata is not None else None
         for version in range(state.version + 1, last + 1):
             with read_commit(f"version {version}", commits):
                 commit = self._follow_one(listing, state, parent, version)
                 if commit is None:
                     continue
-                if commit.schema_id != schema_id:  # the types are looked at only then
+                if schema is None or commit.schema_id != schema.schema_id:
                     # _follow_one has just read (and kept) the commit's schema
-                    now = _column_types(self._schemas[commit.schema_id].table_schema)
-                    if types is not None and _retyped(types, now):
+                    now = self._schemas[commit.schema_id].table_schema
+                    if schema is not None and now.retypes(schema):
                         commit = self._relisted(commit, state, version)
-                    types, schema_id = now, commit.schema_id
+                    schema = now
             commits.append(commit)
             parent = version
         return commits
@@ -664,12 +663,3 @@ def _bootstrap_checkpoint(listing: LogListing, current: int) -> int | None:
         ):
             return version
     return None
-
-
-def _column_types(schema: TableSchema) -> dict[int, str]:
-    return {c.field_id: c.type for c in schema.columns}
-
-
-def _retyped(before: Mapping[int, str], after: Mapping[int, str]) -> bool:
-    """Whether a column present in both has another type."""
-    return any(before.get(field_id, type_str) != type_str for field_id, type_str in after.items())

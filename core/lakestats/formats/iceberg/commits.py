@@ -163,8 +163,7 @@ def retypes(snapshot: Snapshot, parent: Snapshot | None, metadata: TableMetadata
     old, new = metadata.schema_by_id(before), metadata.schema_by_id(after)
     if old is None or new is None:
         return False
-    types = {c.field_id: c.type for c in table_schema(old).columns}
-    return any(types.get(c.field_id, c.type) != c.type for c in table_schema(new).columns)
+    return table_schema(new).retypes(table_schema(old))
 
 
 def live_files_of(
