@@ -8,6 +8,7 @@ can hand them a consistent view while ``refresh()`` moves on.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
 from pyiceberg.table.metadata import TableMetadata
@@ -150,13 +151,11 @@ def baseline_commit(
     )
 
 
-def retypes(snapshot: Snapshot, parent: Snapshot | None, metadata: TableMetadata) -> bool:
+def retypes(snapshot: Snapshot, parent: Snapshot, metadata: TableMetadata) -> bool:
     """Whether ``snapshot`` is the first under a schema that changed a column's type since
     its ``parent`` (a promotion: int → long, float → double, a decimal's precision): the
     files written before hold sketches hashed as values of the old type (an int's 4 bytes,
     a long's 8), which would count a value written both before and after twice."""
-    if parent is None:
-        return False
     before, after = _schema_id(parent, metadata), _schema_id(snapshot, metadata)
     if before == after:
         return False
@@ -164,6 +163,26 @@ def retypes(snapshot: Snapshot, parent: Snapshot | None, metadata: TableMetadata
     if old is None or new is None:
         return False
     return table_schema(new).retypes(table_schema(old))
+
+
+def relisted_commit(
+    snapshot: Snapshot,
+    parent: Snapshot,
+    metadata: TableMetadata,
+    reader: ManifestReader,
+    conv: FileConverter,
+) -> Commit:
+    """The first snapshot under a changed column type (``retypes``) as every live file
+    listed again: removed as the parent had it, added as it is now, so the files written
+    before are sketched again as values of the new type (Paimon does the same). The deletes
+    of the added files are the caller's to attach (``deletes.baseline_with_deletes``)."""
+    data, deletes = live_files_of(parent, metadata, reader, conv)
+    return replace(
+        baseline_commit(snapshot, metadata, reader, conv),
+        operation=_operation(snapshot),
+        removed_files=data,
+        removed_delete_files=deletes,
+    )
 
 
 def live_files_of(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 import structlog
 from pyiceberg.exceptions import CommitFailedException
@@ -31,6 +30,7 @@ from lakestats.formats.iceberg.commits import (
     inherits_files,
     lineage,
     live_files_of,
+    relisted_commit,
     retypes,
     snapshot_commit,
 )
@@ -243,14 +243,8 @@ class IcebergTable:
                     commit = baseline_commit(snapshot, metadata, reader, converter)
                     commit = baseline_with_deletes(commit, snapshot, reader, converter, targets)
                 elif parent is not None and retypes(snapshot, parent, metadata):
-                    commit = _relisted(
-                        snapshot,
-                        parent,
-                        metadata,
-                        reader=reader,
-                        converter=converter,
-                        targets=targets,
-                    )
+                    commit = relisted_commit(snapshot, parent, metadata, reader, converter)
+                    commit = baseline_with_deletes(commit, snapshot, reader, converter, targets)
                 else:
                     commit = snapshot_commit(snapshot, metadata, reader, converter)
                     commit = with_deletes(commit, snapshot, reader, converter, targets)
@@ -286,33 +280,3 @@ def _newest_unreadable_history(
         except MetadataError as exc:
             return index, exc
     return None
-
-
-def _relisted(
-    snapshot: Snapshot,
-    parent: Snapshot,
-    metadata: TableMetadata,
-    *,
-    reader: ManifestReader,
-    converter: FileConverter,
-    targets: TargetCache,
-) -> Commit:
-    """The first snapshot under a changed column type, as every live file listed again:
-    removed as the parent had it, added as it is now (with its deletes), so the files
-    written before are sketched again as values of the new type (Paimon does the same)."""
-    own = snapshot_commit(snapshot, metadata, reader, converter)
-    listed = baseline_with_deletes(
-        baseline_commit(snapshot, metadata, reader, converter),
-        snapshot,
-        reader,
-        converter,
-        targets,
-    )
-    data, deletes = live_files_of(parent, metadata, reader, converter)
-    return replace(
-        own,
-        added_files=listed.added_files,
-        added_delete_files=listed.added_delete_files,
-        removed_files=data,
-        removed_delete_files=deletes,
-    )

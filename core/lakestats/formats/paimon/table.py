@@ -381,9 +381,8 @@ class PaimonTable(TableIdentity):
         parent_schema = self.snapshot(parent_id).schema_id
         if parent_schema == snapshot.schema_id:
             return False
-        return bool(
-            retyped(self.paimon_schema(parent_schema), self.paimon_schema(snapshot.schema_id))
-        )
+        now = self.paimon_schema(snapshot.schema_id).table_schema
+        return now.retypes(self.paimon_schema(parent_schema).table_schema)
 
     def _locate(self, relative: str, file_name: str) -> str:
         directory = relative.rsplit("/", 1)[0]
