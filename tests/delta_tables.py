@@ -96,7 +96,7 @@ class DeltaWriter:
 
     def create(
         self,
-        columns: Sequence[tuple[str, str]],
+        columns: Sequence[tuple[str, str | pa.DataType]],
         *,
         column_mapping: bool = False,
         partition_by: Sequence[str] = (),
@@ -115,7 +115,9 @@ class DeltaWriter:
                     "delta.minWriterVersion": "7",
                 }
             )
-        schema = pa.schema([(name, arrow_type(t)) for name, t in columns])
+        schema = pa.schema(
+            [(name, arrow_type(t) if isinstance(t, str) else t) for name, t in columns]
+        )
         table = DeltaTable.create(
             self.path, schema, partition_by=list(partition_by) or None, configuration=config
         )

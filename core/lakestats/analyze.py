@@ -775,7 +775,6 @@ def _analyze_once(
     def stopped() -> bool:
         return should_stop is not None and should_stop()
 
-    current_schema = opened.table.schema()
     progress = _Progress(
         opened.name,
         commits,
@@ -795,10 +794,14 @@ def _analyze_once(
         # batch sizes adapt as the run goes, so the number of batches is an estimate
         batches = number + path.batches.batches_for(len(commits) - start)
         progress.started(number, batches, batch)
+        # as written: a file of a since retyped column (Delta overwriting a string column
+        # with a long one; Paimon dropping it and adding it again) is unreadable as the new
+        # type, and the stats of its commit are of the old one (``plan.schema_types``)
+        batch_schema = opened.table.schema(batch.commits[0].schema_id)
         sketches, sketch_seconds, startup = sketch_batch(
             path.sketcher,
             batch,
-            current_schema,
+            batch_schema,
             path.settings,
             location_map=path.location_map,
             approximate_equality=path.approximate_equality,

@@ -33,6 +33,10 @@ class Column:
     field_id: int
     name: str  # dotted path for nested struct fields, e.g. "address.city"
     type: str  # Iceberg type string
+    # Field ids of the structs above a nested column, outermost first, where the format
+    # has them (Iceberg; Delta with column mapping): files are read by them, so a struct
+    # renamed since a file was written is still found in it. Empty for top-level columns.
+    parent_ids: tuple[int, ...] = ()
 
 
 # Field ids below zero name sketches of no single column: the sketch job makes them from
@@ -257,11 +261,10 @@ class DeletionVector:
 
 @dataclass(frozen=True)
 class MergeInput:
-    """One file of a ``KeyMerge``; ``retyped``: (field id, type as the file was written)
-    where that differs from the table's current type (the reader casts it)."""
+    """One file of a ``KeyMerge``; ``written_as`` as ``DataFile.written_as``."""
 
     path: str  # as the format lists it; location mapping applies
-    retyped: tuple[tuple[int, str], ...] = ()
+    written_as: tuple[tuple[int, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -303,11 +306,12 @@ DeleteSource = PositionDeletes | EqualityDeletes | DeletionVector | KeyMerge
 class ColumnFile:
     """Another file holding some columns of a data file's rows: the same rows in the same
     order, for ``field_ids`` (Paimon data evolution: an in-place update writes the updated
-    columns of a row range as a file of their own). ``retyped`` as ``DataFile.retyped``."""
+    columns of a row range as a file of their own). ``written_as`` as
+    ``DataFile.written_as``."""
 
     path: str  # as the format lists it; location mapping applies
     field_ids: tuple[int, ...]
-    retyped: tuple[tuple[int, str], ...] = ()
+    written_as: tuple[tuple[int, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -345,10 +349,11 @@ class DataFile:
     # row positions, equality deletes reported as approximate): its stats include
     # deleted rows. Kept by the store, where ``deletes`` itself is not.
     live_rows_unknown: bool = False
-    # (field id, type as the file was written) where that differs from the table's current
-    # type (Paimon after a type change): the core reads the file with those types and casts
-    # them to the current ones (``written_types``). Empty for every other format.
-    retyped: tuple[tuple[int, str], ...] = ()
+    # (field id, name, type) as the file was written, for each column whose name or type
+    # differs from the table's current one (Paimon after a type change or a rename): the
+    # core reads the file with those and casts and renames them to the current ones
+    # (``written_types``). Empty for every other format.
+    written_as: tuple[tuple[int, str, str], ...] = ()
     # Columns whose values are another file's (``ColumnFile``), for this file's rows: its
     # stats describe the rows readers assemble, each column sketched from the file that
     # holds it. Empty for every format but Paimon's data evolution.

@@ -65,7 +65,7 @@ from lakestats.arrow_sketch.engine import (
 )
 from lakestats.arrow_sketch.file_sketch import ArrowJob
 from lakestats.exceptions import ConfigError, DataFileError, SketchError, SparkUnavailableError
-from lakestats.field_ids import SPARK_FIELD_ID_KEY, split_by_field_ids
+from lakestats.field_ids import SPARK_FIELD_ID_KEY, has_field_ids, split_by_field_ids
 from lakestats.locations import is_local, local_path
 from lakestats.model import (
     KEY_SKETCH_ID,
@@ -90,7 +90,14 @@ from lakestats.sketches.value_sample import (
     theta_of_value_sample,
 )
 from lakestats.values import from_physical
-from lakestats.written_types import Retyped, by_written_types, read_cast, written_spark_type
+from lakestats.written_types import (
+    WrittenAs,
+    by_written_as,
+    read_by_field_id,
+    read_cast,
+    read_name,
+    written_spark_type,
+)
 
 _log = structlog.get_logger(__name__)
 
@@ -233,7 +240,7 @@ def sketch_files(
     on_progress: ProgressFn | None = None,
     file_format: Literal["PARQUET", "ORC"] = "PARQUET",
     row_filter: RowFilter | None = None,
-    retyped: Mapping[str, Retyped] | None = None,
+    written_as: Mapping[str, WrittenAs] | None = None,
     engine: Engine = "auto",
 ) -> dict[str, dict[int, ColumnSketch]]:
     """Sketch every supported column of every Parquet file in ``paths`` in one Spark job.
@@ -249,8 +256,9 @@ def sketch_files(
     ``SketchError`` for any other failure of the job, ``ConfigError`` for bad settings.
     ``on_progress`` hears the job's finished tasks about every ``limits.poll_s``.
     ``row_filter`` removes dead rows inside the job (its ``live_rows`` get the counts).
-    ``retyped`` (path → its ``DataFile.retyped``) names files written with other column
-    types: they are read with those and cast to the schema's (``written_types``).
+    ``written_as`` (path → its ``DataFile.written_as``) names files written with other
+    column names or types: they are read with those and cast and renamed to the schema's
+    (``written_types``).
     ``engine`` (config ``sketch.engine``): ``"auto"`` sketches plain jobs with the Arrow
     engine (``lakestats.arrow_sketch``: pyarrow in a few Spark tasks per core, the same
     results), ``"sql"`` always with the SQL aggregate.
@@ -272,7 +280,13 @@ def sketch_files(
         if (s := type_spec(c.type)) is not None
     ]
     key_plan = _plan_key(schema, planned)
-    written = {_input_key(p): r for p, r in (retyped or {}).items() if r}
+    written = _as_read(
+        {_input_key(p): w for p, w in (written_as or {}).items() if w},
+        unique,
+        {c.field_id: (c.name, c.type) for c in schema.columns}
+        if match_by == "field_id" and file_format == "PARQUET"
+        else None,
+    )
     dead: dict[str, DeadRows] | None = None
     deletes: ArrowDeletes | None = None  # the row filter's deletes, as the Arrow engine's
     arrow_may_filter = engine == "auto" and file_format == "PARQUET"
@@ -418,6 +432,29 @@ def _dead_by_unique_path(
     return {unique[key]: DeadRows.union(parts) for key, parts in pooled.items() if key in unique}
 
 
+def _as_read(
+    written: Mapping[str, WrittenAs],
+    unique: Mapping[str, str],
+    current: Mapping[int, tuple[str, str]] | None,
+) -> dict[str, WrittenAs]:
+    """``written`` (input key → how the file was written) as the job must read each file:
+    by field id (Parquet; ``current``: field id → (name, type); ``None`` when reading by
+    name), a file with ids needs only its other types, so renames cost no cast and no SQL
+    job."""
+    if current is None:
+        return dict(written)
+    out = {}
+    for key, as_written in written.items():
+        needed = as_written
+        by_id = read_by_field_id(as_written, current)
+        path = unique.get(key)
+        if by_id != as_written and path is not None and has_field_ids(path):
+            needed = by_id  # a footer read only where it may spare the SQL job
+        if needed:
+            out[key] = needed
+    return out
+
+
 # -- the Arrow engine ---------------------------------------------------------------------
 
 
@@ -428,19 +465,19 @@ def _arrow_plan(  # noqa: PLR0917 - private, called once with sketch_files' own 
     match_by: Literal["field_id", "name"],
     file_format: str,
     rows_filtered_in_task: bool,
-    written: Mapping[str, Retyped],
+    written: Mapping[str, WrittenAs],
     key_plan: _PlannedKey | None,
     unique: Mapping[str, str],
 ) -> ArrowJob | None:
     """The Arrow engine's plan when the job is plain (docs/sketches.md, "The Arrow engine"):
     Parquet, no deletes but those it applies (``rows_filtered_in_task``: row positions,
-    equality deletes, primary-key merges it makes), no retyped files, every column and key
-    column of a type the engine implements, files pyarrow opens; else ``None`` and the SQL
-    job runs."""
+    equality deletes, primary-key merges it makes), no file written with other column names
+    or types (``_as_read``), every column and key column of a type the engine implements,
+    files pyarrow opens; else ``None`` and the SQL job runs."""
     plain = engine == "auto" and file_format == "PARQUET" and rows_filtered_in_task and not written
     if not plain or not pyarrow_can_open(list(unique.values())):
         return None
-    columns = [(p.column.field_id, p.column.name, p.spec, p.scan_bounds) for p in planned]
+    columns = [(p.column, p.spec, p.scan_bounds) for p in planned]
     return arrow_job(columns, settings, match_by, None if key_plan is None else key_plan.key)
 
 
@@ -638,7 +675,7 @@ def _run(  # noqa: PLR0917 - private, called once
     source: str = "parquet",
     row_filter: RowFilter | None = None,
     key: _PlannedKey | None = None,
-    written: Mapping[str, Retyped] | None = None,
+    written: Mapping[str, WrittenAs] | None = None,
 ) -> list[Any]:
     sc = session.sparkContext
     partitions = max(1, min(len(paths), sc.defaultParallelism))
@@ -646,13 +683,13 @@ def _run(  # noqa: PLR0917 - private, called once
     projections, aggregates = _plan_sql(planned, settings, key)
     sc.setJobGroup(JOB_GROUP, f"lakestats: sketch {len(paths)} data files", False)
     view = f"lakestats_sketch_{uuid.uuid4().hex}"
-    groups = by_written_types(paths, {p: (written or {}).get(_input_key(p), ()) for p in paths})
-    retyped = list(groups) != [()]
+    groups = by_written_as(paths, {p: (written or {}).get(_input_key(p), ()) for p in paths})
+    as_written = list(groups) != [()]
     try:
         # The whole plan goes over Py4J as one SQL string: building ~150 Column objects one
         # call at a time cost ~0.3 s per job, a third of a small commit's update.
         # _metadata is a hidden column of the file scan: it must be selected before the view
-        if row_filter is None and not retyped:
+        if row_filter is None and not as_written:
             reader = session.read.schema(_read_schema(planned, match_by == "field_id", key))
             df = reader.orc(*paths) if source == "orc" else reader.parquet(*paths)
             df.selectExpr(*_FILE_ROWS, "*").createOrReplaceTempView(view)
@@ -948,38 +985,48 @@ def _read_schema(
     planned: list[_Planned],
     by_id: bool,
     key: _PlannedKey | None = None,
-    written: Retyped = (),
+    written: WrittenAs = (),
 ) -> Any:
-    """The read schema: leaves carry their field id; struct parents (whose ids the model
-    does not carry) are matched by name. A key sketch adds the row-kind column, if any
-    (by field id where the format gives one: its name is no column's). ``written``: the
-    types files were written with, where they differ from the schema's."""
+    """The read schema: leaves carry their field id, and so do struct parents where the
+    format gives theirs (``Column.parent_ids``; else they are matched by name). A key
+    sketch adds the row-kind column, if any (by field id where the format gives one: its
+    name is no column's). ``written``: the names and types files were written with, where
+    they differ from the schema's."""
     from pyspark.sql import types as T  # noqa: N812, PLC0415 - lazy; pyspark's own name
 
-    as_written = dict(written)
+    as_written = {field_id: (name, type_str) for field_id, name, type_str in written}
     tree: dict[str, Any] = {}
+    struct_ids: dict[tuple[str, ...], int] = {}
     for p in planned:
         parts = p.column.name.split(".")
         node = tree
-        for part in parts[:-1]:
+        for depth, part in enumerate(parts[:-1]):
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
                 raise SketchError(f"column {p.column.name!r} nests under a primitive column")
             node = child
+            if depth < len(p.column.parent_ids):
+                struct_ids[tuple(parts[: depth + 1])] = p.column.parent_ids[depth]
         if parts[-1] in node:
             raise SketchError(f"column {p.column.name!r} appears twice in the schema")
         node[parts[-1]] = p
 
-    def build(node: dict[str, Any]) -> Any:
+    def build(node: dict[str, Any], path: tuple[str, ...] = ()) -> Any:
         fields = []
         for name, child in node.items():
             if isinstance(child, dict):
-                fields.append(T.StructField(name, build(child), True))
+                struct_id = struct_ids.get((*path, name)) if by_id else None
+                metadata = {} if struct_id is None else {SPARK_FIELD_ID_KEY: struct_id}
+                fields.append(T.StructField(name, build(child, (*path, name)), True, metadata))
             else:
                 metadata = {SPARK_FIELD_ID_KEY: child.column.field_id} if by_id else {}
                 was = as_written.get(child.column.field_id)
-                spark_type = _spark_type(child.spec) if was is None else written_spark_type(was)
-                fields.append(T.StructField(name, spark_type, True, metadata))
+                if was is None:
+                    fields.append(T.StructField(name, _spark_type(child.spec), True, metadata))
+                else:  # by the name the file knows it by, where files have no field ids
+                    written_name = read_name(child.column.field_id, was[0].rsplit(".", 1)[-1])
+                    spark_type = written_spark_type(was[1])
+                    fields.append(T.StructField(written_name, spark_type, True, metadata))
         return T.StructType(fields)
 
     schema = build(tree)
@@ -992,15 +1039,15 @@ def _read_schema(
 
 def _scan(  # noqa: PLR0917 - private, called once
     session: Any,
-    groups: Mapping[Retyped, Sequence[str]],
+    groups: Mapping[WrittenAs, Sequence[str]],
     planned: list[_Planned],
     match_by: str,
     key: _PlannedKey | None,
     source: str,
     hidden: Sequence[str],
 ) -> Any:
-    """The scan with ``hidden`` first; files written with other types than the schema's
-    read with those and cast (``written_types``)."""
+    """The scan with ``hidden`` first; files written with other names or types than the
+    schema's read with those, cast and renamed (``written_types``)."""
     from pyspark.sql import functions as F  # noqa: N812, PLC0415 - lazy; pyspark's own name
 
     by_id = match_by == "field_id"

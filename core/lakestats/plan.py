@@ -127,8 +127,9 @@ def next_batch(
 ) -> BatchPlan:
     """The batch that starts at ``commits[start]``: consecutive commits, at most
     ``max_commits`` of them, whose added data files number at most ``max_files`` and
-    weigh at most ``max_bytes`` (always ≥ 1 commit, however big), and that add a file
-    with column files (``DataFile.column_files``) at most once."""
+    weigh at most ``max_bytes`` (always ≥ 1 commit, however big), that add a file
+    with column files (``DataFile.column_files``) at most once, and that share a schema:
+    a job reads its files with the schema of their commits, as they were written."""
     taken: list[Commit] = []
     files = size = 0
     added: set[str] = set()  # paths the batch adds
@@ -137,6 +138,8 @@ def next_batch(
         n = len(commit.added_files)
         b = sum(f.file_size_bytes for f in commit.added_files)
         if taken and (len(taken) >= max_commits or files + n > max_files or size + b > max_bytes):
+            break
+        if taken and commit.schema_id != taken[0].schema_id:
             break
         # a file added again with other column files is other rows under the same path:
         # the sketches of one batch are by path, so it starts the next batch

@@ -32,7 +32,7 @@ from lakestats.pipeline import ProgressFn
 from lakestats.plan import BatchPlan, BatchSketches, LiveRead, Sketches
 from lakestats.sketches.constant import constant_sketch
 from lakestats.sketches.spark import SparkSettings, get_spark, spark_started_since
-from lakestats.written_types import Retyped
+from lakestats.written_types import WrittenAs
 
 _log = structlog.get_logger(__name__)
 
@@ -99,11 +99,12 @@ class SparkSketcher:
         *,
         deletes: Mapping[str, Sequence[DeleteSource]] | None = None,
         location_map: LocationMap | None = None,
-        retyped: Mapping[str, Retyped] | None = None,
+        written_as: Mapping[str, WrittenAs] | None = None,
     ) -> Mapping[str, Mapping[int, ColumnSketch]]:
         """With ``deletes`` (path → its deletes), the files are read with them applied
         (``lakestats.deletes``): the result is a ``LiveSketched`` with each file's live rows.
-        ``retyped`` (path → ``DataFile.retyped``): files written with other column types."""
+        ``written_as`` (path → ``DataFile.written_as``): files written with other column
+        names or types."""
         from lakestats.pipeline import JobLimits, sketch_files  # noqa: PLC0415
 
         started = time.perf_counter()
@@ -130,7 +131,7 @@ class SparkSketcher:
             on_progress=self.on_progress,
             file_format=file_format,
             row_filter=row_filter,
-            retyped=retyped,
+            written_as=written_as,
             engine=self._config.sketch.engine,
         )
         if row_filter is None:
@@ -168,8 +169,8 @@ class MappedSketcher:
     ) -> Mapping[str, Mapping[int, ColumnSketch]]:
         mapped = {path: self.mapping.apply(path) for path in paths}
         inner: Any = self.inner  # extra keywords (file_format) only when the caller gave them
-        if kw.get("retyped"):
-            kw = {**kw, "retyped": {mapped[p]: r for p, r in kw["retyped"].items()}}
+        if kw.get("written_as"):
+            kw = {**kw, "written_as": {mapped[p]: w for p, w in kw["written_as"].items()}}
         deletes = kw.get("deletes")
         if deletes:
             # delete files are read where they really are; the paths inside position-delete
@@ -222,9 +223,9 @@ class ReusingSketcher:
         if not rest:
             self.reused.update(found)
             return found
-        if found and kw.get("retyped"):
+        if found and kw.get("written_as"):
             unread = set(rest)
-            kw = {**kw, "retyped": {p: r for p, r in kw["retyped"].items() if p in unread}}
+            kw = {**kw, "written_as": {p: w for p, w in kw["written_as"].items() if p in unread}}
         read: Mapping[str, Mapping[int, ColumnSketch]] = inner(rest, schema, bounds_for, **kw)
         self.startup_s = float(getattr(self.inner, "startup_s", 0.0))
         self.reused.update(found)
@@ -259,14 +260,14 @@ class ColumnFilesSketcher:
             return result
         out = {path: dict(sketches) for path, sketches in result.items()}
         deletes = kw.get("deletes") or {}
-        common = {k: v for k, v in kw.items() if k not in ("deletes", "retyped")}
+        common = {k: v for k, v in kw.items() if k not in ("deletes", "written_as")}
         for field_ids, files in reads.items():
             extra = dict(common)
             if deletes:
                 extra["deletes"] = {f.path: deletes[p] for p, f in files if p in deletes}
-            retyped = {f.path: f.retyped for _, f in files if f.retyped}
-            if retyped:
-                extra["retyped"] = retyped
+            written_as = {f.path: f.written_as for _, f in files if f.written_as}
+            if written_as:
+                extra["written_as"] = written_as
             columns = tuple(c for c in schema.columns if c.field_id in field_ids)
             read = inner(
                 [f.path for _, f in files],
@@ -379,10 +380,10 @@ def sketch_batch(
     # extra keywords only where needed: other sketchers need not know them
     reader: Any = sketcher
     if parquet:
-        sketches = dict(reader(parquet, schema, batch.bounds_for, **_retyped(batch, parquet)))
+        sketches = dict(reader(parquet, schema, batch.bounds_for, **_written_as(batch, parquet)))
         startup += float(getattr(sketcher, "startup_s", 0.0))
     if orc:
-        extra = {"file_format": "ORC", **_retyped(batch, orc)}
+        extra = {"file_format": "ORC", **_written_as(batch, orc)}
         sketches = {**sketches, **reader(orc, schema, batch.bounds_for, **extra)}
         startup += float(getattr(sketcher, "startup_s", 0.0))
     live: dict[tuple[int, str], LiveRead] = {}
@@ -399,16 +400,17 @@ def sketch_batch(
     return sketches, total - startup, startup
 
 
-def _retyped(batch: BatchPlan, paths: Sequence[str]) -> dict[str, Any]:
-    """``retyped=`` for the files of ``paths`` written with other column types, if any."""
+def _written_as(batch: BatchPlan, paths: Sequence[str]) -> dict[str, Any]:
+    """``written_as=`` for the files of ``paths`` written with other column names or
+    types, if any."""
     wanted = set(paths)
-    retyped = {
-        f.path: f.retyped
+    written_as = {
+        f.path: f.written_as
         for c in batch.commits
         for f in c.added_files
-        if f.retyped and f.path in wanted
+        if f.written_as and f.path in wanted
     }
-    return {"retyped": retyped} if retyped else {}
+    return {"written_as": written_as} if written_as else {}
 
 
 def _counted_without_data(batch: BatchPlan, location_map: LocationMap | None) -> Sketches:
@@ -504,7 +506,7 @@ def _read_live(
     every_column = frozenset(c.field_id for c in schema.columns)  # bounds of live rows
     extra: dict[str, Any] = {
         "deletes": {f.path: f.deletes for _, f in group},
-        **_retyped(batch, paths),
+        **_written_as(batch, paths),
     }
     if group[0][1].file_format == "ORC":
         extra["file_format"] = "ORC"

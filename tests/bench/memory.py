@@ -300,11 +300,11 @@ import sys, time
 from dataclasses import replace
 from lakestats.arrow_sketch.engine import arrow_job
 from lakestats.arrow_sketch.file_sketch import sketch_file
-from lakestats.model import SketchSettings
+from lakestats.model import Column, SketchSettings
 from lakestats.sketches.spec import type_spec
 path, batch = sys.argv[1], int(sys.argv[2])
 names = [("id", "long"), ("name", "string"), ("price", "double"), ("day", "date"), ("qty", "int")]
-columns = [(i + 1, n, type_spec(t), True) for i, (n, t) in enumerate(names)]
+columns = [(Column(i + 1, n, t), type_spec(t), True) for i, (n, t) in enumerate(names)]
 settings = SketchSettings(kll_k=1481, frequent_items=256, value_samples=True)  # the defaults
 job = arrow_job(columns, settings, "name")
 base = start_measuring()

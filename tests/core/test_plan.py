@@ -158,6 +158,18 @@ def test_a_file_added_again_with_other_column_files_starts_the_next_batch() -> N
     assert [c.snapshot_id for c in batch.commits] == [2, 3]
 
 
+def test_a_commit_under_another_schema_starts_the_next_batch() -> None:
+    """A batch's files are read with its commits' schema (as they were written): a file of
+    a column since given an incompatible type cannot be read as the new one."""
+    schemas = (1, 1, 2, 2, 1)
+    commits = [
+        replace(commit(i, (data_file(str(i)),)), schema_id=schema_id)
+        for i, schema_id in enumerate(schemas, start=1)
+    ]
+    batches = plan_batches(commits, max_files=100)
+    assert [[c.snapshot_id for c in b.commits] for b in batches] == [[1, 2], [3, 4], [5]]
+
+
 def test_batches_start_at_one_commit_grow_when_fast_and_shrink_when_slow() -> None:
     commits = [commit(i + 1, (data_file(f"{i}"),)) for i in range(100)]
     sizer = BatchSizer(max_files=10, max_bytes=10**9, target_s=10.0)

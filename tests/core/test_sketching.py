@@ -37,10 +37,10 @@ def test_held_files_come_from_the_store_the_rest_from_the_sketcher() -> None:
     inner = Inner()
     sketcher = ReusingSketcher(inner, stored)
 
-    got = sketcher(["held", "new"], SCHEMA, (), retyped={"held": "r1", "new": "r2"})
+    got = sketcher(["held", "new"], SCHEMA, (), written_as={"held": "r1", "new": "r2"})
 
     assert got == {"held": STORED["held"], "new": {1: ColumnSketch(null_count=3)}}
-    assert inner.calls == [(["new"], {"retyped": {"new": "r2"}})]
+    assert inner.calls == [(["new"], {"written_as": {"new": "r2"}})]
     assert sketcher.reused == {"held"} and sketcher.startup_s == 2.5
 
 

@@ -41,7 +41,7 @@ from lakestats.arrow_sketch.key_winners import WinnerGroup, winners_partition
 from lakestats.arrow_sketch.spill import SHARE_BYTES
 from lakestats.exceptions import DataFileError, SparkUnavailableError
 from lakestats.locations import filesystem_from_uri, local_path
-from lakestats.model import ColumnSketch, KeySketch, SketchSettings
+from lakestats.model import Column, ColumnSketch, KeySketch, SketchSettings
 from lakestats.sketches.spec import TypeSpec, type_spec
 
 # Iceberg types the engine computes exactly as the SQL job (proven type by type against it
@@ -88,32 +88,29 @@ def pyarrow_can_open(paths: Sequence[str]) -> bool:
 
 
 def arrow_job(
-    columns: Sequence[tuple[int, str, TypeSpec, bool]],
+    columns: Sequence[tuple[Column, TypeSpec, bool]],
     settings: SketchSettings,
     match_by: Literal["field_id", "name"],
     key: KeySketch | None = None,
 ) -> ArrowJob | None:
-    """The engine's plan for ``(field_id, name, spec, scan_bounds)`` columns and a primary
-    ``key`` to sketch, or ``None`` when a column's type is not one the engine implements,
-    the names collide, or the key is not one it builds (``key_sketch``)."""
-    if not all(arrow_type_supported(spec) for _, _, spec, _ in columns):
+    """The engine's plan for ``(column, spec, scan_bounds)`` columns and a primary ``key``
+    to sketch, or ``None`` when a column's type is not one the engine implements, the
+    names collide, or the key is not one it builds (``key_sketch``)."""
+    if not all(arrow_type_supported(spec) for _, spec, _ in columns):
         return None
     arrow_key: ArrowKey | None = None
     extra: tuple[ArrowColumn, ...] = ()
     if key is not None:
-        keyed = _arrow_key(key, {fid: spec.type for fid, _, spec, _ in columns})
+        keyed = _arrow_key(key, {column.field_id: spec.type for column, spec, _ in columns})
         if keyed is None:
             return None
         arrow_key, extra = keyed
-    paths = [tuple(name.split(".")) for _, name, _, _ in columns]
+    planned = tuple(ArrowColumn.of(column, spec, bounds) for column, spec, bounds in columns)
+    paths = [c.path for c in planned]
     if len(set(paths)) != len(paths) or any(
         other[: len(path)] == path for path in paths for other in paths if other != path
     ):
         return None  # the SQL job's read schema refuses these: let it say so
-    planned = tuple(
-        ArrowColumn(fid, path, spec, bounds)
-        for (fid, _, spec, bounds), path in zip(columns, paths, strict=True)
-    )
     return ArrowJob(
         planned,
         settings.kll_k,

@@ -83,7 +83,7 @@ def equality_tasks(plan: LiveReadPlan, schema: TableSchema) -> list[EqualityTask
             if column is None or spec is None or not key_type_supported(spec.type):
                 what = "not in the schema" if column is None else f"of type {column.type}"
                 return f"equality field id {field_id} is {what}"
-            columns.append(ArrowColumn(field_id, tuple(column.name.split(".")), spec, False))
+            columns.append(ArrowColumn.of(column, spec, False))
         for deletes, numbers in group.files:
             if deletes.file_format.upper() != "PARQUET":
                 return f"equality deletes in {deletes.file_format} ({deletes.path})"

@@ -37,7 +37,7 @@ from lakestats.arrow_sketch.column_stream import (
 from lakestats.arrow_sketch.dead_rows import DeadRows
 from lakestats.arrow_sketch.key_sketch import ArrowKey, KeyAccumulator
 from lakestats.locations import filesystem_from_uri, local_path
-from lakestats.model import ColumnSketch
+from lakestats.model import Column, ColumnSketch
 from lakestats.sketches.spec import TypeSpec, decimal_precision_scale
 from lakestats.values import is_decimal
 
@@ -53,6 +53,14 @@ class ArrowColumn:
     path: tuple[str, ...]
     spec: TypeSpec
     scan_bounds: bool
+    parent_ids: tuple[int, ...] = ()  # ``Column.parent_ids``: structs found by id, if any
+
+    @classmethod
+    def of(cls, column: Column, spec: TypeSpec, scan_bounds: bool) -> ArrowColumn:
+        """The planned read of a schema column."""
+        return cls(
+            column.field_id, tuple(column.name.split(".")), spec, scan_bounds, column.parent_ids
+        )
 
 
 @dataclass(frozen=True)
@@ -351,10 +359,11 @@ def _locate(schema: pa.Schema, column: ArrowColumn, by_id: bool) -> tuple[int, .
     loc: list[int] = []
     for depth, name in enumerate(column.path):
         leaf = depth == len(column.path) - 1
-        if leaf and by_id:
-            hits = [i for i, f in enumerate(fields) if _field_id(f) == column.field_id]
+        wanted = column.field_id if leaf else _at(column.parent_ids, depth)
+        if by_id and wanted is not None:
+            hits = [i for i, f in enumerate(fields) if _field_id(f) == wanted]
             if len(hits) > 1:
-                raise Declined(f"field id {column.field_id} appears twice in the file")
+                raise Declined(f"field id {wanted} appears twice in the file")
             index = hits[0] if hits else None
         else:
             index = _by_name(fields, name)
@@ -367,6 +376,10 @@ def _locate(schema: pa.Schema, column: ArrowColumn, by_id: bool) -> tuple[int, .
                 raise Declined(f"{name!r} is not a struct in the file")
             fields = [field_type.field(i) for i in range(field_type.num_fields)]
     return tuple(loc)
+
+
+def _at(ids: tuple[int, ...], depth: int) -> int | None:
+    return ids[depth] if depth < len(ids) else None
 
 
 def _extract(table: pa.Table, schema: pa.Schema, loc: tuple[int, ...]) -> pa.Array:

@@ -12,8 +12,9 @@ too big to merge at once is merged a share of its keys at a time (``dead_rows``)
 
 Merges it cannot reproduce exactly are left to the SQL job (``winner_groups`` returns the
 reason): the aggregating engines (a merged row is made of several rows), inputs written
-with other column types, a row-kind column that is also a table column, floating-point or
-unsketchable key columns, a sequence or row-kind column without a field id.
+with other key or sequence column names or types, a row-kind column that is also a table column,
+floating-point or unsketchable key columns, a sequence or row-kind column without a field
+id.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def winner_groups(
 def _column(column: Column) -> ArrowColumn:
     spec = type_spec(column.type)
     assert spec is not None  # _unsupported refused the others
-    return ArrowColumn(column.field_id, tuple(column.name.split(".")), spec, False)
+    return ArrowColumn.of(column, spec, False)
 
 
 def _system(field_id: int | None, name: str, type_str: str) -> ArrowColumn:
@@ -119,8 +120,9 @@ def _unsupported(merge: KeyMerge, by_id: Mapping[int, Column], names: set[str]) 
         return f"the {merge.engine} engine makes merged rows of several rows"
     if merge.sequence_field_id is None or merge.row_kind_field_id is None:
         return "the sequence or row-kind column has no field id (matched by name in the SQL job)"
-    if any(i.retyped for i in merge.inputs):
-        return "a merge input was written with other column types"
+    merged = {*merge.key_field_ids, *merge.sequence_field_ids}
+    if any(w[0] in merged for i in merge.inputs for w in i.written_as):
+        return "a merge input was written with other key or sequence column names or types"
     if merge.row_kind_column in names:
         return f"the row kind column {merge.row_kind_column!r} is a table column"
     for field_id in (*merge.key_field_ids, *merge.sequence_field_ids):

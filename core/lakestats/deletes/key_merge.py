@@ -9,8 +9,9 @@ sequence fields then ``_SEQUENCE_NUMBER`` and makes the merged row with the engi
 in one ``groupBy`` of (group, key). A merged row belongs to the file of its
 highest-ordered row (``first-row``: its lowest), so per-file sketches stay mergeable and
 the file's live rows sum to the table's exact merged row count. Files written under an
-older schema are read with their own types (``MergeInput.retyped``) and cast to the
-current ones, as the pipeline's ordinary read does (``written_types.read_cast``).
+older schema are read with their own names and types (``MergeInput.written_as``), cast and
+renamed to the current ones, as the pipeline's ordinary read does
+(``written_types.read_cast``).
 
 Cost: every input of a touched bucket is read (the bucket's files, not only the commit's),
 one shuffle by key — as equality deletes are (``docs/paimon.md``).
@@ -28,7 +29,13 @@ import pyarrow as pa
 from lakestats.exceptions import SketchError
 from lakestats.field_ids import SPARK_FIELD_ID_KEY, split_by_field_ids
 from lakestats.model import KeyMerge, MergeInput, TableSchema
-from lakestats.written_types import Retyped, by_written_types, read_cast, written_spark_type
+from lakestats.written_types import (
+    WrittenAs,
+    by_written_as,
+    read_cast,
+    read_name,
+    written_spark_type,
+)
 
 UPDATE_BEFORE, DELETE = 1, 3
 _RETRACT = (UPDATE_BEFORE, DELETE)
@@ -163,12 +170,17 @@ def _read_inputs(
             return T.StructField(field.name, T.StructType(children), True)
         return T.StructField(field.name, field.dataType, True, meta(ids.get(path), by_id))
 
-    def read_schema(retyped: Retyped, *, by_id: bool) -> Any:
-        written = {names[f]: written_spark_type(t) for f, t in retyped if f in names}
+    def read_schema(as_written: WrittenAs, *, by_id: bool) -> Any:
+        written = {
+            names[f]: (read_name(f, n), written_spark_type(t))
+            for f, n, t in as_written
+            if f in names
+        }
         read_fields = [matched(f, by_id) for f in fields]
         read_fields = [
-            T.StructField(f.name, written.get(f.name, f.dataType), True, f.metadata)
+            T.StructField(name, data_type, True, f.metadata)
             for f in read_fields
+            for name, data_type in [written.get(f.name, (f.name, f.dataType))]
         ]
         if not kind_read:
             read_fields.append(
@@ -187,15 +199,15 @@ def _read_inputs(
         _normalised(F.col("_metadata.file_path")).alias(_URI),
         F.col("_metadata.file_path").alias("__path"),
     ]
-    retyped = {i.path: i.retyped for i in inputs}
+    written_as = {i.path: i.written_as for i in inputs}
     reads = [
         read_cast(
             session,
-            by_written_types(paths, retyped),
+            by_written_as(paths, written_as),
             partial(read_schema, by_id=by_id),
             hidden=hidden,
         )
-        for by_id, paths in zip((True, False), split_by_field_ids(retyped), strict=True)
+        for by_id, paths in zip((True, False), split_by_field_ids(written_as), strict=True)
         if paths
     ]
     read = reads[0] if len(reads) == 1 else reads[0].union(reads[1])  # same columns, same order

@@ -68,3 +68,30 @@ def test_values_written_before_and_after_a_widening_count_once(spark: Any, tmp_p
         low, high = pc.min_max(values).values()
         assert (got["min"], got["max"]) == (to_json(low.as_py()), to_json(high.as_py())), name
         assert got == scratch["columns"][name], name
+
+
+def test_an_overwrite_that_changes_a_columns_type_reads_from_scratch(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Without column mapping a column's name is its identity: an overwrite with
+    ``schema_mode="overwrite"`` turning ``g`` from a string into a long keeps its id. The
+    removed file of the first commit is read, from scratch, with the schema it was written
+    with (a Spark read of a string column as a long fails), as an incremental run read it."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    location = str(tmp_path / "t")
+    ids = pa.array(range(ROWS), pa.int64())
+    write_deltalake(location, pa.table({"id": ids, "g": [f"g{i}" for i in range(ROWS)]}))
+    analyzed_stats(location, tmp_path / "inc")
+    longs = pa.table({"id": ids, "g": pa.array(range(-ROWS, 0), pa.int64())})
+    write_deltalake(location, longs, mode="overwrite", schema_mode="overwrite")  # type: ignore[arg-type]
+
+    after = analyzed_stats(location, tmp_path / "inc")
+    scratch = analyzed_stats(location, tmp_path / "scratch")
+    live = live_rows(location)
+    got = scratch["columns"]["g"]
+    assert got["type"] == "long"
+    assert (got["min"], got["max"], got["null_count"]) == (-ROWS, -1, 0)
+    assert abs(got["ndv"] - pc.count_distinct(live.column("g")).as_py()) <= 1
+    assert got == after["columns"]["g"]

@@ -12,6 +12,7 @@ stats equal a from-scratch run's.
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -155,13 +156,13 @@ def test_the_commit_after_a_type_change_lists_every_live_file_again(
     table = open_paimon_location(str(append_only["location"]))
     first, second, third = table.commits_since(None)
     # files of the first schema say how they were written (field ids 1, 2, 3, 5)
-    assert {f.retyped for f in (*first.added_files, *second.added_files)} == {
-        ((1, "double"), (2, "boolean"), (3, "int"), (5, "decimal(5, 2)"))
+    assert {f.written_as for f in (*first.added_files, *second.added_files)} == {
+        ((1, "d", "double"), (2, "b", "boolean"), (3, "i", "int"), (5, "m", "decimal(5, 2)"))
     }
     old = {f.path for f in (*first.added_files, *second.added_files)}
     assert {f.path for f in third.removed_files} == old
     assert {f.path for f in third.added_files} == old | {
-        f.path for f in third.added_files if not f.retyped
+        f.path for f in third.added_files if not f.written_as
     }
     assert len(third.added_files) == 3
     assert table.commits_since(3) == []
@@ -220,6 +221,24 @@ def test_deletion_vector_files_are_listed_again_with_their_vectors(
     assert {f.path for f in retyped.removed_files} == set(visible)
     assert {f.path for f in retyped.added_files} == set(visible)  # the new file: level 0
     for data_file in retyped.added_files:
-        assert data_file.retyped == ((3, "double"),)
+        assert data_file.written_as == ((3, "f3", "double"),)
         assert data_file.deletes == visible[data_file.path].deletes
     assert sum(len(f.deletes) for f in retyped.added_files) == 2
+
+
+def test_decimal_bounds_written_at_a_smaller_scale_read_at_the_current_one(
+    tmp_path: Path,
+) -> None:
+    """A file's manifest bounds of a DECIMAL(5, 2) widened to DECIMAL(10, 4) are the same
+    numbers, at the column's new scale (as its other values show), not the old one."""
+    warehouse = PaimonWarehouse(tmp_path / "wh")
+    location = warehouse.create("t", [("id", "long"), ("m", "decimal(5, 2)")])  # full stats
+    warehouse.write("t", {"id": [1, 2], "m": [Decimal("12.25"), Decimal("-0.50")]})
+    warehouse.alter("t", SchemaChange.update_column_type("m", AtomicType("DECIMAL(10, 4)")))
+    table = open_paimon_location(str(location))
+    (commit,) = table.commits_since(None)
+    (data_file,) = commit.added_files
+    (m,) = (c.field_id for c in table.schema().columns if c.name == "m")
+    metrics = data_file.columns[m]
+    assert (metrics.lower, metrics.upper) == (Decimal("-0.50"), Decimal("12.25"))
+    assert (to_json(metrics.lower), to_json(metrics.upper)) == ("-0.5000", "12.2500")

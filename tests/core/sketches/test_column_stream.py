@@ -34,7 +34,13 @@ from lakestats.arrow_sketch.engine import arrow_job
 from lakestats.arrow_sketch.equality import EqualityTask, equality_partition
 from lakestats.arrow_sketch.file_sketch import ArrowColumn, ArrowJob, sketch_file
 from lakestats.formats.iceberg.opening import open_iceberg_location
-from lakestats.model import KEY_SKETCH_ID, RETRACTED_KEY_SKETCH_ID, KeySketch, SketchSettings
+from lakestats.model import (
+    KEY_SKETCH_ID,
+    RETRACTED_KEY_SKETCH_ID,
+    Column,
+    KeySketch,
+    SketchSettings,
+)
 from lakestats.pipeline import sketch_files
 from lakestats.sketches.spec import type_spec
 from lakestats.testing import IcebergWarehouse
@@ -87,10 +93,8 @@ def _table(rows: int, seed: int = 7) -> pa.Table:
 
 
 def _job(settings: SketchSettings, *, key: KeySketch | None = None) -> ArrowJob:
-    columns = [(fid, name, type_spec(t), True) for fid, name, t in COLUMNS]
-    job = arrow_job(
-        [(f, n, s, b) for f, n, s, b in columns if s is not None], settings, "name", key
-    )
+    columns = [(Column(fid, name, t), type_spec(t), True) for fid, name, t in COLUMNS]
+    job = arrow_job([(c, s, b) for c, s, b in columns if s is not None], settings, "name", key)
     assert job is not None
     return job
 

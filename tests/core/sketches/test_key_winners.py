@@ -152,12 +152,17 @@ def test_merges_the_sql_job_must_make_are_refused_with_a_reason() -> None:
         "aggregation engine": _merge(engine="aggregation"),
         "row kind without a field id": _merge(row_kind_field_id=None),
         "partial-update engine": _merge(engine="partial-update"),
-        "retyped input": _merge(inputs=(MergeInput("/t/a.parquet", retyped=((2, "int"),)),)),
+        "input with its key written otherwise": _merge(
+            inputs=(MergeInput("/t/a.parquet", written_as=((1, "key", "int"),)),)
+        ),
         "row kind is a column": _merge(row_kind_column="v"),
         "floating sequence field": _merge(sequence_field_ids=(3,)),
         "file outside its inputs": _merge(inputs=(MergeInput("/t/other.parquet"),)),
     }
     assert isinstance(winner_groups([(_merge(), 0)], paths, SCHEMA), list)  # the rest is fine
+    # another column written otherwise: the merge reads only its key and sequence columns
+    renamed = _merge(inputs=(MergeInput("/t/a.parquet", written_as=((2, "old_v", "long"),)),))
+    assert isinstance(winner_groups([(renamed, 0)], paths, SCHEMA), list)
     for what, merge in cases.items():
         assert isinstance(winner_groups([(merge, 0)], paths, SCHEMA), str), what
 

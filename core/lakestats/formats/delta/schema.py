@@ -105,7 +105,12 @@ def parse_schema(
     columns: list[DeltaColumn] = []
     seen: dict[int, str] = {}
 
-    def walk(items: Sequence[Mapping[str, Any]], prefix: str, physical: tuple[str, ...]) -> None:
+    def walk(
+        items: Sequence[Mapping[str, Any]],
+        prefix: str,
+        physical: tuple[str, ...],
+        parents: tuple[int, ...],
+    ) -> None:
         for item in items:
             name = str(item.get("name"))
             metadata = item.get("metadata") or {}
@@ -114,7 +119,10 @@ def parse_schema(
             path = (*physical, physical_name)
             field_type = item.get("type")
             if isinstance(field_type, Mapping) and field_type.get("type") == "struct":
-                walk(field_type.get("fields") or (), f"{dotted}.", path)
+                # with column mapping the files carry the struct's id: a struct is found by
+                # it, not by a logical name the files do not have
+                ids = (*parents, _field_id(metadata, dotted, mode, where)) if mode != "none" else ()
+                walk(field_type.get("fields") or (), f"{dotted}.", path, ids)
                 continue
             type_str = iceberg_type(field_type)
             if type_str is None:
@@ -126,9 +134,9 @@ def parse_schema(
                     f"{field_id}"
                 )
             seen[field_id] = dotted
-            columns.append(DeltaColumn(Column(field_id, dotted, type_str), path))
+            columns.append(DeltaColumn(Column(field_id, dotted, type_str, parents), path))
 
-    walk(fields, "", ())
+    walk(fields, "", (), ())
     by_name = {c.column.name: c for c in columns}
     partitions = []
     for name in partition_columns:

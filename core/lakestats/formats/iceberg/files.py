@@ -63,15 +63,16 @@ def leaf_columns(schema: Schema) -> tuple[Column, ...]:
     """
     columns: list[Column] = []
 
-    def walk(fields: Iterable[NestedField], prefix: str) -> None:
+    def walk(fields: Iterable[NestedField], prefix: str, parents: tuple[int, ...]) -> None:
         for nested in fields:
             name = f"{prefix}{nested.name}"
             if isinstance(nested.field_type, StructType):
-                walk(nested.field_type.fields, f"{name}.")
+                walk(nested.field_type.fields, f"{name}.", (*parents, nested.field_id))
             elif isinstance(nested.field_type, PrimitiveType):
-                columns.append(Column(nested.field_id, name, str(nested.field_type)))
+                type_str = str(nested.field_type)
+                columns.append(Column(nested.field_id, name, type_str, parents))
 
-    walk(schema.fields, "")
+    walk(schema.fields, "", ())
     return tuple(columns)
 
 

@@ -14,6 +14,7 @@ import datetime as dt
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from lakestats.exceptions import MetadataError
@@ -28,6 +29,8 @@ from lakestats.model import (
     PartitionKey,
     constant_metrics,
 )
+from lakestats.sketches.spec import decimal_precision_scale
+from lakestats.values import at_scale
 
 ADD = 0
 DELETE = 1
@@ -202,8 +205,11 @@ class EntryConverter:
             nulls = stats.null_counts[index] if index < len(stats.null_counts) else None
             lower = lowers[index] if lowers else None
             upper = uppers[index] if uppers else None
-            if not _same_values(paimon_field.type.iceberg_type, now.get(paimon_field.field_id)):
+            written, current = paimon_field.type.iceberg_type, now.get(paimon_field.field_id)
+            if not _same_values(written, current):
                 lower = upper = None  # a value of the written type, not of the current one
+            elif current is not None and current != written and current.startswith("decimal"):
+                lower, upper = _at_scale(lower, current), _at_scale(upper, current)
             metrics[paimon_field.field_id] = ColumnMetrics(
                 value_count=entry.row_count,
                 null_count=None if nulls is None else int(nulls),
@@ -256,10 +262,21 @@ _WIDENINGS = frozenset({("int", "long"), ("float", "double")})
 
 def _same_values(written: str, current: str | None) -> bool:
     """Whether a bound of the written type is a value of the current type too (same type,
-    or widened without a change of Python value: int → long, float → double, decimals)."""
+    or widened without a change of Python value: int → long, float → double, a decimal's
+    precision or scale)."""
     if current is None or current == written or (written, current) in _WIDENINGS:
         return True
-    return written.startswith("decimal") and current.startswith("decimal")
+    if not (written.startswith("decimal") and current.startswith("decimal")):
+        return False
+    return decimal_precision_scale(current)[1] >= decimal_precision_scale(written)[1]
+
+
+def _at_scale(value: Any, decimal_type: str) -> Any:
+    """A decimal bound written at a smaller scale, at the column's current one (the same
+    number, shown as the column's other values are)."""
+    if not isinstance(value, Decimal):
+        return value
+    return at_scale(value, decimal_precision_scale(decimal_type)[1])
 
 
 def _fields(schema: PaimonSchema, names: Sequence[str], what: str) -> list[PaimonField]:

@@ -18,13 +18,14 @@ stats of every stored version (``merge_rules`` returns the reason).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from lakestats.deletes.key_merge import SUPPORTED_FUNCTIONS
 from lakestats.formats.paimon.entries import ManifestEntry
 from lakestats.formats.paimon.types import VALUE_KIND_COLUMN, VALUE_KIND_FIELD_ID, PaimonSchema
 from lakestats.model import KeyMerge, MergeInput
+from lakestats.written_types import WrittenAs, written_as
 
 # Java's SpecialFields.SEQUENCE_NUMBER: Integer.MAX_VALUE - 1
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
@@ -88,17 +89,19 @@ def merge_rules(schema: PaimonSchema) -> KeyMerge | str:
     )
 
 
-def retyped(written: PaimonSchema, current: PaimonSchema) -> tuple[tuple[int, str], ...]:
-    """(field id, type as written) of the columns whose type changed since ``written``."""
-    now = {f.field_id: f.type.iceberg_type for f in current.fields}
-    return tuple(
-        (f.field_id, f.type.iceberg_type)
-        for f in written.fields
-        if f.field_id in now
-        and f.type.iceberg_type is not None
-        and now[f.field_id] is not None
-        and now[f.field_id] != f.type.iceberg_type
-    )
+def schema_written_as(written: PaimonSchema, current: PaimonSchema) -> WrittenAs:
+    """(field id, name, type) as written of the columns renamed, or given another type,
+    since ``written`` (``written_types``)."""
+
+    def described(schema: PaimonSchema) -> dict[int, tuple[str, str]]:
+        return {
+            f.field_id: (f.name, type_str)
+            for f in schema.fields
+            if (type_str := f.type.iceberg_type) is not None
+        }
+
+    then = described(written)
+    return written_as(((i, *c) for i, c in then.items()), described(current))
 
 
 def by_bucket(entries: Iterable[ManifestEntry]) -> dict[BucketKey, list[ManifestEntry]]:
@@ -108,27 +111,26 @@ def by_bucket(entries: Iterable[ManifestEntry]) -> dict[BucketKey, list[Manifest
     return buckets
 
 
-def needs_merge(
-    files: Sequence[ManifestEntry], retyped_of: Mapping[int, tuple[object, ...]]
-) -> bool:
+def needs_merge(files: Sequence[ManifestEntry], retyped_schemas: Collection[int]) -> bool:
     """Whether a bucket's live files may hold several versions of a key (or retractions,
-    or columns written with other types): not one sorted run above level 0."""
+    or columns written with other types: schema ids of ``retyped_schemas``): not one
+    sorted run above level 0."""
     levels = {e.level for e in files}
     sorted_run = len(levels) == 1 and min(levels) > 0
     clean = all(e.delete_row_count == 0 for e in files)
-    return not (sorted_run and clean) or any(retyped_of.get(e.schema_id) for e in files)
+    return not (sorted_run and clean) or any(e.schema_id in retyped_schemas for e in files)
 
 
 def bucket_merge(
     rules: KeyMerge,
     files: Sequence[ManifestEntry],
     paths: Mapping[str, str],
-    retyped_of: Mapping[int, tuple[tuple[int, str], ...]],
+    written_as_of: Mapping[int, WrittenAs],
 ) -> KeyMerge:
     """``rules`` with the bucket's files as inputs (sorted by path, so every file of the
     bucket names the same merge). ``paths``: file name → its path."""
     inputs = sorted(
-        (MergeInput(paths[e.file_name], retyped_of.get(e.schema_id, ())) for e in files),
+        (MergeInput(paths[e.file_name], written_as_of.get(e.schema_id, ())) for e in files),
         key=lambda i: i.path,
     )
     return replace(rules, inputs=tuple(inputs))

@@ -43,7 +43,7 @@ from lakestats.formats.paimon.key_merge import (
     by_bucket,
     merge_rules,
     needs_merge,
-    retyped,
+    schema_written_as,
 )
 from lakestats.formats.paimon.metafiles import (
     INDEX_DIR,
@@ -71,6 +71,7 @@ from lakestats.model import (
     SnapshotInfo,
     TableSchema,
 )
+from lakestats.written_types import WrittenAs
 
 FORMAT_NAME = "paimon"
 _log = structlog.get_logger(__name__)
@@ -259,8 +260,8 @@ class PaimonTable(TableIdentity):
 
     def schema(self, schema_id: int | None = None) -> TableSchema:
         """A schema's columns, typed as the current schema types them: files written
-        before a type change are read with their own types and cast (``DataFile.retyped``),
-        so their stats are values of the current type."""
+        before a type change are read with their own types and cast
+        (``DataFile.written_as``), so their stats are values of the current type."""
         written = self.paimon_schema(schema_id).table_schema
         if schema_id is None:
             return written
@@ -364,9 +365,9 @@ class PaimonTable(TableIdentity):
 
     def data_file(self, entry: ManifestEntry, vector: VectorRange | None = None) -> DataFile:
         converted = self._converter.data_file(entry)
-        written = self._retyped_of([entry.schema_id])[entry.schema_id]
+        written = self._written_as_of([entry.schema_id])[entry.schema_id]
         if written:
-            converted = replace(converted, retyped=written)
+            converted = replace(converted, written_as=written)
         if vector is None:
             return converted
         return replace(converted, deletes=(self.deletion_vector(vector),))
@@ -556,7 +557,7 @@ class PaimonTable(TableIdentity):
         for name, (entry, field_ids) in group.others.items():
             other = self.data_file(entry)
             files[name] = other
-            kept = tuple(r for r in other.retyped if r[0] in field_ids)
+            kept = tuple(w for w in other.written_as if w[0] in field_ids)
             column_files.append(ColumnFile(other.path, field_ids, kept))
         columns = {
             field_id: metrics
@@ -569,7 +570,7 @@ class PaimonTable(TableIdentity):
             file_size_bytes=sum(f.file_size_bytes for f in files.values()),
             columns=columns,
             field_ids=frozenset(group.owners),
-            retyped=tuple(r for r in anchor.retyped if r[0] in own),
+            written_as=tuple(w for w in anchor.written_as if w[0] in own),
             column_files=tuple(column_files),
         )
 
@@ -631,9 +632,9 @@ class PaimonTable(TableIdentity):
         """The table's ``key_merge`` setting: ``False`` lists files as stored (no merge)."""
         self._merge_keys = enabled
 
-    def _retyped_of(self, schema_ids: Iterable[int]) -> dict[int, tuple[tuple[int, str], ...]]:
+    def _written_as_of(self, schema_ids: Iterable[int]) -> dict[int, WrittenAs]:
         current = self.paimon_schema()
-        return {i: retyped(self.paimon_schema(i), current) for i in set(schema_ids)}
+        return {i: schema_written_as(self.paimon_schema(i), current) for i in set(schema_ids)}
 
     def _merged_files(self, entries: Iterable[ManifestEntry]) -> list[DataFile]:
         """The live files of whole buckets, each with the bucket's key merge if needed."""
@@ -641,13 +642,17 @@ class PaimonTable(TableIdentity):
         assert rules is not None
         files: list[DataFile] = []
         for bucket in by_bucket(entries).values():
-            retyped_of = self._retyped_of(e.schema_id for e in bucket)
+            written_as_of = self._written_as_of(e.schema_id for e in bucket)
+            current = self.paimon_schema().table_schema
+            retyped = {
+                i for i in written_as_of if current.retypes(self.paimon_schema(i).table_schema)
+            }
             listed = [self.data_file(e) for e in bucket]
-            if not needs_merge(bucket, retyped_of):
+            if not needs_merge(bucket, retyped):
                 files.extend(listed)
                 continue
             paths = {e.file_name: f.path for e, f in zip(bucket, listed, strict=True)}
-            merge = bucket_merge(rules, bucket, paths, retyped_of)
+            merge = bucket_merge(rules, bucket, paths, written_as_of)
             files.extend(replace(f, deletes=(merge,)) for f in listed)
         return files
 
