@@ -350,9 +350,10 @@ class DataFile:
     # deleted rows. Kept by the store, where ``deletes`` itself is not.
     live_rows_unknown: bool = False
     # (field id, name, type) as the file was written, for each column whose name or type
-    # differs from the table's current one (Paimon after a type change or a rename): the
-    # core reads the file with those and casts and renames them to the current ones
-    # (``written_types``). Empty for every other format.
+    # differs from the table's current one (Paimon after a type change or a rename; Iceberg
+    # after a rename, for files without field ids): the core reads the file with those and
+    # casts and renames them to the current ones (``written_types``; a file with field ids
+    # needs only its other types). Empty for Delta.
     written_as: tuple[tuple[int, str, str], ...] = ()
     # Columns whose values are another file's (``ColumnFile``), for this file's rows: its
     # stats describe the rows readers assemble, each column sketched from the file that

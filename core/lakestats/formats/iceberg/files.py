@@ -39,6 +39,7 @@ from lakestats.values import (
     is_decimal,
     parse_type,
 )
+from lakestats.written_types import WrittenAs
 
 _CONTENT = {
     DataFileContent.DATA: FileContent.DATA,
@@ -84,6 +85,8 @@ def table_schema(schema: Schema) -> TableSchema:
 class _SchemaView:
     columns: Mapping[int, Column]
     field_ids: frozenset[int]
+    # columns the schema names otherwise than the current one (``DataFile.written_as``)
+    renamed: WrittenAs = ()
 
 
 class FileConverter:
@@ -146,9 +149,23 @@ class FileConverter:
         if view is None:
             schema = self._metadata.schema_by_id(schema_id)
             columns = {c.field_id: c for c in leaf_columns(schema)} if schema else {}
-            view = _SchemaView(columns, frozenset(columns))
+            view = _SchemaView(columns, frozenset(columns), self._renamed(columns, schema_id))
             self._views[schema_id] = view
         return view
+
+    def _renamed(self, columns: Mapping[int, Column], schema_id: int) -> WrittenAs:
+        """The columns of a writer schema renamed since: a file without field ids (added or
+        migrated from Hive, found through the table's name mapping) knows them by their
+        old names only. Files with ids are found by them (``pipeline._as_read``)."""
+        current_id = self._metadata.current_schema_id
+        if schema_id == current_id:
+            return ()
+        current = self._view(current_id).columns
+        return tuple(
+            (field_id, column.name, column.type)
+            for field_id, column in columns.items()
+            if field_id in current and current[field_id].name != column.name
+        )
 
     def _column(self, field_id: int, schema_id: int) -> Column | None:
         column = self._view(schema_id).columns.get(field_id)
@@ -184,6 +201,7 @@ class FileConverter:
             columns=metrics,
             field_ids=self._view(schema_id).field_ids | frozenset(constants),
             constants=constants,
+            written_as=self._view(schema_id).renamed if content is FileContent.DATA else (),
             referenced_path=(
                 referenced_data_file(data_file) if content is FileContent.POSITION_DELETES else None
             ),
