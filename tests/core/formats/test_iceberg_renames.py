@@ -18,6 +18,7 @@ import pytest
 from pyiceberg.types import LongType
 
 from cli_runs import analyzed_stats
+from lakestats.formats.iceberg.opening import open_iceberg_location
 from lakestats.formats.iceberg.testing_deletes import add_position_deletes
 from lakestats.testing import IcebergWarehouse
 
@@ -27,9 +28,9 @@ THETA_RSE = 1 / 64  # lg_k 12
 SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.string()), ("v", pa.int32())])
 
 
-def added_without_field_ids(tmp_path: Path) -> tuple[IcebergWarehouse, str]:
-    """A table whose first file has no field ids (``add_files``), analyzed, then ``k``
-    renamed to ``k2`` and a file appended."""
+def with_migrated_file(tmp_path: Path) -> tuple[IcebergWarehouse, str]:
+    """A table whose first file has no field ids (``add_files``: pyiceberg sets the name
+    mapping)."""
     wh = IcebergWarehouse(tmp_path / "wh")
     wh.create_table("t", SCHEMA)
     location = wh.location("t")
@@ -39,9 +40,20 @@ def added_without_field_ids(tmp_path: Path) -> tuple[IcebergWarehouse, str]:
     pq.write_table(pa.table(rows, schema=SCHEMA), data / "migrated.parquet")
     assert not pq.read_schema(data / "migrated.parquet").field("k").metadata  # no field id
     wh.table("t").add_files([str(data / "migrated.parquet")])
-    analyzed_stats(location, tmp_path / "inc")
+    return wh, location
+
+
+def rename_and_append(wh: IcebergWarehouse) -> None:
     wh.rename_column("t", "k", "k2")
     wh.append("t", {"id": list(range(100, 120)), "k2": [f"z{i}" for i in range(20)], "v": [1] * 20})
+
+
+def added_without_field_ids(tmp_path: Path) -> tuple[IcebergWarehouse, str]:
+    """``with_migrated_file``, analyzed, then ``k`` renamed to ``k2``, a file appended and
+    analyzed again."""
+    wh, location = with_migrated_file(tmp_path)
+    analyzed_stats(location, tmp_path / "inc")
+    rename_and_append(wh)
     analyzed_stats(location, tmp_path / "inc")
     return wh, location
 
@@ -78,3 +90,23 @@ def test_a_file_without_field_ids_is_read_by_the_names_it_was_written_with(
     assert_k2_exact(after, rows)
     assert_k2_exact(scratch, rows)
     assert after["columns"]["k2"] == scratch["columns"]["k2"]
+
+
+def test_only_a_table_with_a_name_mapping_says_how_its_files_were_named(tmp_path: Path) -> None:
+    """Readers read id-less files only through a name mapping; a table without one (every
+    file written with ids) says nothing of its renames, so no footer is read for them."""
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", SCHEMA)
+    wh.append("t", {"id": [1], "k": ["a"], "v": [1]})
+    wh.rename_column("t", "k", "k2")
+    wh.append("t", {"id": [2], "k2": ["b"], "v": [2]})
+    assert "schema.name-mapping.default" not in wh.table("t").metadata.properties
+    commits = open_iceberg_location(wh.location("t")).commits_since(None)
+    assert [f.written_as for c in commits for f in c.added_files] == [(), ()]
+
+    mapped, location = with_migrated_file(tmp_path / "mapped")
+    rename_and_append(mapped)
+    first, second = open_iceberg_location(location).commits_since(None)
+    k = mapped.table("t").schema().find_field("k2").field_id
+    assert [f.written_as for f in first.added_files] == [((k, "k", "string"),)]
+    assert [f.written_as for f in second.added_files] == [()]

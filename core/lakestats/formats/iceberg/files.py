@@ -49,6 +49,7 @@ _CONTENT = {
 # Iceberg's reserved field id of the file_path column of position delete files
 _DELETE_FILE_PATH_FIELD_ID = 2147483546
 _METRICS_DEFAULT_KEY = "write.metadata.metrics.default"
+_NAME_MAPPING = "schema.name-mapping.default"
 _METRICS_COLUMN_KEY = "write.metadata.metrics.column."
 _DEFAULT_TRUNCATE = 16  # Iceberg's default metrics mode is truncate(16)
 _TRUNCATE_MODE = re.compile(r"^\s*truncate\(\s*(\d+)\s*\)\s*$", re.IGNORECASE)
@@ -156,9 +157,11 @@ class FileConverter:
     def _renamed(self, columns: Mapping[int, Column], schema_id: int) -> WrittenAs:
         """The columns of a writer schema renamed since: a file without field ids (added or
         migrated from Hive, found through the table's name mapping) knows them by their
-        old names only. Files with ids are found by them (``pipeline._as_read``)."""
+        old names only. Files with ids are found by them (``pipeline._as_read``, a footer
+        read each), so only a table with a name mapping — the only kind readers read
+        id-less files of — says so."""
         current_id = self._metadata.current_schema_id
-        if schema_id == current_id:
+        if schema_id == current_id or _NAME_MAPPING not in self._metadata.properties:
             return ()
         current = self._view(current_id).columns
         return tuple(
