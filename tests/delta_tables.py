@@ -14,7 +14,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,10 +179,15 @@ class DeltaWriter:
         return self._alter("ADD COLUMNS", change)
 
     def rename_column(self, old: str, new: str) -> int:
+        """A rename; of a partition column too, in ``partitionColumns`` (as Spark's)."""
+
         def change(fields: list[dict[str, Any]], config: dict[str, str]) -> None:
             next(f for f in fields if f["name"] == old)["name"] = new
 
-        return self._alter("RENAME COLUMN", change)
+        def partitions(names: list[str]) -> list[str]:
+            return [new if n == old else n for n in names]
+
+        return self._alter("RENAME COLUMN", change, partitions)
 
     def drop_column(self, name: str) -> int:
         def change(fields: list[dict[str, Any]], config: dict[str, str]) -> None:
@@ -204,7 +209,12 @@ class DeltaWriter:
 
         return self._alter("CHANGE COLUMN", change)
 
-    def _alter(self, operation: str, change: Any) -> int:
+    def _alter(
+        self,
+        operation: str,
+        change: Any,
+        partitions: Callable[[list[str]], list[str]] | None = None,
+    ) -> int:
         version = self.version()
         metadata = None
         for line in (self.log / f"{version:020d}.json").read_text().splitlines():
@@ -223,6 +233,8 @@ class DeltaWriter:
         config = dict(metadata.get("configuration") or {})
         change(schema["fields"], config)
         metadata = {**metadata, "schemaString": json.dumps(schema), "configuration": config}
+        if partitions is not None:
+            metadata["partitionColumns"] = partitions(list(metadata.get("partitionColumns") or []))
         info = {"timestamp": int(time.time() * 1000), "operation": operation}
         lines = [json.dumps({"commitInfo": info}), json.dumps({"metaData": metadata})]
         target = self.log / f"{version + 1:020d}.json"

@@ -1,4 +1,4 @@
-"""OPEN. Delta, column mapping 'name', partitioned by part: rename part -> region (and value column v -> w), append to old and new partitions, then delete one partition's rows partially (delta-rs delete rewrites). Analyze after each step."""
+"""Delta, column mapping 'name', partitioned by part: rename part -> region (and value column v -> w), append to old and new partitions, then delete one partition's rows partially (delta-rs delete rewrites). Analyze after each step."""
 import sys
 sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(__file__)))
 from common import *

@@ -198,9 +198,15 @@ def _may_be_inexact(type_str: str, lower: Any, upper: Any, tight: bool) -> bool:
 
 
 def partition_key(
-    schema: DeltaSchema, partition_values: Mapping[str, str | None], *, where: str
+    schema: DeltaSchema,
+    partition_values: Mapping[str, str | None],
+    *,
+    where: str,
+    names: Mapping[int, str] | None = None,
 ) -> tuple[PartitionKey, dict[int, Any]]:
-    """The file's partition key and its partition columns' values by field id."""
+    """The file's partition key and its partition columns' values by field id; ``names``
+    (field id → name) names the key's columns where the schema that lists the file names
+    them otherwise than the one that wrote it (a partition column renamed since)."""
     values: list[tuple[str, Any]] = []
     fields: list[PartitionField] = []
     constants: dict[int, Any] = {}
@@ -214,7 +220,7 @@ def partition_key(
                 f"{where}: partition value {raw!r} of column {column.column.name!r} is not a "
                 f"{column.column.type} ({exc})"
             ) from None
-        values.append((column.column.name, value))
+        values.append(((names or {}).get(column.column.field_id, column.column.name), value))
         fields.append(PartitionField(column.column.field_id, column.column.type))
         constants[column.column.field_id] = value
     return PartitionKey(PARTITION_SPEC_ID, tuple(values), tuple(fields)), constants
@@ -230,13 +236,15 @@ def data_file(
     partition_values: Mapping[str, str | None],
     deletion_vector: DeletionVector | None,
     where: str,
+    partition_names: Mapping[int, str] | None = None,
 ) -> DataFile:
     """One ``add`` action as a ``DataFile`` of the schema in force when it was committed.
 
     ``record_count`` is ``numRecords`` or, for writers that keep no stats, the row count of
-    the file's Parquet footer (read by the caller).
+    the file's Parquet footer (read by the caller). ``partition_names``: as
+    ``partition_key``'s ``names``.
     """
-    key, constants = partition_key(schema, partition_values, where=where)
+    key, constants = partition_key(schema, partition_values, where=where, names=partition_names)
     metrics: dict[int, ColumnMetrics] = {}
     for column in schema.columns:
         field_id = column.column.field_id

@@ -262,10 +262,12 @@ class DeltaLakeTable:
         """The live files of ``state``, each read with the schema it was written under
         where the log says (``ReplayState.written_under``): a column added since is known
         absent from the file, not of unknown stats (a column dropped since is left to the
-        core, which keeps only the fields of the commit's schemas)."""
-        self._require_metadata(state)
+        core, which keeps only the fields of the commit's schemas). Their partitions are
+        named as ``state``'s schema names them."""
+        listed_under = self._delta_schema(self._require_metadata(state))
+        names = _partition_names(listed_under)
         return [
-            self._data_file(add, self._delta_schema(metadata), where)
+            self._data_file(add, self._delta_schema(metadata), where, partition_names=names)
             for metadata, adds in state.files_by_metadata()
             for add in adds
         ]
@@ -277,10 +279,10 @@ class DeltaLakeTable:
     ) -> list[Commit]:
         """The data commits after ``state`` up to ``last``; the others only move metadata.
         The first data commit under a schema that changed a column's type (type widening)
-        lists every live file again (``_relisted``)."""
+        or renamed a partition column lists every live file again (``_relisted``)."""
         commits: list[Commit] = []
         metadata = state.metadata
-        schema = self._delta_schema(metadata).table_schema if metadata is not None else None
+        schema = self._delta_schema(metadata) if metadata is not None else None
         for version in range(state.version + 1, last + 1):
             with read_commit(f"version {version}", commits):
                 commit = self._follow_one(listing, state, parent, version)
@@ -288,8 +290,8 @@ class DeltaLakeTable:
                     continue
                 if schema is None or commit.schema_id != schema.schema_id:
                     # _follow_one has just read (and kept) the commit's schema
-                    now = self._schemas[commit.schema_id].table_schema
-                    if schema is not None and now.retypes(schema):
+                    now = self._schemas[commit.schema_id]
+                    if schema is not None and _relists(schema, now):
                         commit = self._relisted(commit, state, version)
                     schema = now
             commits.append(commit)
@@ -301,7 +303,8 @@ class DeltaLakeTable:
         file removed as it was and added as it is: the files written before hold sketches
         of values of the old type (an int hashed as 4 bytes, a long as 8; a decimal at its
         old scale), which would count a value written before and after twice. Paimon and
-        Iceberg do the same."""
+        Iceberg do the same. After a partition column's rename, so that the files written
+        before are of the partitions the new name names (partitions are keyed by name)."""
         added = {f.path for f in commit.added_files}
         others = tuple(
             f
@@ -417,6 +420,7 @@ class DeltaLakeTable:
         where: str,
         *,
         removed: Mapping[str, Any] | None = None,
+        partition_names: Mapping[int, str] | None = None,
     ) -> DataFile:
         """The file an ``add`` action describes. ``removed``: the ``remove`` of that live
         file, which carries no stats or partition (delta-rs's not even a size): the add
@@ -454,6 +458,7 @@ class DeltaLakeTable:
             partition_values=add.get("partitionValues") or {},
             deletion_vector=vector,
             where=where,
+            partition_names=partition_names,
         )
 
     # --- replay and caches ---------------------------------------------------------------------
@@ -613,6 +618,19 @@ class _LogView:
     snapshots: frozenset[int]  # available versions that changed files, and the baseline
     current: int | None  # the newest snapshot
     baseline: int | None  # where a run without history starts (newest checkpoint's data)
+
+
+def _partition_names(schema: DeltaSchema) -> dict[int, str]:
+    return {c.column.field_id: c.column.name for c in schema.partition_columns}
+
+
+def _relists(before: DeltaSchema, now: DeltaSchema) -> bool:
+    """Whether the first data commit under ``now`` lists every live file again: a column's
+    type changed (``TableSchema.retypes``) or a partition column was renamed."""
+    if now.table_schema.retypes(before.table_schema):
+        return True
+    then = _partition_names(before)
+    return any(then.get(i, name) != name for i, name in _partition_names(now).items())
 
 
 def _base_uri(location: TableLocation) -> str:
