@@ -33,13 +33,12 @@ ABSENT = ""
 
 
 def written_as(
-    written: Iterable[tuple[int, str, str]], current: Mapping[int, tuple[str, str]]
+    then: Mapping[int, tuple[str, str]], current: Mapping[int, tuple[str, str]]
 ) -> WrittenAs:
-    """How a file written with the columns ``written`` ((field id, name, type)) differs
-    from the ``current`` ones (field id → (name, type)). Columns since dropped are not
-    read, so left out; columns added since under a name the file has are ``ABSENT``
-    (names compared as Spark's reader matches them, ignoring case)."""
-    then = {field_id: (name, type_str) for field_id, name, type_str in written}
+    """How a file written with the columns ``then`` (field id → (name, type)) differs from
+    the ``current`` ones. Columns since dropped are not read, so left out; columns added
+    since under a name the file has are ``ABSENT`` (names compared as Spark's reader
+    matches them, ignoring case)."""
     names = {name.lower() for name, _ in then.values()}
     changed = [
         (field_id, *then[field_id])

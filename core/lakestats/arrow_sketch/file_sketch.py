@@ -3,10 +3,11 @@
 
 Columns are matched as Spark's Parquet reader matches them in the SQL job: a leaf by its
 Parquet field id (``PARQUET:field_id``) when the job matches by field id and the file has
-ids, else by name; struct parents by name (the read schema carries no parent ids); names
-case-insensitively when not exact (``spark.sql.caseSensitive`` is off). A column missing
-from the file reads as all NULL; a narrower physical type than the schema's (int written,
-long in schema; float → double; a narrower decimal) is cast up, as Spark's reader does.
+ids, else by name; struct parents likewise where the column carries their ids
+(``Column.parent_ids``), else by name; names case-insensitively when not exact
+(``spark.sql.caseSensitive`` is off). A column missing from the file reads as all NULL; a
+narrower physical type than the schema's (int written, long in schema; float → double; a
+narrower decimal) is cast up, as Spark's reader does.
 Anything else this module cannot read exactly as Spark would — another physical type, an
 ambiguous name, a timestamp unit other than micros or millis — *declines* the file
 (``Declined``): the caller sketches it with the SQL job, which reads it (or fails) as today.

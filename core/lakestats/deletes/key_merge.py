@@ -162,8 +162,8 @@ def _read_inputs(
         return {SPARK_FIELD_ID_KEY: field_id} if by_id and field_id is not None else {}
 
     def matched(field: Any, by_id: bool, prefix: str = "") -> Any:
-        """``field`` matched by id or by name; struct parents always by name (their ids
-        are not in the model)."""
+        """``field`` matched by id or by name; struct parents by name (Paimon, the one
+        format with key merges, has no struct columns)."""
         path = prefix + field.name
         if isinstance(field.dataType, T.StructType):
             children = [matched(c, by_id, f"{path}.") for c in field.dataType.fields]

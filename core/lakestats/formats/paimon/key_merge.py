@@ -100,8 +100,7 @@ def schema_written_as(written: PaimonSchema, current: PaimonSchema) -> WrittenAs
             if (type_str := f.type.iceberg_type) is not None
         }
 
-    then = described(written)
-    return written_as(((i, *c) for i, c in then.items()), described(current))
+    return written_as(described(written), described(current))
 
 
 def by_bucket(entries: Iterable[ManifestEntry]) -> dict[BucketKey, list[ManifestEntry]]:

@@ -108,6 +108,9 @@ class PaimonTable(TableIdentity):
         self._lock = threading.Lock()
         self._schemas: dict[int, PaimonSchema] = {}
         self._current_schema_id: int | None = None
+        # (written schema id, current schema id) → how files of the first differ (pure
+        # of immutable schema files: kept across refreshes)
+        self._written_as: dict[tuple[int, int], WrittenAs] = {}
         # each read under the stamp its file had: a snapshot rolled back and committed
         # again is another file under the same name
         self._snapshots: dict[int, tuple[FileStamp, PaimonSnapshot]] = {}
@@ -633,20 +636,29 @@ class PaimonTable(TableIdentity):
         self._merge_keys = enabled
 
     def _written_as_of(self, schema_ids: Iterable[int]) -> dict[int, WrittenAs]:
+        """Per schema id, how its files differ from the current schema (once per pair:
+        every data file asks)."""
         current = self.paimon_schema()
-        return {i: schema_written_as(self.paimon_schema(i), current) for i in set(schema_ids)}
+        out = {}
+        for i in set(schema_ids):
+            known = self._written_as.get((i, current.schema_id))
+            if known is None:
+                known = schema_written_as(self.paimon_schema(i), current)
+                self._written_as[(i, current.schema_id)] = known
+            out[i] = known
+        return out
 
     def _merged_files(self, entries: Iterable[ManifestEntry]) -> list[DataFile]:
         """The live files of whole buckets, each with the bucket's key merge if needed."""
         rules = self.key_merge_rules
         assert rules is not None
         files: list[DataFile] = []
-        for bucket in by_bucket(entries).values():
+        current = self.paimon_schema().table_schema
+        buckets = by_bucket(entries)
+        schema_ids = {e.schema_id for bucket in buckets.values() for e in bucket}
+        retyped = {i for i in schema_ids if current.retypes(self.paimon_schema(i).table_schema)}
+        for bucket in buckets.values():
             written_as_of = self._written_as_of(e.schema_id for e in bucket)
-            current = self.paimon_schema().table_schema
-            retyped = {
-                i for i in written_as_of if current.retypes(self.paimon_schema(i).table_schema)
-            }
             listed = [self.data_file(e) for e in bucket]
             if not needs_merge(bucket, retyped):
                 files.extend(listed)
