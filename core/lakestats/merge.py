@@ -93,11 +93,14 @@ def column_of_file(data_file: DataFile, field_id: int, type_str: str) -> ColumnA
 
     # Metadata bounds are free but may be truncated (strings) or missing; a scan's min/max
     # is exact. Prefer exact: untruncated metadata, else the scan, else what metadata has.
+    # A string or binary bound is cut or not by the mode the file was written under, which
+    # the table may no longer state, so a scan's bounds win there (plan.bounds_needed).
     truncated = m.bounds_may_be_truncated
     lower, upper = m.lower, m.upper
     have_metadata_bounds = lower is not None and upper is not None
     scanned = sketch is not None and (sketch.min is not None or sketch.null_count is not None)
-    if scanned and (truncated or not have_metadata_bounds):
+    scanned_strings = sketch is not None and isinstance(sketch.min, str | bytes)
+    if scanned and (truncated or not have_metadata_bounds or scanned_strings):
         assert sketch is not None
         lower, upper, truncated = sketch.min, sketch.max, False
     complete = (lower is not None and upper is not None) or not _has_values(

@@ -87,8 +87,13 @@ class CommitPlan:
 
 
 def bounds_needed(files: Sequence[DataFile]) -> frozenset[int]:
-    """Field ids whose min/max some file's metadata lacks or may have truncated: only
-    those need a scan."""
+    """Field ids whose min/max some file's metadata lacks or may have cut: only those
+    need a scan.
+
+    String and binary bounds are always scanned: whether a writer cut them depends on the
+    metrics mode the file was written under (Iceberg's ``write.metadata.metrics.*``,
+    Paimon's ``stats-mode``, a Delta writer's prefix length), which the table states only
+    as it is now, and a cut max (``zzz{``) is not a value of the column."""
     needed: set[int] = set()
     for f in files:
         for field_id in f.field_ids:
@@ -98,6 +103,7 @@ def bounds_needed(files: Sequence[DataFile]) -> frozenset[int]:
                 or metrics.lower is None
                 or metrics.upper is None
                 or metrics.bounds_may_be_truncated
+                or isinstance(metrics.lower, str | bytes)
             ):
                 needed.add(field_id)
     return frozenset(needed)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -184,12 +186,37 @@ def test_batches_start_at_one_commit_grow_when_fast_and_shrink_when_slow() -> No
     assert sizes == [1, 2, 4, 8, 10, 10, 2]
 
 
+def _with_timestamps(data_file: DataFile) -> DataFile:
+    """Field 2 holding timestamps (Delta flags its millisecond bounds as may-be-cut):
+    string bounds are scanned whatever their flag (below)."""
+    second = replace(
+        data_file.columns[2],
+        lower=dt.datetime(2024, 1, 1, tzinfo=dt.UTC),
+        upper=dt.datetime(2024, 1, 2, tzinfo=dt.UTC),
+    )
+    return replace(data_file, columns={**data_file.columns, 2: second})
+
+
 def test_bounds_are_scanned_only_where_metadata_lacks_them_or_may_be_truncated() -> None:
-    assert bounds_needed([data_file("a")]) == frozenset()
-    assert bounds_needed([data_file("a", lo=None)]) == {1}
-    assert bounds_needed([data_file("a"), data_file("b", truncated=True)]) == {2}
-    added_later = DataFile(**{**data_file("c").__dict__, "field_ids": frozenset({1, 2, 3})})
+    def timed(name: str, **kw: Any) -> DataFile:
+        return _with_timestamps(data_file(name, **kw))
+
+    assert bounds_needed([timed("a")]) == frozenset()
+    assert bounds_needed([timed("a", lo=None)]) == {1}
+    assert bounds_needed([timed("a"), timed("b", truncated=True)]) == {2}
+    added_later = DataFile(**{**timed("c").__dict__, "field_ids": frozenset({1, 2, 3})})
     assert bounds_needed([added_later]) == {3}  # no metrics at all for field 3
+
+
+@pytest.mark.parametrize("bound", ["a", b"\x01"])
+def test_string_and_binary_bounds_are_always_scanned(bound: str | bytes) -> None:
+    """Whether a writer cut them depends on the metrics mode the file was written under,
+    which the table may no longer state."""
+    plain = _with_timestamps(data_file("a"))
+    text = ColumnMetrics(value_count=10, null_count=0, lower=bound, upper=bound)
+    with_text = replace(plain, columns={**plain.columns, 3: text}, field_ids=frozenset({1, 2, 3}))
+    assert bounds_needed([with_text]) == {3}
+    assert bounds_needed([data_file("a")]) == {2}  # the helper's string column
 
 
 def test_commit_plan_locates_tombstones_attaches_sketches_and_keeps_commit_types() -> None:

@@ -303,6 +303,10 @@ class FileConverter:
         limit = self._truncate_length(column.name)
         if limit is None:
             return False
+        if column.type == "binary" and upper is not None:
+            # Java's cut binary max (BinaryUtil.truncateBinaryMax) ends at the last byte
+            # below 0xff, incremented: shorter than the limit when 0xff bytes followed it
+            return True
         return any(b is not None and len(b) >= limit for b in (lower, upper))
 
     def _truncate_length(self, column_name: str) -> int | None:
