@@ -89,7 +89,7 @@ from lakestats.sketches.value_sample import (
     sample_carries_theta,
     theta_of_value_sample,
 )
-from lakestats.values import from_physical
+from lakestats.values import bound_from_physical
 from lakestats.written_types import (
     WrittenAs,
     by_written_as,
@@ -1123,7 +1123,7 @@ def _to_value(type_str: str, value: Any) -> Any:
     if value is None:
         return None
     if type_str in ("date", "timestamp", "timestamptz"):
-        return from_physical(type_str, int(value))
+        return bound_from_physical(type_str, int(value))
     if type_str == "uuid":
         return uuid.UUID(bytes=bytes(value))
     if type_str == "binary" or type_str.startswith("fixed"):

@@ -121,10 +121,36 @@ def _to_physical(type_str: str, value: Any) -> Any:
 
 
 def decode_bound(type_str: str, raw: bytes | None) -> Any:
-    """Iceberg single-value binary → Python value of the type."""
+    """Iceberg single-value binary → Python value of the type (``bound_from_physical``)."""
     if raw is None:
         return None
-    return _from_physical(type_str, from_bytes(parse_type(type_str), raw))
+    return bound_from_physical(type_str, from_bytes(parse_type(type_str), raw))
+
+
+def bound_from_physical(type_str: str, value: Any) -> Any:
+    """A bound's Python value; ``None`` (unknown, as if the writer kept no bound) where
+    Python cannot hold it: a date or timestamp before year 1 or past 9999, which Parquet,
+    Spark and Iceberg can."""
+    try:
+        return _from_physical(type_str, value)
+    except OverflowError:
+        return None
+
+
+# The physical range Python's dates and datetimes hold (days, microseconds since the epoch)
+_DAYS = ((dt.date.min - _EPOCH_DATE).days, (dt.date.max - _EPOCH_DATE).days)
+_MICROS = (
+    (dt.datetime.min - _EPOCH) // dt.timedelta(microseconds=1),
+    (dt.datetime.max - _EPOCH) // dt.timedelta(microseconds=1),
+)
+
+
+def clamp_physical(type_str: str, value: int) -> int:
+    """A date's days or a timestamp's microseconds moved into the range Python holds. For
+    values a sketch keeps as doubles: 9999-12-31 23:59:59.999999 rounds to a double of
+    year 10000."""
+    low, high = _DAYS if type_str == "date" else _MICROS
+    return min(max(value, low), high)
 
 
 def encode_bound(type_str: str, value: Any) -> bytes | None:

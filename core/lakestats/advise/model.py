@@ -10,7 +10,7 @@ from typing import Any
 
 from lakestats.model import JsonScalar, PartitionKey
 from lakestats.sketches.spec import decimal_precision_scale
-from lakestats.values import at_scale
+from lakestats.values import at_scale, clamp_physical
 
 # Types whose KLL sketch exists (sketches/spec.py) and whose values are numbers in KLL
 # units: the distribution of lookups comes from the sketch, bounds compare as doubles.
@@ -57,10 +57,13 @@ def display_value(type_str: str, key: Any) -> JsonScalar:
             scale = decimal_precision_scale(type_str)[1]
             return format(at_scale(number, scale), "f")
         if type_str == "date":
-            return (_EPOCH_DATE + dt.timedelta(days=round(number))).isoformat()
+            return (
+                _EPOCH_DATE + dt.timedelta(days=clamp_physical("date", round(number)))
+            ).isoformat()
         if type_str in ("timestamp", "timestamptz"):
             epoch = _EPOCH_TZ if type_str == "timestamptz" else _EPOCH
-            return (epoch + dt.timedelta(microseconds=round(number))).isoformat()
+            micros = clamp_physical(type_str, round(number))
+            return (epoch + dt.timedelta(microseconds=micros)).isoformat()
         return number
     if isinstance(key, bool | int | float | str):
         return key

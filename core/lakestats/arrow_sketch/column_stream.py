@@ -56,7 +56,7 @@ from lakestats.sketches.frequent import (
     most_frequent,
     summed_counts,
 )
-from lakestats.values import from_physical
+from lakestats.values import bound_from_physical
 
 if TYPE_CHECKING:  # file_sketch imports this module
     from lakestats.arrow_sketch.file_sketch import ArrowColumn, ArrowJob
@@ -382,7 +382,7 @@ def bounds(values: pa.Array, type_str: str, *, as_values: bool = True) -> tuple[
         lo, hi = found["min"].as_py(), found["max"].as_py()
         if not as_values:
             return lo, hi
-        return from_physical(type_str, lo), from_physical(type_str, hi)
+        return bound_from_physical(type_str, lo), bound_from_physical(type_str, hi)
     # binaries compare as unsigned bytes in Arrow, as in Spark; strings by their bytes too,
     # which need not be UTF-8
     found = pc.min_max(as_bytes(values) if type_str == "string" else values)

@@ -36,7 +36,7 @@ from lakestats.sketches.merge import (
 )
 from lakestats.sketches.spec import decimal_precision_scale
 from lakestats.sketches.value_sample import value_sample_doc
-from lakestats.values import at_scale, from_physical, to_json
+from lakestats.values import at_scale, clamp_physical, from_physical, to_json
 
 FLOAT_TYPES = frozenset({"float", "double"})
 DOC_VERSION = 1
@@ -56,7 +56,7 @@ def kll_value(type_str: str, value: float) -> Any:
         _, scale = decimal_precision_scale(type_str)
         return at_scale(value, scale)
     if type_str in ("date", "timestamp", "timestamptz"):
-        return from_physical(type_str, round(value))
+        return from_physical(type_str, clamp_physical(type_str, round(value)))
     return value
 
 
