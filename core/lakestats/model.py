@@ -37,6 +37,16 @@ class Column:
     # has them (Iceberg; Delta with column mapping): files are read by them, so a struct
     # renamed since a file was written is still found in it. Empty for top-level columns.
     parent_ids: tuple[int, ...] = ()
+    # The schema's names from the outermost struct to the leaf: files without field ids
+    # are read by them. A name may itself hold dots (a Delta column "event.ts", flattened
+    # from JSON), so the dotted ``name`` cannot be split back into them; empty: ``name``
+    # split at its dots.
+    path: tuple[str, ...] = ()
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The names a reader follows to the leaf (``path``)."""
+        return self.path or tuple(self.name.split("."))
 
 
 # Field ids below zero name sketches of no single column: the sketch job makes them from

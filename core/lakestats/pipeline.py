@@ -82,14 +82,19 @@ from lakestats.sketches.key import key_sql
 from lakestats.sketches.merge import empty_kll, empty_theta, kll_count, normalize_theta
 from lakestats.sketches.spark import first_line as spark_first_line
 from lakestats.sketches.spark import stop_reason
-from lakestats.sketches.spec import TypeSpec, type_spec, validate_sketch_settings
+from lakestats.sketches.spec import (
+    TypeSpec,
+    decimal_precision_scale,
+    type_spec,
+    validate_sketch_settings,
+)
 from lakestats.sketches.value_sample import (
     empty_value_sample,
     normalize_value_sample,
     sample_carries_theta,
     theta_of_value_sample,
 )
-from lakestats.values import bound_from_physical
+from lakestats.values import at_scale, bound_from_physical, is_decimal
 from lakestats.written_types import (
     WrittenAs,
     by_written_as,
@@ -221,7 +226,7 @@ def _plan_key(schema: TableSchema, planned: Sequence[_Planned]) -> _PlannedKey |
         return None
     value = key_sql(
         [
-            (by_id[fid].spec.type, _quote_path(by_id[fid].column.name))
+            (by_id[fid].spec.type, _quote_path(by_id[fid].column.parts))
             for fid in schema.key.field_ids
         ]
     )
@@ -853,7 +858,7 @@ def _plan_sql(
     projections: list[tuple[str, str]] = []
     aggregates: list[tuple[str, str]] = []
     for p in planned:
-        i, spec, v = p.index, p.spec, _quote_path(p.column.name)
+        i, spec, v = p.index, p.spec, _quote_path(p.column.parts)
         projections.append((f"v{i}", v))
         if not _counted_by_kll(spec):
             aggregates.append((f"nn{i}", f"count(v{i})"))
@@ -905,7 +910,7 @@ def _plan_sql(
         keyed = "hkey"
         if key.key.row_kind_column is not None:
             # the key is built once per row (above); the aggregates pick rows by their kind
-            projections.append(("rowkind", _quote_path(key.key.row_kind_column)))
+            projections.append(("rowkind", _quote_path((key.key.row_kind_column,))))
             if key.key.non_add_kinds:
                 kinds = _kinds_sql(key.key.non_add_kinds)
                 keyed = f"CASE WHEN rowkind IN ({kinds}) THEN NULL ELSE hkey END"
@@ -954,8 +959,8 @@ def _bound_input_sql(spec: TypeSpec, v: str) -> str:
     return v
 
 
-def _quote_path(name: str) -> str:
-    return ".".join("`" + part.replace("`", "``") + "`" for part in name.split("."))
+def _quote_path(parts: Sequence[str]) -> str:
+    return ".".join("`" + part.replace("`", "``") + "`" for part in parts)
 
 
 def _spark_type(spec: TypeSpec) -> Any:
@@ -998,7 +1003,7 @@ def _read_schema(
     tree: dict[str, Any] = {}
     struct_ids: dict[tuple[str, ...], int] = {}
     for p in planned:
-        parts = p.column.name.split(".")
+        parts = p.column.parts
         node = tree
         for depth, part in enumerate(parts[:-1]):
             child = node.setdefault(part, {})
@@ -1024,7 +1029,9 @@ def _read_schema(
                 if was is None:
                     fields.append(T.StructField(name, _spark_type(child.spec), True, metadata))
                 else:  # by the name the file knows it by, where files have no field ids
-                    written_name = read_name(child.column.field_id, was[0].rsplit(".", 1)[-1])
+                    # written names are dotted; a top-level name may hold dots itself
+                    leaf = was[0] if len(path) == 0 else was[0].rsplit(".", 1)[-1]
+                    written_name = read_name(child.column.field_id, leaf)
                     spark_type = written_spark_type(was[1])
                     fields.append(T.StructField(written_name, spark_type, True, metadata))
         return T.StructType(fields)
@@ -1128,7 +1135,11 @@ def _to_value(type_str: str, value: Any) -> Any:
         return uuid.UUID(bytes=bytes(value))
     if type_str == "binary" or type_str.startswith("fixed"):
         return bytes(value)  # pyspark hands BINARY over as bytearray
-    return value  # numbers, decimals and strings arrive as their Python values
+    if is_decimal(type_str):
+        # at the column's scale, as the Arrow engine gives it (pyspark hands a decimal over
+        # with the scale Spark's BigDecimal had: 1.00E-10 of a decimal(38, 10))
+        return at_scale(value, decimal_precision_scale(type_str)[1])
+    return value  # numbers and strings arrive as their Python values
 
 
 def _empty_sketch(spec: TypeSpec, settings: SketchSettings) -> ColumnSketch:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 from pypaimon import CatalogFactory, Schema
@@ -21,6 +22,8 @@ import lakestats
 from lakestats.config import Config
 from lakestats.formats.delta.files import stat_value
 from lakestats.formats.paimon.testing import write_arrow
+from lakestats.model import Column, SketchSettings, TableSchema
+from lakestats.pipeline import sketch_files
 from lakestats.testing import IcebergWarehouse
 from lakestats.values import at_scale, to_json, unscaled_decimal
 
@@ -131,3 +134,22 @@ def test_every_digit_is_kept() -> None:
     assert unscaled_decimal(int(NINES), 38) == Decimal("0." + "9" * 38)
     assert to_json(Decimal("0E-20")) == "0.00000000000000000000"
     assert to_json(Decimal("1E-7")) == "0.0000001"
+
+
+def test_the_sql_job_gives_decimal_bounds_at_the_column_scale(spark: Any, tmp_path: Path) -> None:
+    """pyspark hands a decimal over with the scale of Spark's BigDecimal (``1.00E-10`` of a
+    ``decimal(38, 10)``), which then printed as ``0.000000000100``; both engines must give
+    the column's scale."""
+    path = str(tmp_path / "d.parquet")
+    values = [Decimal("-12345678901234567890.1234567890"), Decimal("0.0000000001")]
+    pq.write_table(pa.table({"dec": pa.array(values, pa.decimal128(38, 10))}), path)
+    schema = TableSchema(0, (Column(1, "dec", "decimal(38, 10)"),))
+
+    shown = {}
+    for engine in ("sql", "auto"):
+        (sketches,) = sketch_files(
+            spark, [path], schema, SketchSettings(), match_by="name", engine=engine
+        ).values()
+        shown[engine] = (to_json(sketches[1].min), to_json(sketches[1].max))
+
+    assert shown["sql"] == shown["auto"] == ("-12345678901234567890.1234567890", "0.0000000001")

@@ -59,9 +59,7 @@ class ArrowColumn:
     @classmethod
     def of(cls, column: Column, spec: TypeSpec, scan_bounds: bool) -> ArrowColumn:
         """The planned read of a schema column."""
-        return cls(
-            column.field_id, tuple(column.name.split(".")), spec, scan_bounds, column.parent_ids
-        )
+        return cls(column.field_id, column.parts, spec, scan_bounds, column.parent_ids)
 
 
 @dataclass(frozen=True)

@@ -155,7 +155,7 @@ class LiveRowFilter:
         from pyspark.sql import types as T  # noqa: N812, PLC0415
 
         names = self._equality_names(group.field_ids)
-        top = list(dict.fromkeys(name.split(".")[0] for name in names))
+        top = list(dict.fromkeys(parts[0] for parts in names))
         read_schema = T.StructType([data.schema[name] for name in top])
         files = [d.path for d, _ in group.files]
         targets = self._frame(
@@ -175,24 +175,27 @@ class LiveRowFilter:
         equal = [f"__e{number}_{j}" for j in range(len(names))]
         rows = read.select(
             _normalised(F.col("_metadata.file_path")).alias(_KEY),
-            *[F.col(_quoted(name)).alias(alias) for name, alias in zip(names, equal, strict=True)],
+            *[
+                F.col(_quoted(parts)).alias(alias)
+                for parts, alias in zip(names, equal, strict=True)
+            ],
         )
         dead = rows.join(F.broadcast(targets), _KEY).drop(_KEY)
         mine = [f"__q{number}_{j}" for j in range(len(names))]
-        for name, alias in zip(names, mine, strict=True):
-            data = data.withColumn(alias, F.col(_quoted(name)))
+        for parts, alias in zip(names, mine, strict=True):
+            data = data.withColumn(alias, F.col(_quoted(parts)))
         condition = data[_FILE_NUMBER] == dead[f"__efid{number}"]
         for left, right in zip(mine, equal, strict=True):
             condition = condition & data[left].eqNullSafe(dead[right])
         return data.join(dead, condition, "left_anti").drop(*mine)
 
-    def _equality_names(self, field_ids: Sequence[int]) -> list[str]:
+    def _equality_names(self, field_ids: Sequence[int]) -> list[tuple[str, ...]]:
         by_id: Mapping[int, Any] = self.schema.by_id()
         missing = [f for f in field_ids if f not in by_id]
         if missing:
             raise SketchError(f"equality deletes on field ids {missing} not in the table schema")
-        return [by_id[f].name for f in field_ids]
+        return [by_id[f].parts for f in field_ids]
 
 
-def _quoted(name: str) -> str:
-    return ".".join("`" + part.replace("`", "``") + "`" for part in name.split("."))
+def _quoted(parts: Sequence[str]) -> str:
+    return ".".join("`" + part.replace("`", "``") + "`" for part in parts)

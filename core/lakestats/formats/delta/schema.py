@@ -103,11 +103,11 @@ def parse_schema(
     except (TypeError, ValueError, KeyError) as exc:
         raise MetadataError(f"{where}: the table schema is not valid JSON ({exc})") from None
     columns: list[DeltaColumn] = []
-    seen: dict[int, str] = {}
+    seen: dict[int, tuple[str, ...]] = {}
 
     def walk(
         items: Sequence[Mapping[str, Any]],
-        prefix: str,
+        logical: tuple[str, ...],
         physical: tuple[str, ...],
         parents: tuple[int, ...],
     ) -> None:
@@ -115,28 +115,26 @@ def parse_schema(
             name = str(item.get("name"))
             metadata = item.get("metadata") or {}
             physical_name = str(metadata.get(PHYSICAL_NAME_KEY, name)) if mode != "none" else name
-            dotted = f"{prefix}{name}"
+            names = (*logical, name)
+            dotted = ".".join(names)
             path = (*physical, physical_name)
             field_type = item.get("type")
             if isinstance(field_type, Mapping) and field_type.get("type") == "struct":
                 # with column mapping the files carry the struct's id: a struct is found by
                 # it, not by a logical name the files do not have
                 ids = (*parents, _field_id(metadata, dotted, mode, where)) if mode != "none" else ()
-                walk(field_type.get("fields") or (), f"{dotted}.", path, ids)
+                walk(field_type.get("fields") or (), names, path, ids)
                 continue
             type_str = iceberg_type(field_type)
             if type_str is None:
                 continue  # arrays, maps, variants: no column-level stats
             field_id = _field_id(metadata, dotted, mode, where)
             if field_id in seen:
-                raise MetadataError(
-                    f"{where}: columns {seen[field_id]!r} and {dotted!r} have the same id "
-                    f"{field_id}"
-                )
-            seen[field_id] = dotted
-            columns.append(DeltaColumn(Column(field_id, dotted, type_str, parents), path))
+                raise MetadataError(_same_id(where, seen[field_id], names, field_id, mode))
+            seen[field_id] = names
+            columns.append(DeltaColumn(Column(field_id, dotted, type_str, parents, names), path))
 
-    walk(fields, "", (), ())
+    walk(fields, (), (), ())
     by_name = {c.column.name: c for c in columns}
     partitions = []
     for name in partition_columns:
@@ -151,6 +149,27 @@ def parse_schema(
         partition_columns=tuple(partitions),
         mapping_mode=mode,
     )
+
+
+def _same_id(
+    where: str, first: tuple[str, ...], second: tuple[str, ...], field_id: int, mode: str
+) -> str:
+    if mode == "none" and first != second and ".".join(first) == ".".join(second):
+        # without column mapping a column is known by its dotted name alone
+        return (
+            f"{where}: columns {_described(first)} and {_described(second)} are both "
+            f"{'.'.join(first)!r}, which lakestats cannot tell apart without column mapping "
+            "(rename one, or enable delta.columnMapping.mode = name)"
+        )
+    return (
+        f"{where}: columns {'.'.join(first)!r} and {'.'.join(second)!r} have the same id {field_id}"
+    )
+
+
+def _described(names: tuple[str, ...]) -> str:
+    if len(names) == 1:
+        return f"{names[0]!r}"
+    return f"{names[-1]!r} of struct {'.'.join(names[:-1])!r}"
 
 
 def _field_id(metadata: Mapping[str, Any], dotted: str, mode: str, where: str) -> int:

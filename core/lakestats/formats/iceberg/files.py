@@ -65,16 +65,18 @@ def leaf_columns(schema: Schema) -> tuple[Column, ...]:
     """
     columns: list[Column] = []
 
-    def walk(fields: Iterable[NestedField], prefix: str, parents: tuple[int, ...]) -> None:
+    def walk(
+        fields: Iterable[NestedField], path: tuple[str, ...], parents: tuple[int, ...]
+    ) -> None:
         for nested in fields:
-            name = f"{prefix}{nested.name}"
+            here = (*path, nested.name)
             if isinstance(nested.field_type, StructType):
-                walk(nested.field_type.fields, f"{name}.", (*parents, nested.field_id))
+                walk(nested.field_type.fields, here, (*parents, nested.field_id))
             elif isinstance(nested.field_type, PrimitiveType):
                 type_str = str(nested.field_type)
-                columns.append(Column(nested.field_id, name, type_str, parents))
+                columns.append(Column(nested.field_id, ".".join(here), type_str, parents, here))
 
-    walk(schema.fields, "", ())
+    walk(schema.fields, (), ())
     return tuple(columns)
 
 

@@ -163,7 +163,7 @@ class PaimonSchema:
         return TableSchema(
             schema_id=self.schema_id,
             columns=tuple(
-                Column(f.field_id, f.name, iceberg)
+                Column(f.field_id, f.name, iceberg, path=(f.name,))
                 for f in self.fields
                 if (iceberg := f.type.iceberg_type) is not None
             ),
