@@ -10,6 +10,7 @@ from typing import Any
 
 from lakestats.config import Config, TableConfig
 from lakestats.exceptions import LakestatsError, SnapshotNotFoundError
+from lakestats.formats.base import HasDatalessVersions
 from lakestats.maintenance import expired_meanwhile, missing_snapshot_message
 from lakestats.publish.registry import publisher_for
 from lakestats.store import StatsStore, atomic, statelog
@@ -33,6 +34,11 @@ def read_stats(
         )
     wanted = state.last_snapshot_id if snapshot_id is None else snapshot_id
     path = state.stats.get(wanted)
+    if path is None and isinstance(opened.table, HasDatalessVersions):
+        # a version that changed no data file holds the data of the one before it
+        data_version = opened.table.data_version_of(wanted)
+        if data_version is not None and data_version in state.stats:
+            wanted, path = data_version, state.stats[data_version]
     if path is None or (snapshot_id is not None and expired_meanwhile(opened, state, wanted)):
         raise SnapshotNotFoundError(missing_snapshot_message(opened, state, wanted))
     doc = opened.store.read_stats(path)

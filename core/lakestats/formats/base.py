@@ -151,6 +151,18 @@ class SupportsSnapshotExpiry(Protocol):
 
 
 @runtime_checkable
+class HasDatalessVersions(Protocol):
+    """A format whose versions include some that change no data file (Delta: a schema
+    change, ``SET TBLPROPERTIES``, an UPDATE that matched no row): such a version is no
+    snapshot of its own, and its data is the newest data version's before it."""
+
+    def data_version_of(self, version: int) -> int | None:
+        """The data version whose stats describe ``version``, where ``version`` is in the
+        table's history but changed no data file; ``None`` otherwise."""
+        ...
+
+
+@runtime_checkable
 class SupportsFormatTerms(Protocol):
     """A format whose engines name some stats their own way (Paimon: ``mergedRecordCount``,
     ``colStats``): ``show --json`` carries them under the format's name."""

@@ -29,8 +29,10 @@ from delta_tables import (
     live_rows,
     needs_fixtures,
 )
+from lakestats import analyze_table, read_stats
 from lakestats.cli import main
-from lakestats.exceptions import LineageError, MetadataError
+from lakestats.config import Config
+from lakestats.exceptions import LineageError, MetadataError, SnapshotNotFoundError
 from lakestats.formats.delta.dv import (
     DvDescriptor,
     decode_bitmap,
@@ -371,6 +373,30 @@ class TestWrittenTables:
         assert table.current_snapshot_id() == compacted
         assert table.commits_since(compacted) == []
         assert table.snapshot_ids() == {first, second, compacted}
+
+    def test_a_version_that_changed_no_file_shows_the_data_version_before_it(
+        self, tmp_path: Path
+    ) -> None:
+        """docs/delta.md: its stats are those of the newest data version before it (it said
+        the version does not exist)."""
+        writer = DeltaWriter(tmp_path / "t")
+        writer.create(COLUMNS)
+        first = writer.append(rows([1, 2]))
+        writer.table().alter.set_table_properties({"delta.appendOnly": "false"})
+        properties = writer.version()
+        second = writer.append(rows([3]))
+        config = Config(state_dir=str(tmp_path / "state"))
+        analyze_table(writer.path, config=config, sketcher=None)
+
+        table = open_table(writer.path)
+        assert table.data_version_of(properties) == first
+        assert table.data_version_of(second) is None  # a data version is its own
+        assert table.data_version_of(second + 5) is None  # no such version
+        shown = read_stats(writer.path, properties, config=config)
+        assert shown == read_stats(writer.path, first, config=config)
+        assert shown["record_count"] == 2
+        with pytest.raises(SnapshotNotFoundError, match="does not exist"):
+            read_stats(writer.path, second + 5, config=config)
 
     def test_log_compaction_files_are_ignored(self, tmp_path: Path) -> None:
         writer = DeltaWriter(tmp_path / "t")

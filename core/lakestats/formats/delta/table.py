@@ -157,6 +157,16 @@ class DeltaLakeTable:
     def snapshot_ids(self) -> frozenset[int]:
         return self._view(self._snapshot()).snapshots
 
+    def data_version_of(self, version: int) -> int | None:
+        """``HasDatalessVersions``: the newest data version before ``version``, where
+        ``version``'s commit is in the log and changed no file. The log is cleaned oldest
+        first, so the versions between the two are all listed."""
+        listing = self._snapshot()
+        view = self._view(listing)
+        if version in view.snapshots or version not in listing.commits:
+            return None
+        return max((v for v in view.snapshots if v < version), default=None)
+
     def snapshot_infos(self) -> tuple[SnapshotInfo, ...]:
         """Every available snapshot (for expiry planning), timestamps from the listing."""
         listing = self._snapshot()
