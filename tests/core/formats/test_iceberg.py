@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pyiceberg.avro.file as avro_file
 import pytest
 from pyiceberg.manifest import DataFile as IcebergDataFile
 from pyiceberg.manifest import DataFileContent, FileFormat
@@ -411,6 +412,27 @@ class TestSchemaEvolution:
 
 
 class TestPartitions:
+    def test_double_partition_values_are_read_whole(self, warehouse: IcebergWarehouse) -> None:
+        """pyiceberg 0.12's Cython Avro decoder reads a double of the partition tuple
+        through float32: 1.0 and 1.00000001 were one partition, -1e300 was -inf. Such
+        manifests are read with pyiceberg's pure-Python decoder (only they)."""
+        values = [1.0, 1.00000001, 1.00000001, -1e300, 0.1]
+        warehouse.create_table(
+            "d",
+            pa.schema([("id", pa.int64()), ("x", pa.float64())]),
+            partition_by=[("x", IdentityTransform())],
+        )
+        warehouse.append("d", {"id": list(range(len(values))), "x": values})
+        opened = open_iceberg_location(warehouse.location("d"))
+        (commit,) = opened.commits_since(None)
+        x = next(c.field_id for c in opened.schema().columns if c.name == "x")
+
+        keys = {f.partition.as_dict()["x"]: f.record_count for f in commit.added_files}
+        assert keys == {1.0: 1, 1.00000001: 2, -1e300: 1, 0.1: 1}
+        assert {f.constants[x] for f in commit.added_files} == set(values)
+        fast = avro_file.new_decoder(b"")  # other reads keep the fast decoder
+        assert type(fast).__name__ == "CythonBinaryDecoder"
+
     def test_identity_day_and_bucket_values_render_as_json(
         self, warehouse: IcebergWarehouse
     ) -> None:

@@ -187,9 +187,7 @@ class FileConverter:
         content = _CONTENT[data_file.content]
         metrics = self._metrics(data_file, schema_id)
         constants = (
-            self.identity_constants(data_file, schema_id, metrics)
-            if content is FileContent.DATA
-            else {}
+            self.identity_constants(data_file, schema_id) if content is FileContent.DATA else {}
         )
         for field_id, value in constants.items():
             known = metrics.get(field_id)
@@ -212,12 +210,7 @@ class FileConverter:
             ),
         )
 
-    def identity_constants(
-        self,
-        data_file: IcebergDataFile,
-        schema_id: int,
-        metrics: Mapping[int, ColumnMetrics] | None = None,
-    ) -> dict[int, Any]:
+    def identity_constants(self, data_file: IcebergDataFile, schema_id: int) -> dict[int, Any]:
         """Source field id → value of each identity partition field of the file's spec.
 
         Iceberg readers fill these columns from the partition tuple whatever the file holds
@@ -239,17 +232,6 @@ class FileConverter:
             value = from_physical(column.type, record[index])
             if column.type == "double" and value is not None:
                 value = float(value)
-            known = (metrics or {}).get(partition_field.source_id)
-            if (
-                known is not None
-                and known.lower is not None
-                and known.lower == known.upper
-                and not known.bounds_may_be_truncated
-            ):
-                # The file's own bounds, when it stores the column, are exact bytes:
-                # pyiceberg 0.12's Cython Avro decoder reads double partition values
-                # through float32 (2.222 -> 2.2219998836517334).
-                value = known.lower
             constants[partition_field.source_id] = value
         return constants
 

@@ -17,8 +17,11 @@ import io as _io
 import json
 import zlib
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any, cast
 
+import pyiceberg.avro.file as _avro_file
+from pyiceberg.avro.decoder import BinaryDecoder, StreamingBinaryDecoder
 from pyiceberg.avro.file import AvroFile
 from pyiceberg.exceptions import ResolveError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
@@ -57,6 +60,24 @@ _DECODE_ERRORS = (
     ResolveError,
     IcebergValidationError,
 )
+
+
+# pyiceberg 0.12's Cython Avro decoder reads a double of a manifest's partition tuple
+# through float32 (0.1 → 0.10000000149011612, -1e300 → -inf, 1.00000001 → 1.0: two
+# partitions become one); its pure-Python decoder reads it whole. A manifest whose partition
+# tuple holds a double is read with the latter (``_read_entries``). A context variable
+# chooses, so reads in other threads keep the fast decoder.
+_PURE_PYTHON_AVRO: ContextVar[bool] = ContextVar("lakestats_pure_python_avro", default=False)
+_fast_decoder = getattr(_avro_file, "new_decoder")  # noqa: B009 - not in its __all__
+_fast_decoder = getattr(_fast_decoder, "__wrapped__", _fast_decoder)
+
+
+def _new_decoder(b: bytes) -> BinaryDecoder:
+    return StreamingBinaryDecoder(b) if _PURE_PYTHON_AVRO.get() else _fast_decoder(b)
+
+
+_new_decoder.__wrapped__ = _fast_decoder  # type: ignore[attr-defined]
+setattr(_avro_file, "new_decoder", _new_decoder)  # noqa: B010 - the name AvroFile calls
 
 
 # What a manifest's or manifest list's entries take in memory per byte of its Avro file:
@@ -176,6 +197,19 @@ def _read_entries(
     """Every entry, read with the v3 schema (pyiceberg's ``fetch_manifest_entry`` reads
     v2 fields only, losing ``referenced_data_file`` and the deletion vectors' offsets);
     older manifests read the same, their missing optional fields as null."""
+    entries, meta = _read_avro_entries(manifest, file_io)
+    if _has_double_partition(meta):
+        token = _PURE_PYTHON_AVRO.set(True)
+        try:
+            entries, meta = _read_avro_entries(manifest, file_io)
+        finally:
+            _PURE_PYTHON_AVRO.reset(token)
+    return entries, _written_schema_id(meta)
+
+
+def _read_avro_entries(
+    manifest: ManifestFile, file_io: FileIO
+) -> tuple[tuple[ManifestEntry, ...], Mapping[str, str]]:
     with AvroFile[ManifestEntry](
         file_io.new_input(manifest.manifest_path),
         MANIFEST_ENTRY_SCHEMAS[3],
@@ -183,7 +217,35 @@ def _read_entries(
         read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
     ) as reader:
         entries = tuple(_inherit_from_manifest(entry, manifest) for entry in reader)
-        return entries, _written_schema_id(reader.header.meta)
+        return entries, reader.header.meta
+
+
+def _has_double_partition(meta: Mapping[str, str]) -> bool:
+    """Whether the manifest's partition tuple holds a ``double`` (its Avro schema's
+    ``data_file.partition`` record): the one partition type the fast decoder reads wrong."""
+    try:
+        schema = json.loads(meta.get("avro.schema", "{}"))
+    except ValueError:
+        return False
+    partition = _field_type(_field_type(schema, "data_file"), "partition")
+    fields = partition.get("fields") if isinstance(partition, dict) else None
+    return any(isinstance(f, dict) and _holds_double(f.get("type")) for f in fields or ())
+
+
+def _field_type(record: Any, name: str) -> Any:
+    if not isinstance(record, dict):
+        return None
+    for field in record.get("fields") or ():
+        if isinstance(field, dict) and field.get("name") == name:
+            return field.get("type")
+    return None
+
+
+def _holds_double(avro_type: Any) -> bool:
+    """``"double"``, or a union with it (an optional partition field)."""
+    if isinstance(avro_type, list):
+        return any(_holds_double(t) for t in avro_type)
+    return bool(avro_type == "double")
 
 
 def _listed_entry_count(manifest: ManifestFile) -> int | None:
