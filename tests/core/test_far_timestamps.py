@@ -31,6 +31,11 @@ ROWS = {
         [dt.datetime(2024, 1, 1), END_OF_TIME, END_OF_TIME, None], pa.timestamp("us")
     ),
     "day": pa.array([dt.date(1, 1, 1), dt.date(9999, 12, 31), None, dt.date(2024, 5, 6)]),
+    # doubles round these past the column's max (…59.999008; 2^63 for a long)
+    "valid_ms": pa.array(
+        [dt.datetime(2024, 1, 1), END_OF_TIME.replace(microsecond=999000)] * 2, pa.timestamp("us")
+    ),
+    "big": pa.array([2**63 - 1, 2**63 - 2, 2**63 - 1, 0], pa.int64()),
 }
 
 
@@ -60,6 +65,13 @@ def _check(doc: dict[str, object]) -> None:
     day = columns["day"]
     assert (day["min"], day["max"]) == ("0001-01-01", "9999-12-31")
     assert day["ndv"] == 3
+    # what a sketch shows stays within the exact min and max
+    for name in ("valid_ms", "big"):
+        column = columns[name]
+        shown = [*column["quantiles"].values(), *(f["value"] for f in column["frequent_values"])]
+        shown += [b[k] for b in column["histogram"] for k in ("lower", "upper")]
+        assert max(shown) == column["max"], name
+        assert min(shown) == column["min"], name
 
 
 def test_a_delta_table_ending_at_the_end_of_time(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ added and removed files (``commit_doc``).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from typing import Any
 
 from datasketches import kll_doubles_sketch
@@ -75,10 +76,32 @@ def _ndv(column: ColumnAggregate) -> int | None:
     return round(theta_estimate(column.theta))
 
 
+def _within_bounds(column: ColumnAggregate) -> Callable[[float], Any]:
+    """A KLL double as JSON in the column's terms, kept within its exact min and max: a
+    double rounds a long, a decimal or a timestamp past 2^53 units, which can land beyond
+    them (a max of 9999-12-31 23:59:59.999 showed as a quantile of …59.999008)."""
+    exact = (
+        column.bounds_complete
+        and not column.bounds_may_be_truncated
+        and column.lower is not None
+        and column.upper is not None
+    )
+
+    def shown(value: float) -> Any:
+        converted = kll_value(column.type, value)
+        if exact:
+            with suppress(TypeError):  # never for a KLL type's own values; a doc anyway
+                converted = min(max(converted, column.lower), column.upper)
+        return to_json(converted)
+
+    return shown
+
+
 def _sketch_fields(
     column: ColumnAggregate, settings: SketchSettings, non_null: int | None
 ) -> dict[str, Any]:
     """ndv, quantiles, histogram, lengths and boolean counts of one column."""
+    shown = _within_bounds(column)
     out: dict[str, Any] = {
         "ndv": _ndv(column),
         "quantiles": None,
@@ -96,9 +119,7 @@ def _sketch_fields(
         out["avg_len"] = 0.0 if non_null == 0 else None
     if column.kll is not None:
         quantiles = kll_quantiles(column.kll, settings.quantiles)
-        out["quantiles"] = {
-            _rank_key(q): to_json(kll_value(column.type, v)) for q, v in quantiles.items()
-        }
+        out["quantiles"] = {_rank_key(q): shown(v) for q, v in quantiles.items()}
         buckets = equi_depth_histogram(
             column.kll,
             column.theta,
@@ -108,8 +129,8 @@ def _sketch_fields(
         )
         out["histogram"] = [
             {
-                "lower": to_json(kll_value(column.type, b.lower)),
-                "upper": to_json(kll_value(column.type, b.upper)),
+                "lower": shown(b.lower),
+                "upper": shown(b.upper),
                 "count": round(b.count),  # whole rows; exact unless "approximate"
                 "ndv": b.ndv,
                 "approximate": b.approximate,
@@ -121,10 +142,10 @@ def _sketch_fields(
                 "ndv_upper": None if b.ndv_bounds is None else b.ndv_bounds[1],
                 # values that cut the bucket's distinct values into equal parts (quartiles,
                 # from the value sample); [] without one or with too few entries
-                "ndv_cuts": [to_json(kll_value(column.type, v)) for v in b.ndv_cuts],
+                "ndv_cuts": [shown(v) for v in b.ndv_cuts],
                 # values that cut the bucket's rows into equal parts (KLL quartiles), where
                 # the rows are surely not evenly spread over the range; else []
-                "count_cuts": [to_json(kll_value(column.type, v)) for v in b.count_cuts],
+                "count_cuts": [shown(v) for v in b.count_cuts],
             }
             for b in buckets
         ]
@@ -149,7 +170,7 @@ def _sketch_fields(
         found = frequent_values(column.frequent_items, settings.histogram_buckets, kind)
         out["frequent_values"] = [
             {
-                "value": _frequent_json(column.type, f.value),
+                "value": f.value if isinstance(f.value, str) else shown(f.value),
                 "count": f.count,
                 "count_lower": f.lower,
                 "count_upper": f.upper,
@@ -171,11 +192,6 @@ def _sketch_fields(
         }
     out["sketch"] = sketch
     return out
-
-
-def _frequent_json(type_str: str, value: float | str) -> Any:
-    """A frequent value in the column's terms: a string as it is, a KLL double as its value."""
-    return value if isinstance(value, str) else to_json(kll_value(type_str, value))
 
 
 def _kll_doc(kll: bytes, settings: SketchSettings) -> dict[str, Any]:
