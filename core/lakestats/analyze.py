@@ -751,32 +751,6 @@ def analyze_table(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _process_dataless_commits(
-    path: _CommitPath,
-    state: StateVersion,
-    reports: list[CommitReport],
-    on_commit: Callable[[CommitReport], None] | None,
-) -> StateVersion:
-    """A run that published may have committed to the table itself (Paimon's ``ANALYZE``
-    snapshot: the data of its parent), which would leave the stats one commit behind the
-    table right after the run. Commits since that change no data are processed at once;
-    any other commit (a writer's, meanwhile) waits for the next run, as before."""
-    path.opened.table.refresh()
-    stopped = path.stopped
-    try:
-        walked, more = path.pending(state)
-    finally:
-        path.stopped = stopped  # an unreadable commit since then is the next run's
-    if walked is not state or not more or any(c.added_files or c.removed_files for c in more):
-        return state  # started over (a rollback meanwhile), nothing, or a writer's data
-    for commit in more:
-        state, report = path.apply(state, commit, {}, 0.0)
-        reports.append(report)
-        if on_commit is not None:
-            on_commit(report)
-    return path.publish(state)
-
-
 def _analyze_once(
     path: _CommitPath,
     *,
@@ -791,7 +765,6 @@ def _analyze_once(
     if refresh:
         opened.table.refresh()
     state = path.initial_state()
-    initial_published = state.published
     if rebuild:
         state = replace(state, last_snapshot_id=None, segments=())
     state, commits = path.pending(state)
@@ -848,8 +821,6 @@ def _analyze_once(
         path.batches.observe(batch, time.monotonic() - began)
     if not commits:
         state = path.publish(state)  # drops entries of snapshots expired meanwhile, if any
-    elif state.published != initial_published and path.stopped is None:
-        state = _process_dataless_commits(path, state, reports, on_commit)
     if stale_stats(opened, state):
         # snapshots expired by anyone (a writer, a Spark procedure …): drop their stats
         expire_stats(opened)

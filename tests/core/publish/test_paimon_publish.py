@@ -27,7 +27,6 @@ from lakestats.config import Config
 from lakestats.formats.paimon import PaimonTable, open_paimon_location
 from lakestats.formats.paimon.serialize import java_double, to_paimon_string
 from lakestats.formats.paimon.types import PaimonType, parse_schema
-from lakestats.freshness import freshness
 from lakestats.merge import aggregate_files, merge_partitions, whole_table
 from lakestats.model import SketchSettings
 from lakestats.publish.base import SnapshotStats
@@ -118,9 +117,7 @@ class TestPublishing:
         assert (latest.id, latest.commit_kind) == (3, "ANALYZE")
         assert latest.statistics and latest.statistics.startswith("stat-")
         stats = java_reads(location, latest.statistics)
-        # the run processed its own ANALYZE snapshot too (the same data): the statistics
-        # file describes the data snapshot before it
-        shown = read_stats("t", 2, config=config)
+        shown = read_stats("t", config=config)
         assert shown["snapshot_id"] == stats["snapshotId"] == 2
         assert stats["schemaId"] == 0
         assert stats["mergedRecordCount"] == shown["record_count"] == 30
@@ -191,31 +188,6 @@ class TestPublishing:
         stats = java_reads(location, newest["statistics"])
         assert stats["mergedRecordCount"] == read.num_rows == 21
         assert read_stats("t", config=config)["merged_record_count"] == 21
-
-    def test_a_run_that_publishes_leaves_the_stats_at_its_own_snapshot(
-        self, table_location: tuple[PaimonWarehouse, Path], tmp_path: Path
-    ) -> None:
-        """The ANALYZE snapshot a run commits holds its parent's data: the run processes it
-        too, so the stats are not one commit behind the table right after it (`show` said
-        BEHIND, `status` 1 behind, until a second run)."""
-        warehouse, location = table_location
-        config = config_for(location, tmp_path / "state", publish=True, sketches=False)
-        opened = open_configured(config.table[0], config)
-
-        result = analyze_table(opened, config=config, sketcher=None)
-
-        analyzed = warehouse.current("t")
-        assert snapshot_doc(location, analyzed)["commitKind"] == "ANALYZE"
-        assert result.last_snapshot_id == analyzed
-        fresh = freshness(opened)
-        assert (fresh.commits_behind, fresh.last_snapshot_id) == (0, analyzed)
-        # the ANALYZE snapshot's stats are its parent's; nothing is published again
-        parent = read_stats("t", analyzed - 1, config=config)
-        own = read_stats("t", config=config)
-        assert own["record_count"] == parent["record_count"]
-        assert own["columns"] == parent["columns"]
-        analyze_table(opened, config=config, sketcher=None)
-        assert warehouse.current("t") == analyzed
 
     def test_without_publish_true_nothing_is_written(
         self, table_location: tuple[PaimonWarehouse, Path], tmp_path: Path
