@@ -29,7 +29,9 @@ class Freshness:
     format: str | None
     last_snapshot_id: int | None  # the snapshot the stats describe (None: never analyzed)
     current_snapshot_id: int | None
-    commits_behind: int | None  # commits the stats do not reflect yet (None: unknown)
+    # commits the stats do not reflect yet (None: unknown); commits that change no data
+    # file are not counted: their data is their parent's, which the stats describe
+    commits_behind: int | None
     newest_unprocessed_age_s: float | None  # age of the newest commit not reflected
     oldest_unprocessed_age_s: float | None  # how long the stats have been missing a commit
     last_error: str | None
@@ -63,7 +65,9 @@ def freshness(opened: OpenedTable, now_ms: int | None = None) -> Freshness:
     )
     if walk.stopped is not None:
         raise walk.stopped  # how far behind is unknown past a commit that cannot be read
-    pending = list(walk.commits)
+    # a commit that changes no data file (Paimon's ANALYZE snapshot, lakestats' own after a
+    # publishing run) has its parent's data: the stats do not fall behind by it
+    pending = [c for c in walk.commits if c.added_files or c.removed_files]
     return Freshness(
         name=opened.name,
         format=opened.table.format_name,

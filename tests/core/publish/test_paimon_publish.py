@@ -27,6 +27,7 @@ from lakestats.config import Config
 from lakestats.formats.paimon import PaimonTable, open_paimon_location
 from lakestats.formats.paimon.serialize import java_double, to_paimon_string
 from lakestats.formats.paimon.types import PaimonType, parse_schema
+from lakestats.freshness import freshness
 from lakestats.merge import aggregate_files, merge_partitions, whole_table
 from lakestats.model import SketchSettings
 from lakestats.publish.base import SnapshotStats
@@ -188,6 +189,26 @@ class TestPublishing:
         stats = java_reads(location, newest["statistics"])
         assert stats["mergedRecordCount"] == read.num_rows == 21
         assert read_stats("t", config=config)["merged_record_count"] == 21
+
+    def test_the_runs_own_snapshot_leaves_the_stats_up_to_date(
+        self, table_location: tuple[PaimonWarehouse, Path], tmp_path: Path
+    ) -> None:
+        """The ANALYZE snapshot a run commits holds its parent's data: right after the run
+        the stats are not behind (`show` said BEHIND 1 commit, `status` 1 behind, until a
+        second run); a writer's commit after it is."""
+        warehouse, location = table_location
+        config = config_for(location, tmp_path / "state", publish=True, sketches=False)
+        opened = open_configured(config.table[0], config)
+        analyze_table(opened, config=config, sketcher=None)
+        analyzed = warehouse.current("t")
+        assert snapshot_doc(location, analyzed)["commitKind"] == "ANALYZE"
+
+        fresh = freshness(opened)
+
+        assert (fresh.last_snapshot_id, fresh.current_snapshot_id) == (analyzed - 1, analyzed)
+        assert fresh.commits_behind == 0 and fresh.up_to_date
+        warehouse.write("t", rows(range(31, 33)))
+        assert freshness(opened).commits_behind == 1
 
     def test_without_publish_true_nothing_is_written(
         self, table_location: tuple[PaimonWarehouse, Path], tmp_path: Path
