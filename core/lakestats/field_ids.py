@@ -4,7 +4,8 @@ Writers differ: Iceberg and Java Paimon write Parquet field ids, pypaimon, Hive
 migrations and Delta without column mapping do not, and one table may hold files of both
 kinds (a Flink job and a Python job writing one Paimon table). Spark's field-id matching
 fails on a file without ids, and matching by name misreads a file written before a
-rename, so each file is read the way it was written, found from its footer.
+rename, so each file is read the way it was written, found from its footer. Reads name
+their columns with ``spark_column``.
 """
 
 from __future__ import annotations
@@ -45,3 +46,9 @@ def has_field_ids(path: str) -> bool:
     except (OSError, ValueError) as exc:
         raise DataFileError(f"cannot read data file {path}: {exc}") from exc
     return any(field.metadata and _PARQUET_FIELD_ID in field.metadata for field in schema)
+
+
+def spark_column(*names: str) -> str:
+    """Spark SQL's reference to the column at ``names`` (a struct's fields after it), each
+    name back-quoted: a name may hold dots, spaces or back quotes."""
+    return ".".join("`" + name.replace("`", "``") + "`" for name in names)

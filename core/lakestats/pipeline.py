@@ -65,7 +65,12 @@ from lakestats.arrow_sketch.engine import (
 )
 from lakestats.arrow_sketch.file_sketch import ArrowJob
 from lakestats.exceptions import ConfigError, DataFileError, SketchError, SparkUnavailableError
-from lakestats.field_ids import SPARK_FIELD_ID_KEY, has_field_ids, split_by_field_ids
+from lakestats.field_ids import (
+    SPARK_FIELD_ID_KEY,
+    has_field_ids,
+    spark_column,
+    split_by_field_ids,
+)
 from lakestats.locations import is_local, local_path
 from lakestats.model import (
     KEY_SKETCH_ID,
@@ -226,7 +231,7 @@ def _plan_key(schema: TableSchema, planned: Sequence[_Planned]) -> _PlannedKey |
         return None
     value = key_sql(
         [
-            (by_id[fid].spec.type, _quote_path(by_id[fid].column.parts))
+            (by_id[fid].spec.type, spark_column(*by_id[fid].column.parts))
             for fid in schema.key.field_ids
         ]
     )
@@ -858,7 +863,7 @@ def _plan_sql(
     projections: list[tuple[str, str]] = []
     aggregates: list[tuple[str, str]] = []
     for p in planned:
-        i, spec, v = p.index, p.spec, _quote_path(p.column.parts)
+        i, spec, v = p.index, p.spec, spark_column(*p.column.parts)
         projections.append((f"v{i}", v))
         if not _counted_by_kll(spec):
             aggregates.append((f"nn{i}", f"count(v{i})"))
@@ -910,7 +915,7 @@ def _plan_sql(
         keyed = "hkey"
         if key.key.row_kind_column is not None:
             # the key is built once per row (above); the aggregates pick rows by their kind
-            projections.append(("rowkind", _quote_path((key.key.row_kind_column,))))
+            projections.append(("rowkind", spark_column(key.key.row_kind_column)))
             if key.key.non_add_kinds:
                 kinds = _kinds_sql(key.key.non_add_kinds)
                 keyed = f"CASE WHEN rowkind IN ({kinds}) THEN NULL ELSE hkey END"
@@ -957,10 +962,6 @@ def _bound_input_sql(spec: TypeSpec, v: str) -> str:
     if spec.nan:
         return f"CASE WHEN isnan({v}) THEN NULL ELSE {v} END"
     return v
-
-
-def _quote_path(parts: Sequence[str]) -> str:
-    return ".".join("`" + part.replace("`", "``") + "`" for part in parts)
 
 
 def _spark_type(spec: TypeSpec) -> Any:

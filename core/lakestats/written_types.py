@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from lakestats.exceptions import SketchError
+from lakestats.field_ids import spark_column
 from lakestats.sketches.spec import type_spec
 
 # (field id, name, type) as the file was written, for each column where the name or the
@@ -115,9 +116,11 @@ def read_cast(
         if len(schema.fields) != len(current.fields):
             raise SketchError("a written schema must have the current schema's fields")
         columns = [
-            F.col(_q(now.name))
+            F.col(spark_column(now.name))
             if (was.name, was.dataType) == (now.name, now.dataType)
-            else F.col(_q(was.name)).cast(now.dataType).alias(now.name, metadata=now.metadata)
+            else F.col(spark_column(was.name))
+            .cast(now.dataType)
+            .alias(now.name, metadata=now.metadata)
             for was, now in zip(schema.fields, current.fields, strict=True)
         ]
         frames.append(scan.select(*hidden, *columns))
@@ -127,7 +130,3 @@ def read_cast(
     for frame in frames[1:]:
         result = result.union(frame)  # same columns in the same order
     return result
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"

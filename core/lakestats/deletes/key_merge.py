@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from lakestats.exceptions import SketchError
-from lakestats.field_ids import SPARK_FIELD_ID_KEY, split_by_field_ids
+from lakestats.field_ids import SPARK_FIELD_ID_KEY, spark_column, split_by_field_ids
 from lakestats.model import KeyMerge, MergeInput, TableSchema
 from lakestats.written_types import (
     WrittenAs,
@@ -112,8 +112,10 @@ def merged_rows(
         )
     )
     rows = rows.join(F.broadcast(membership), _URI)
-    key = [F.col(_q(names[f])) for f in merge.key_field_ids]
-    order = F.struct(*[F.col(_q(names[f])) for f in merge.sequence_field_ids], F.col("__mseq"))
+    key = [F.col(spark_column(names[f])) for f in merge.key_field_ids]
+    order = F.struct(
+        *[F.col(spark_column(names[f])) for f in merge.sequence_field_ids], F.col("__mseq")
+    )
     rows = rows.withColumn(_ORDER, order)
     rows = _live_inputs(rows, merge, [_GROUP, *[names[f] for f in merge.key_field_ids]])
     values = [f.name for f in fields if f.name != merge.row_kind_column]
@@ -134,7 +136,7 @@ def merged_rows(
         if f.name == merge.row_kind_column:
             out.append(F.lit(0).cast(f.dataType).alias(f.name))
         else:
-            out.append(F.col(_q(f.name)).cast(f.dataType).alias(f.name))
+            out.append(F.col(spark_column(f.name)).cast(f.dataType).alias(f.name))
     return merged.select(*out)
 
 
@@ -214,9 +216,9 @@ def _read_inputs(
     return read.select(
         F.col(_URI),
         F.col("__path"),
-        *[F.col(_q(f.name)) for f in fields if f.name != merge.row_kind_column],
-        F.col(_q(merge.row_kind_column)).cast("int").alias(_KIND),
-        F.col(_q(merge.sequence_column)).alias("__mseq"),
+        *[F.col(spark_column(f.name)) for f in fields if f.name != merge.row_kind_column],
+        F.col(spark_column(merge.row_kind_column)).cast("int").alias(_KIND),
+        F.col(spark_column(merge.sequence_column)).alias("__mseq"),
     )
 
 
@@ -231,7 +233,7 @@ def _live_inputs(rows: Any, merge: KeyMerge, partition: list[str]) -> Any:
         return rows.where(~retract) if merge.ignore_delete else rows
     if merge.remove_record_on_delete and not merge.ignore_delete:
         last_delete = F.max(F.when(F.col(_KIND) == DELETE, F.col(_ORDER))).over(
-            Window.partitionBy(*[F.col(_q(c)) for c in partition])
+            Window.partitionBy(*[F.col(spark_column(c)) for c in partition])
         )
         rows = rows.withColumn("__mlastd", last_delete)
         rows = rows.where(F.col("__mlastd").isNull() | (F.col(_ORDER) > F.col("__mlastd")))
@@ -258,7 +260,7 @@ def _merge(
         F.col(_URI).alias(_URI), F.col("__path").alias("__path"), F.col(_KIND).alias(_KIND)
     )
     if merge.engine in ("deduplicate", "first-row"):
-        whole = F.struct(winner.alias(_WINNER), *[F.col(_q(v)).alias(v) for v in values])
+        whole = F.struct(winner.alias(_WINNER), *[F.col(spark_column(v)).alias(v) for v in values])
         pick = F.max_by if merge.engine == "deduplicate" else F.min_by
         merged = rows.groupBy(*group).agg(pick(whole, order).alias("__mrow"))
         merged = merged.select(
@@ -266,7 +268,7 @@ def _merge(
             F.col(f"__mrow.{_WINNER}.{_URI}").alias(_URI),
             F.col(f"__mrow.{_WINNER}.__path").alias("__path"),
             F.col(f"__mrow.{_WINNER}.{_KIND}").alias(_KIND),
-            *[F.col("__mrow." + _q(v)).alias(v) for v in values],
+            *[F.col("__mrow." + spark_column(v)).alias(v) for v in values],
         )
         # deduplicate: a key whose newest row retracts it is gone
         return merged.where(~F.col(_KIND).isin(*_RETRACT))
@@ -277,13 +279,13 @@ def _merge(
         if v in key_names:
             continue  # grouped by
         function = functions.get(ids.get(v, -1), "last_non_null_value")
-        aggregates.append(_aggregate(function, F.col(_q(v)), order).alias(v))
+        aggregates.append(_aggregate(function, F.col(spark_column(v)), order).alias(v))
     merged = rows.groupBy(*group).agg(*aggregates)
     return merged.select(
         F.col(_GROUP),
         F.col(f"{_WINNER}.{_URI}").alias(_URI),
         F.col(f"{_WINNER}.__path").alias("__path"),
-        *[F.col(_q(v)) for v in values],
+        *[F.col(spark_column(v)) for v in values],
     )
 
 
@@ -314,7 +316,3 @@ def _aggregate(function: str, column: Any, order: Any) -> Any:
     if function == "bool_or":
         return F.bool_or(adding)
     raise SketchError(f"primary-key merge: aggregate function {function!r} is not supported")
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"

@@ -30,6 +30,7 @@ from lakestats.arrow_sketch.key_winners import winner_groups
 from lakestats.deletes.plan import EqualityGroup, LiveReadPlan
 from lakestats.deletes.positions import FID, POS, dead_rows_by_file, positions_table
 from lakestats.exceptions import SketchError
+from lakestats.field_ids import spark_column
 from lakestats.locations import LocationMap
 from lakestats.model import TableSchema
 
@@ -176,14 +177,14 @@ class LiveRowFilter:
         rows = read.select(
             _normalised(F.col("_metadata.file_path")).alias(_KEY),
             *[
-                F.col(_quoted(parts)).alias(alias)
+                F.col(spark_column(*parts)).alias(alias)
                 for parts, alias in zip(names, equal, strict=True)
             ],
         )
         dead = rows.join(F.broadcast(targets), _KEY).drop(_KEY)
         mine = [f"__q{number}_{j}" for j in range(len(names))]
         for parts, alias in zip(names, mine, strict=True):
-            data = data.withColumn(alias, F.col(_quoted(parts)))
+            data = data.withColumn(alias, F.col(spark_column(*parts)))
         condition = data[_FILE_NUMBER] == dead[f"__efid{number}"]
         for left, right in zip(mine, equal, strict=True):
             condition = condition & data[left].eqNullSafe(dead[right])
@@ -195,7 +196,3 @@ class LiveRowFilter:
         if missing:
             raise SketchError(f"equality deletes on field ids {missing} not in the table schema")
         return [by_id[f].parts for f in field_ids]
-
-
-def _quoted(parts: Sequence[str]) -> str:
-    return ".".join("`" + part.replace("`", "``") + "`" for part in parts)
