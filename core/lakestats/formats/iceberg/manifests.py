@@ -197,27 +197,20 @@ def _read_entries(
     """Every entry, read with the v3 schema (pyiceberg's ``fetch_manifest_entry`` reads
     v2 fields only, losing ``referenced_data_file`` and the deletion vectors' offsets);
     older manifests read the same, their missing optional fields as null."""
-    entries, meta = _read_avro_entries(manifest, file_io)
-    if _has_double_partition(meta):
-        token = _PURE_PYTHON_AVRO.set(True)
-        try:
-            entries, meta = _read_avro_entries(manifest, file_io)
-        finally:
-            _PURE_PYTHON_AVRO.reset(token)
-    return entries, _written_schema_id(meta)
-
-
-def _read_avro_entries(
-    manifest: ManifestFile, file_io: FileIO
-) -> tuple[tuple[ManifestEntry, ...], Mapping[str, str]]:
     with AvroFile[ManifestEntry](
         file_io.new_input(manifest.manifest_path),
         MANIFEST_ENTRY_SCHEMAS[3],
         read_types={-1: ManifestEntry, 2: DataFile},
         read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
     ) as reader:
-        entries = tuple(_inherit_from_manifest(entry, manifest) for entry in reader)
-        return entries, reader.header.meta
+        meta = reader.header.meta
+        # the header is read; each block gets its decoder as it is read
+        token = _PURE_PYTHON_AVRO.set(_has_double_partition(meta))
+        try:
+            entries = tuple(_inherit_from_manifest(entry, manifest) for entry in reader)
+        finally:
+            _PURE_PYTHON_AVRO.reset(token)
+        return entries, _written_schema_id(meta)
 
 
 def _has_double_partition(meta: Mapping[str, str]) -> bool:
