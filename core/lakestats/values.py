@@ -153,6 +153,24 @@ def clamp_physical(type_str: str, value: int) -> int:
     return min(max(value, low), high)
 
 
+def kll_value(type_str: str, value: float) -> Any:
+    """A KLL item (a double) back in the column's own terms, for display.
+
+    KLL sketches hold numbers: dates as days and timestamps as microseconds since the
+    epoch, decimals as doubles (see docs/sketches.md).
+    """
+    if not math.isfinite(value):
+        return value
+    if type_str in ("int", "long"):
+        return round(value)
+    if is_decimal(type_str):
+        _, scale = decimal_precision_scale(type_str)
+        return at_scale(value, scale)
+    if type_str in ("date", "timestamp", "timestamptz"):
+        return from_physical(type_str, clamp_physical(type_str, round(value)))
+    return value
+
+
 def encode_bound(type_str: str, value: Any) -> bytes | None:
     """Python value of the type → Iceberg single-value binary."""
     if value is None:

@@ -9,8 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from lakestats.model import JsonScalar, PartitionKey
-from lakestats.sketches.spec import decimal_precision_scale
-from lakestats.values import at_scale, clamp_physical
+from lakestats.values import kll_value, to_json
 
 # Types whose KLL sketch exists (sketches/spec.py) and whose values are numbers in KLL
 # units: the distribution of lookups comes from the sketch, bounds compare as doubles.
@@ -48,23 +47,7 @@ def display_value(type_str: str, key: Any) -> JsonScalar:
     if key is None:
         return None
     if has_kll(type_str):
-        number = float(key)
-        if not math.isfinite(number):
-            return "NaN" if math.isnan(number) else ("Infinity" if number > 0 else "-Infinity")
-        if type_str in ("int", "long"):
-            return round(number)
-        if type_str.startswith("decimal"):
-            scale = decimal_precision_scale(type_str)[1]
-            return format(at_scale(number, scale), "f")
-        if type_str == "date":
-            return (
-                _EPOCH_DATE + dt.timedelta(days=clamp_physical("date", round(number)))
-            ).isoformat()
-        if type_str in ("timestamp", "timestamptz"):
-            epoch = _EPOCH_TZ if type_str == "timestamptz" else _EPOCH
-            micros = clamp_physical(type_str, round(number))
-            return (epoch + dt.timedelta(microseconds=micros)).isoformat()
-        return number
+        return to_json(kll_value(type_str, float(key)))
     if isinstance(key, bool | int | float | str):
         return key
     if isinstance(key, bytes):

@@ -37,28 +37,10 @@ from lakestats.sketches.merge import (
 )
 from lakestats.sketches.spec import decimal_precision_scale
 from lakestats.sketches.value_sample import value_sample_doc
-from lakestats.values import at_scale, clamp_physical, from_physical, to_json
+from lakestats.values import kll_value, to_json
 
 FLOAT_TYPES = frozenset({"float", "double"})
 DOC_VERSION = 1
-
-
-def kll_value(type_str: str, value: float) -> Any:
-    """A KLL item (a double) back in the column's own terms, for display.
-
-    KLL sketches hold numbers: dates as days and timestamps as microseconds since the
-    epoch, decimals as doubles (see docs/sketches.md).
-    """
-    if not math.isfinite(value):
-        return value
-    if type_str in ("int", "long"):
-        return round(value)
-    if type_str.startswith("decimal"):
-        _, scale = decimal_precision_scale(type_str)
-        return at_scale(value, scale)
-    if type_str in ("date", "timestamp", "timestamptz"):
-        return from_physical(type_str, clamp_physical(type_str, round(value)))
-    return value
 
 
 def _value_step(type_str: str) -> float | None:
