@@ -191,7 +191,11 @@ def _parser() -> argparse.ArgumentParser:
     notify.add_argument("table", metavar="TABLE", help="a table name configured in the daemon")
     notify.add_argument("--wait", action="store_true", help="return once stats are fresh")
     notify.add_argument(
-        "--timeout", type=float, default=None, metavar="SECONDS", help="how long to wait"
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long to wait: at most http.wait_timeout_s (the daemon's cap, and the default)",
     )
     notify.add_argument(
         "--fallback-analyze",

@@ -481,7 +481,7 @@ def _env_overlay(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
 def _apply_override(data: dict[str, Any], parts: list[str], value: str, var: str) -> None:
     head = parts[0].lower()
     if head == "table":
-        if len(parts) != 3:
+        if len(parts) < 3:
             raise ConfigError(f"environment variable {var}: use LAKESTATS_TABLE__<NAME>__<KEY>")
         tables = [dict(t) for t in data.get("table", [])]
         wanted = parts[1].lower()
@@ -490,17 +490,33 @@ def _apply_override(data: dict[str, Any], parts: list[str], value: str, var: str
             # the environment spells names in capitals by convention: the table is "sales"
             match = {"name": parts[1].lower()}
             tables.append(match)
-        match[parts[2].lower()] = value
         data["table"] = tables
+        # the table's own keys are a path below it, as a section's are: EXPIRE__RETAIN_LAST
+        _set_path(match, [p.lower() for p in parts[2:]], value, var)
         return
     spark_conf = head == "spark" and len(parts) > 1 and parts[1].lower() == "conf"
+    keys = [p.lower() for p in parts]
+    if head == "catalog" and len(parts) > 2:
+        # catalog names are the user's own words: match them case-insensitively; the
+        # environment spells names in capitals by convention, so a new one is "main"
+        catalogs = data.get("catalog")
+        names = catalogs if isinstance(catalogs, dict) else {}
+        keys[1] = next((k for k in names if k.lower() == keys[1]), keys[1])
+    if spark_conf:
+        # Spark conf keys are case-sensitive; catalog properties are lower-case by convention
+        last = parts[-1]
+        if "." not in last:
+            # a shell variable name cannot hold a dot: spark_driver_memory is spark.driver.memory
+            last = last.replace("_", ".")
+        keys[-1] = last
+    _set_path(data, keys, value, var)
+
+
+def _set_path(data: dict[str, Any], keys: list[str], value: str, var: str) -> None:
+    """Set ``data[k0][k1]…[kn] = value``, copying each section on the way (the parsed TOML
+    tree is not ours to change) and creating the missing ones."""
     node = data
-    for depth, part in enumerate(parts[:-1]):
-        key = part.lower()
-        if head == "catalog" and depth == 1:
-            # catalog names are the user's own words: match them case-insensitively; the
-            # environment spells names in capitals by convention, so a new one is "main"
-            key = next((k for k in node if k.lower() == key), key)
+    for key in keys[:-1]:
         child = node.get(key)
         if child is None:
             child = {}
@@ -509,12 +525,7 @@ def _apply_override(data: dict[str, Any], parts: list[str], value: str, var: str
         child = dict(child)
         node[key] = child
         node = child
-    # Spark conf keys are case-sensitive; catalog properties are lower-case by convention.
-    last = parts[-1] if spark_conf else parts[-1].lower()
-    if spark_conf and "." not in last:
-        # a shell variable name cannot hold a dot: spark_driver_memory is spark.driver.memory
-        last = last.replace("_", ".")
-    node[last] = value
+    node[keys[-1]] = value
 
 
 def _describe(error: ValidationError, source: str) -> str:

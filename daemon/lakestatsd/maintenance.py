@@ -81,7 +81,8 @@ class MaintenanceMetrics:
         )
         self.files_removed = Counter(
             "lakestats_maintenance_files_removed",
-            "Store files deleted by maintenance, by folder (log, segments, aggregates, stats)",
+            "Store files deleted by maintenance, by folder "
+            "(log, segments, aggregates, stats, other)",
             ["table", "kind"],
             registry=registry,
         )

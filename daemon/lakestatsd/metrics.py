@@ -189,7 +189,7 @@ class Metrics:
         )
         self.hints = Counter(
             "lakestats_hints",
-            "Hints received by source (watch, poll, api, startup)",
+            "Hints received by source (watch, poll, api, maintenance)",
             ["source"],
             registry=r,
         )

@@ -50,6 +50,7 @@ def openapi_document() -> dict[str, Any]:
                     "table's run stalled past watch.stall_timeout_s: `stalled`)",
                     "responses": {
                         "200": _json({"type": "object"}, "alive"),
+                        "400": _json(_ERROR, "malformed query"),
                         "503": _json(
                             {"type": "object"},
                             "restart me: says why",
@@ -64,6 +65,7 @@ def openapi_document() -> dict[str, Any]:
                     "with its last error but does not make the daemon unready.",
                     "responses": {
                         "200": _json({"$ref": "#/components/schemas/Readiness"}, "ready"),
+                        "400": _json(_ERROR, "malformed query"),
                         "503": _json({"$ref": "#/components/schemas/Readiness"}, "not ready"),
                     },
                 }
@@ -75,14 +77,18 @@ def openapi_document() -> dict[str, Any]:
                         "200": {
                             "description": "metrics",
                             "content": {"text/plain": {"schema": {"type": "string"}}},
-                        }
+                        },
+                        "400": _json(_ERROR, "malformed query"),
                     },
                 }
             },
             "/openapi.json": {
                 "get": {
                     "summary": "This document",
-                    "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")},
+                    "responses": {
+                        "200": _json({"type": "object"}, "OpenAPI 3.1"),
+                        "400": _json(_ERROR, "malformed query"),
+                    },
                 }
             },
             "/v1/tables": {
@@ -110,7 +116,8 @@ def openapi_document() -> dict[str, Any]:
                                 },
                             },
                             "tables",
-                        )
+                        ),
+                        "400": _json(_ERROR, "malformed query"),
                     },
                 }
             },

@@ -289,10 +289,6 @@ class TableQueue:
                 self._cond.notify_all()
             return len(due)
 
-    def hint_all(self, source: str) -> None:
-        for name in self._tables:
-            self.hint(name, source)
-
     @property
     def stopping(self) -> bool:
         return self._stopping.is_set()

@@ -255,3 +255,31 @@ def test_table_added_from_the_environment_gets_a_lower_case_name() -> None:
     config = load_config(None, env={"LAKESTATS_TABLE__SALES__LOCATION": "/data/sales"})
     assert [t.name for t in config.table] == ["sales"]
     assert config.find_table("sales") is not None
+
+
+def test_a_tables_nested_keys_come_from_the_environment_too(tmp_path: Path) -> None:
+    """``LAKESTATS_TABLE__<NAME>__EXPIRE__RETAIN_LAST`` reaches ``expire.retain_last``,
+    beside the file's ``expire.older_than``, as a section's nested key does."""
+    text = GOOD.replace(
+        'identifier = "db.events"', 'identifier = "db.events"\nexpire = {older_than = "7d"}'
+    )
+    config = load_config(
+        _write(tmp_path, text),
+        env={
+            "LAKESTATS_TABLE__EVENTS__EXPIRE__RETAIN_LAST": "5",
+            "LAKESTATS_TABLE__SALES__EXPIRE__OLDER_THAN": "2d",
+        },
+    )
+    events, sales = config.find_table("events"), config.find_table("sales")
+    assert events is not None and events.expire is not None
+    assert (events.expire.retain_last, events.expire.older_than_s) == (5, 7 * 86400)
+    assert sales is not None and sales.expire is not None
+    assert (sales.expire.retain_last, sales.expire.older_than_s) == (None, 2 * 86400)
+    with pytest.raises(ConfigError, match="expire is not a section"):
+        load_config(
+            _write(tmp_path, text),
+            env={
+                "LAKESTATS_TABLE__EVENTS__EXPIRE": "5",
+                "LAKESTATS_TABLE__EVENTS__EXPIRE__RETAIN_LAST": "5",
+            },
+        )

@@ -272,6 +272,16 @@ def test_openapi_describes_exactly_the_routes() -> None:
     assert routes == described
 
 
+def test_every_route_is_400_on_an_unknown_query_parameter_as_described() -> None:
+    backend = FakeBackend(make_config())
+    for path, ops in openapi_document()["paths"].items():
+        for method, op in ops.items():
+            assert "400" in op["responses"], (path, method)
+            url = path.replace("{name}", "sales")
+            status, _, body = call(backend, method.upper(), url, "bogus=1")
+            assert (status, body["error"]) == (400, "bad_query"), (path, method, body)
+
+
 def test_healthz_fails_once_a_thread_the_daemon_needs_is_dead() -> None:
     backend = FakeBackend(make_config())
     backend.alive, backend.dead_status = False, "dead"
