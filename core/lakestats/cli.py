@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import logging
 import os
 import sys
@@ -192,7 +193,7 @@ def _parser() -> argparse.ArgumentParser:
     notify.add_argument("--wait", action="store_true", help="return once stats are fresh")
     notify.add_argument(
         "--timeout",
-        type=float,
+        type=_positive_seconds,
         default=None,
         metavar="SECONDS",
         help="how long to wait: at most http.wait_timeout_s (the daemon's cap, and the default)",
@@ -444,12 +445,15 @@ def _cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
     statuses = [table_status(t, config) for t in config.table]
     reports = daemon_reports(config)
-    unclaimed = unclaimed_folders(
-        config.state_dir,
-        claims_from(
-            ((f.name, f.store_folder, f.last_error) for f in statuses), daemon_claims(reports)
-        ),
+    claims = claims_from(
+        ((f.name, f.store_folder, f.last_error) for f in statuses), daemon_claims(reports)
     )
+    unclaimed = unclaimed_folders(config.state_dir, claims)
+    # a folder whose stats name a configured table that cannot be opened now may be that
+    # table's current one: listed (nothing says it is not), but `forget` refuses it
+    maybe_in_use = {
+        f.name: f.table for f in unclaimed if f.table is not None and f.table in claims.unopened
+    }
     from_daemon = _daemon_errors(config, reports)
     docs = []
     for fresh in statuses:
@@ -463,7 +467,9 @@ def _cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             {
                 "tables": docs,
                 "daemon_reachable": from_daemon is not None,
-                "unclaimed_folders": [asdict(f) for f in unclaimed],
+                "unclaimed_folders": [
+                    asdict(f) | {"may_be_stats_of": maybe_in_use.get(f.name)} for f in unclaimed
+                ],
             },
             out,
             indent=2,
@@ -490,6 +496,12 @@ def _cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         out.write(render_table([*headers, "last error"], rows, wide_last=True, wide_first=True))
     if unclaimed and not args.json:
         _print_unclaimed(unclaimed, out, configured=bool(config.table))
+        for folder, table in sorted(maybe_in_use.items()):
+            print(
+                f"{folder} may hold the current stats of configured table {table}, which "
+                "cannot be opened now: `forget` refuses it until the table can be opened",
+                file=out,
+            )
     return EXIT_ERROR if any(d["last_error"] for d in docs) else EXIT_OK
 
 
@@ -678,6 +690,18 @@ def _cmd_advise(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     else:
         out.write(render_report(report, per_partition=args.per_partition))
     return EXIT_OK
+
+
+def _positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0 (``nan``, ``inf`` and 0 would
+    reach the socket's timeout, which refuses them with a traceback)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be above 0 and finite, got {text!r}")
+    return value
 
 
 def _cmd_notify(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:

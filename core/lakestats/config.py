@@ -28,6 +28,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, TypeVar
 from urllib.parse import urlparse
@@ -465,20 +466,43 @@ class Config(ConfigSection):
 AnyConfig = TypeVar("AnyConfig", bound=Config)
 
 
-def _env_overlay(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
-    """Apply ``LAKESTATS_A__B__C=value`` overrides onto the parsed TOML tree."""
+@dataclass(frozen=True)
+class ConfigSource:
+    """Where a config tree came from, for messages: the file (or ``environment``) and the
+    key path each ``LAKESTATS_*`` variable set (``watch.poll_interval_s``,
+    ``table[0].expire.retain_last``), so a bad value is blamed on the variable that gave it."""
+
+    name: str
+    env_keys: Mapping[str, str] = field(default_factory=dict)  # key path → variable
+
+    def of(self, loc: str) -> str:
+        """The source of the key at ``loc``: the variable that set it or a key below it
+        (a section only a variable created), else the file."""
+        for key, var in self.env_keys.items():
+            if key == loc or key.startswith((loc + ".", loc + "[")):
+                return f"environment variable {var}"
+        return self.name
+
+
+def _env_overlay(
+    raw: dict[str, Any], env: Mapping[str, str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Apply ``LAKESTATS_A__B__C=value`` overrides onto the parsed TOML tree; also which
+    key path each variable set (``ConfigSource.env_keys``)."""
     data: dict[str, Any] = {**raw}
+    keys: dict[str, str] = {}
     for var in sorted(env):
         if not var.startswith(ENV_PREFIX) or var == "LAKESTATS_CONFIG":
             continue
         parts = var[len(ENV_PREFIX) :].split("__")
         if not all(parts):
             raise ConfigError(f"environment variable {var}: empty key segment")
-        _apply_override(data, parts, env[var], var)
-    return data
+        keys[_apply_override(data, parts, env[var], var)] = var
+    return data, keys
 
 
-def _apply_override(data: dict[str, Any], parts: list[str], value: str, var: str) -> None:
+def _apply_override(data: dict[str, Any], parts: list[str], value: str, var: str) -> str:
+    """Set the key ``parts`` names in ``data``; returns its path as messages spell it."""
     head = parts[0].lower()
     if head == "table":
         if len(parts) < 3:
@@ -492,8 +516,9 @@ def _apply_override(data: dict[str, Any], parts: list[str], value: str, var: str
             tables.append(match)
         data["table"] = tables
         # the table's own keys are a path below it, as a section's are: EXPIRE__RETAIN_LAST
-        _set_path(match, [p.lower() for p in parts[2:]], value, var)
-        return
+        keys = [p.lower() for p in parts[2:]]
+        _set_path(match, keys, value, var)
+        return f"table[{tables.index(match)}]." + ".".join(keys)
     spark_conf = head == "spark" and len(parts) > 1 and parts[1].lower() == "conf"
     keys = [p.lower() for p in parts]
     if head == "catalog" and len(parts) > 2:
@@ -510,6 +535,7 @@ def _apply_override(data: dict[str, Any], parts: list[str], value: str, var: str
             last = last.replace("_", ".")
         keys[-1] = last
     _set_path(data, keys, value, var)
+    return ".".join(keys)
 
 
 def _set_path(data: dict[str, Any], keys: list[str], value: str, var: str) -> None:
@@ -528,7 +554,7 @@ def _set_path(data: dict[str, Any], keys: list[str], value: str, var: str) -> No
     node[keys[-1]] = value
 
 
-def _describe(error: ValidationError, source: str) -> str:
+def _describe(error: ValidationError, source: ConfigSource) -> str:
     first = error.errors()[0]
     loc = ""
     for part in first["loc"]:
@@ -537,7 +563,7 @@ def _describe(error: ValidationError, source: str) -> str:
     if first["type"] == "extra_forbidden":
         msg = "unknown key"
     where = f" key {loc}:" if loc else ""
-    return f"{source}:{where} {msg}"
+    return f"{source.of(loc) if loc else source.name}:{where} {msg}"
 
 
 # Keys of the one config file that only the service (``lakestatsd``) reads. The library
@@ -578,9 +604,9 @@ def _drop(node: dict[str, Any], key_path: tuple[str, ...]) -> dict[str, Any]:
 
 def read_config_tree(
     path: str | Path | None, env: Mapping[str, str] | None = None
-) -> tuple[dict[str, Any], str]:
+) -> tuple[dict[str, Any], ConfigSource]:
     """The TOML file (if any) with the environment overrides applied, not yet validated,
-    and the name of its source for messages."""
+    and where each key came from, for messages."""
     environ = os.environ if env is None else env
     raw: dict[str, Any] = {}
     source = "environment"
@@ -599,11 +625,12 @@ def read_config_tree(
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
         except UnicodeDecodeError:
             raise ConfigError(f"config file {path} is not UTF-8 text") from None
-    return _env_overlay(raw, environ), source
+    data, env_keys = _env_overlay(raw, environ)
+    return data, ConfigSource(source, env_keys)
 
 
 def validate_config(
-    model: type[AnyConfig], data: Mapping[str, Any], source: str, path: str | Path | None
+    model: type[AnyConfig], data: Mapping[str, Any], source: ConfigSource, path: str | Path | None
 ) -> AnyConfig:
     """Validate a config tree as ``model`` (``Config`` or the daemon's extension of it);
     relative paths written in a file become relative to that file."""

@@ -39,7 +39,8 @@ from lakestats.render import described_rows
 from lakestats.shards import ShardPlan
 from lakestatsd.openapi import openapi_document
 
-_INT64 = re.compile(r"^-?\d{1,19}$")
+# ASCII digits to the very end: \d takes any script's digits, $ a final newline
+_INT64 = re.compile(r"-?[0-9]{1,19}")
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
 _WAIT_POLL_S = 0.05
@@ -126,7 +127,7 @@ def _snapshot(params: Mapping[str, str]) -> int | None:
     value = params.get("snapshot")
     if value is None:
         return None
-    if not _INT64.match(value) or not -(2**63) <= int(value) < 2**63:
+    if not _INT64.fullmatch(value) or not -(2**63) <= int(value) < 2**63:
         raise BadRequestError(
             400, "bad_query", f"snapshot must be a snapshot id (integer), got {value!r}"
         )

@@ -356,3 +356,16 @@ def test_analyze_keeps_stdout_for_results_and_logs_json_on_stderr(
     assert all(isinstance(e, dict) for e in events)
     (warning,) = [e for e in events if e["event"] == "stats_not_published"]
     assert warning["level"] == "warning" and "location" in warning["reason"]
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "soon"])
+def test_notify_refuses_a_timeout_the_socket_cannot_take(
+    timeout: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad --timeout is a command-line mistake: argparse's one line and exit 2, before
+    any daemon is asked (none runs here)."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["notify", "t", "--wait", "--timeout", timeout])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2
+    assert "argument --timeout:" in err and "Traceback" not in err

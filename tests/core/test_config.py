@@ -283,3 +283,33 @@ def test_a_tables_nested_keys_come_from_the_environment_too(tmp_path: Path) -> N
                 "LAKESTATS_TABLE__EVENTS__EXPIRE__RETAIN_LAST": "5",
             },
         )
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"LAKESTATS_SKETCH__KLL_K": "many"},
+            "environment variable LAKESTATS_SKETCH__KLL_K: key sketch.kll_k:",
+        ),
+        ({"LAKESTATS_BOGUS__X": "1"}, "environment variable LAKESTATS_BOGUS__X: key bogus:"),
+        (
+            {"LAKESTATS_TABLE__EVENTS__EXPIRE__RETAIN_LAST": "0"},
+            "environment variable LAKESTATS_TABLE__EVENTS__EXPIRE__RETAIN_LAST: "
+            "key table[1].expire.retain_last:",
+        ),
+    ],
+)
+def test_a_bad_value_from_the_environment_is_blamed_on_its_variable(
+    tmp_path: Path, env: dict[str, str], message: str
+) -> None:
+    path = _write(tmp_path, GOOD)
+    with pytest.raises(ConfigError) as raised:
+        load_config(path, env=env)
+    assert str(raised.value).startswith(message), raised.value
+    # a mistake in the file is still the file's, beside a variable that is fine
+    with pytest.raises(ConfigError, match=f"^{path}: key sketch.kll_k:"):
+        load_config(
+            _write(tmp_path, GOOD.replace("kll_k = 400", "kll_k = 1")),
+            env={"LAKESTATS_SKETCH__THETA_LG_K": "12"},
+        )

@@ -151,6 +151,11 @@ def test_forget_refuses_stats_of_a_configured_table_that_cannot_be_opened(
     assert doc["tables"][0]["store_folder"] is None and doc["tables"][0]["last_error"]
     # both folders are listed: neither is known to be the table's
     assert {f["name"] for f in doc["unclaimed_folders"]} == {old_folder.name, new_folder.name}
+    # … each marked as possibly the table's, in the text too: forget refuses them
+    assert {f["may_be_stats_of"] for f in doc["unclaimed_folders"]} == {"sales"}
+    text = run("status", "--config", str(config))[1]
+    for folder in (old_folder, new_folder):
+        assert f"{folder.name} may hold the current stats of configured table sales" in text
     for folder in (old_folder, new_folder):
         code, _, err = run("forget", folder.name, "--config", str(config))
         assert code == 1

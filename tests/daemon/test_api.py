@@ -178,6 +178,8 @@ def test_a_table_another_replica_keeps_is_421_naming_it() -> None:
         ("GET", "/v1/tables/sales/stats", "snapshot=1.5"),
         ("GET", "/v1/tables/sales/stats", "snapshot=99999999999999999999"),
         ("GET", "/v1/tables/sales/stats", "snapshot=1&snapshot=2"),
+        ("GET", "/v1/tables/sales/stats", "snapshot=%EF%BC%91"),  # a full-width digit one
+        ("GET", "/v1/tables/sales/stats", "snapshot=1%0A"),  # a trailing newline
         ("GET", "/v1/tables/sales/stats", "snap=1"),
         ("POST", "/v1/tables/sales/commits", "wait=maybe"),
         ("POST", "/v1/tables/sales/commits", "wait=true&timeout_s=-1"),
