@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import logging
+import math
 import os
 import sys
 import time

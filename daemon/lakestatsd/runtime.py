@@ -92,6 +92,9 @@ class TableRuntime:
         self._reader_locks = {t.name: threading.Lock() for t in config.table}
         self._handles_lock = threading.Lock()
         self._store_folders: dict[str, str] = {}  # name → store folder, for stale reads
+        # name → why the worker's last look could not read the table's metadata: stats
+        # served meanwhile are flagged stale (the reader's handle reads only the store)
+        self._unreadable: dict[str, LakestatsError] = {}
 
     def _table_config(self, name: str) -> TableConfig:
         table = self._config.find_table(name)
@@ -103,9 +106,26 @@ class TableRuntime:
         with self._handles_lock:
             handle = self._workers.get(name)
         if handle is None:
-            handle = self._opener(self._table_config(name), self._config)
-            with self._handles_lock:
-                self._workers[name] = handle
+            handle = self._adopt(name, self._opener(self._table_config(name), self._config))
+        return handle
+
+    def _adopt(self, name: str, handle: OpenedTable) -> OpenedTable:
+        """Make a newly opened ``handle`` the worker's. When its store folder is not the
+        one the table's stats were read from (the table was created again at its place: a
+        new id), the reader's handle goes too, so reads follow the new table."""
+        with self._handles_lock:
+            self._workers[name] = handle
+        with self._reader_locks[name]:
+            known = self._store_folders.get(name)
+            if known is not None and known != handle.store.folder:
+                log.info(
+                    "table_replaced",
+                    table=name,
+                    old_store_folder=known,
+                    store_folder=handle.store.folder,
+                )
+                self._readers.pop(name, None)
+            self._store_folders[name] = handle.store.folder
         return handle
 
     def store_folder(self, name: str) -> str | None:
@@ -159,13 +179,46 @@ class TableRuntime:
             return True  # stats of a run killed before registering them: publish them now
         return self._maintenance is not None and self._maintenance.stale(opened, state)
 
-    def _process_commits(self, name: str, should_stop: StopCheck) -> _Looked:
-        opened = self._worker_handle(name)
-        opened.table.refresh()
-        current = opened.table.current_snapshot_id()
+    def _look(self, name: str) -> tuple[OpenedTable, StateVersion | None, bool]:
+        """The worker's handle, its table refreshed, the store's newest state, and whether
+        that state's snapshot id names another commit now (``replaced_commit``). A failure
+        to read the table's metadata is remembered for ``read_stats``."""
+        try:
+            opened = self._worker_handle(name)
+            opened.table.refresh()
+            current = opened.table.current_snapshot_id()
+        except LakestatsError as exc:
+            if not is_contention(exc):
+                self._unreadable[name] = exc
+            raise
+        self._unreadable.pop(name, None)
         state = opened.store.current()
         processed = state.last_snapshot_id if state is not None else None
-        if replaced_commit(opened.table, state) is not None:
+        replaced = replaced_commit(opened.table, state) is not None
+        if state is not None and processed is not None:
+            gone = processed != current and processed not in opened.table.snapshot_ids()
+            if replaced or gone:
+                fresh = self._reopen_if_replaced(name, opened)
+                if fresh is not opened:
+                    state = fresh.store.current()
+                    return fresh, state, replaced_commit(fresh.table, state) is not None
+        return opened, state, replaced
+
+    def _reopen_if_replaced(self, name: str, opened: OpenedTable) -> OpenedTable:
+        """The stats' commit is gone or names another commit: rolled back — or the table
+        was dropped and created again at the same place, a new table (a new id, so a new
+        store folder) that a handle opened before cannot tell from a rollback. A fresh
+        open tells (rare: only where a run would start over anyway)."""
+        fresh = self._opener(self._table_config(name), self._config)
+        if fresh.store.folder == opened.store.folder:
+            return opened
+        return self._adopt(name, fresh)
+
+    def _process_commits(self, name: str, should_stop: StopCheck) -> _Looked:
+        opened, state, replaced = self._look(name)
+        current = opened.table.current_snapshot_id()
+        processed = state.last_snapshot_id if state is not None else None
+        if replaced:
             processed = None  # its id names another commit now: the run starts over
         if (current is None or current == processed) and not self._stale(opened, state):
             # the cheap path of every poll tick: no Spark, no manifest read
@@ -246,29 +299,37 @@ class TableRuntime:
     def read_stats(self, name: str, snapshot_id: int | None) -> dict[str, Any]:
         """The ``lakestats show --json`` document, read through the reader handle.
 
-        When the table cannot be opened (its metadata is unreadable or corrupt) the newest
-        stats in the store are served anyway, flagged ``"stale": true`` with the reason.
+        When the table cannot be opened (its metadata is unreadable or corrupt) — here, or
+        at the worker's last look — the newest stats in the store are served anyway,
+        flagged ``"stale": true`` with the reason.
         """
-        try:
-            return self._read_through_handle(name, snapshot_id)
-        except SnapshotNotFoundError:
-            raise
-        except LakestatsError as exc:
-            if snapshot_id is not None:
-                raise
+        unreadable = self._unreadable.get(name) if snapshot_id is None else None
+        if unreadable is None:
             try:
-                doc, folder = read_last_stats(
-                    self._table_config(name), self._config, folder=self._store_folders.get(name)
-                )
-            except LakestatsError:
-                raise exc from None
-            self._store_folders[name] = folder
-            return {
-                **doc,
-                "published": ["unknown: the table's metadata cannot be read right now"],
-                "stale": True,
-                "stale_reason": f"{type(exc).__name__}: {exc}",
-            }
+                return self._read_through_handle(name, snapshot_id)
+            except SnapshotNotFoundError:
+                raise
+            except LakestatsError as exc:
+                if snapshot_id is not None:
+                    raise
+                unreadable = exc
+        return self._stale_stats(name, unreadable)
+
+    def _stale_stats(self, name: str, exc: LakestatsError) -> dict[str, Any]:
+        """The newest stats in the store, flagged stale because of ``exc``."""
+        try:
+            doc, folder = read_last_stats(
+                self._table_config(name), self._config, folder=self._store_folders.get(name)
+            )
+        except LakestatsError:
+            raise exc from None
+        self._store_folders[name] = folder
+        return {
+            **doc,
+            "published": ["unknown: the table's metadata cannot be read right now"],
+            "stale": True,
+            "stale_reason": f"{type(exc).__name__}: {exc}",
+        }
 
     def _read_through_handle(self, name: str, snapshot_id: int | None) -> dict[str, Any]:
         with self._reader_locks[name]:

@@ -16,8 +16,7 @@ Paimon 0.9-era manifests (no ``_VALUE_STATS_COLS``), so the metadata is read her
 
 from __future__ import annotations
 
-from lakestats.exceptions import TableNotFoundError
-from lakestats.formats.paimon.table import FORMAT_NAME, PaimonTable
+from lakestats.formats.paimon.table import FORMAT_NAME, PaimonTable, not_a_table
 from lakestats.locations import LocationMap, resolve_location
 
 
@@ -30,7 +29,7 @@ def open_paimon_location(location: str, location_map: LocationMap | None = None)
     del location_map
     resolved = resolve_location(location)
     if not resolved.is_dir("schema"):
-        raise TableNotFoundError(f"{location} is not a Paimon table: it has no schema/ folder")
+        raise not_a_table(location)
     return PaimonTable(resolved, description=location)
 
 

@@ -19,7 +19,13 @@ import structlog
 from pyarrow import fs as pafs
 
 from lakestats.cache import CacheView, process_cache
-from lakestats.exceptions import ExpiryError, LineageError, MetadataError, SnapshotNotFoundError
+from lakestats.exceptions import (
+    ExpiryError,
+    LineageError,
+    MetadataError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+)
 from lakestats.formats.base import TableIdentity, read_commit
 from lakestats.formats.paimon.changes import (
     FileKey,
@@ -86,6 +92,10 @@ def _entries_bytes(entries: tuple[ManifestEntry, ...]) -> int:
         total += 768 + len(stats.min_values or b"") + len(stats.max_values or b"")
         total += 16 * len(stats.null_counts) + 64 * len(entry.value_stats_cols or ())
     return total
+
+
+def not_a_table(description: str) -> TableNotFoundError:
+    return TableNotFoundError(f"{description} is not a Paimon table: it has no schema/ folder")
 
 
 class PaimonTable(TableIdentity):
@@ -176,6 +186,10 @@ class PaimonTable(TableIdentity):
             self._snapshots = {
                 i: read for i, read in self._snapshots.items() if listing.stamps.get(i) == read[0]
             }
+        if not listing.ids and not self._location.is_dir(SCHEMA_DIR):
+            # no snapshot/ listed because the table itself is gone (deleted, or its
+            # location unmounted): not an empty table, whose schema/ is there
+            raise not_a_table(self._description)
         newest = self._snapshots.get(listing.ids[-1]) if listing.ids else None
         if newest is not None and not self._unchanged(newest[1]):
             # rolled back and committed again as many times within the second an object
