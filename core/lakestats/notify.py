@@ -124,9 +124,13 @@ def notify(config: Config, table_name: str, *, wait: bool, timeout_s: float) -> 
                 "it, e.g. http://lakestatsd-{shard}.lakestatsd-shards:8765)"
             ) from None
         if status == 504:
+            table = body.get("status")
+            failing = table.get("last_error") if isinstance(table, dict) else None
+            # a table whose runs fail is why a writer waits in vain: say so, not just "late"
+            why = f"; its last run failed: {failing}" if failing else ""
             raise NotifyTimeoutError(
                 f"table {table_name!r} was not up to date within {timeout_s:g}s "
-                f"(lakestatsd at {base}: {message})"
+                f"(lakestatsd at {base}: {message}){why}"
             ) from None
         raise DaemonUnavailableError(
             f"lakestatsd at {base} answered HTTP {status}: {message}"
