@@ -20,7 +20,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TextIO
 
 from lakestats import __version__, cache
-from lakestats.config import Config, TableConfig, load_config
+from lakestats.config import Config, TableConfig, checked_state_dir, load_config
 from lakestats.exceptions import ConfigError, LakestatsError
 from lakestats.render import (
     byte_size,
@@ -221,8 +221,11 @@ def _parser() -> argparse.ArgumentParser:
 def _load(args: argparse.Namespace) -> Config:
     config = load_config(args.config)
     updates: dict[str, Any] = {}
-    if args.state_dir:
-        updates["state_dir"] = args.state_dir
+    if args.state_dir is not None:
+        try:
+            updates["state_dir"] = checked_state_dir(args.state_dir)
+        except ValueError as exc:
+            raise ConfigError(f"--state-dir: {exc}") from None
     if getattr(args, "spark_master", None):
         updates["spark"] = config.spark.model_copy(update={"master": args.spark_master})
     if getattr(args, "no_sketches", False):
@@ -518,7 +521,7 @@ def _print_unclaimed(folders: Sequence[StoreFolder], out: TextIO, *, configured:
             f.files,
             byte_size(f.bytes),
             describe_age(None if f.newest_file_ms is None else (now_ms - f.newest_file_ms) / 1e3),
-            f.location or (f"unreadable: {f.unreadable}" if f.unreadable else "no state"),
+            f.location or _no_location(f),
         ]
         for f in folders
     ]
@@ -531,6 +534,12 @@ def _print_unclaimed(folders: Sequence[StoreFolder], out: TextIO, *, configured:
     print(f"\n{why};\n`lakestats forget FOLDER` deletes one:", file=out)
     headers = ["folder", "table", "format", "stats at", "files", "size", "written", "location"]
     out.write(render_table(headers, rows, wide_last=True, wide_first=True))
+
+
+def _no_location(folder: StoreFolder) -> str:
+    if folder.foreign_files:
+        return f"not a stats folder: {folder.foreign_files} other file(s)"
+    return f"unreadable: {folder.unreadable}" if folder.unreadable else "no state"
 
 
 def _daemon_errors(

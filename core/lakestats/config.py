@@ -412,20 +412,8 @@ class Config(ConfigSection):
 
     @field_validator("state_dir")
     @classmethod
-    def _state_dir_not_a_file(cls, value: str) -> str:
-        # one stat per ancestor, so a typo pointing at a file is a config error naming the
-        # key rather than a traceback at the first write
-        local = local_path(value)
-        if local is None:
-            check_state_dir(value)
-            return value
-        for path in (local, *local.parents):
-            try:
-                if path.exists() and not path.is_dir():
-                    raise ValueError(f"{path} is a file, not a directory")
-            except OSError:
-                return value  # unreadable: the first write reports it with the path
-        return value
+    def _state_dir_usable(cls, value: str) -> str:
+        return checked_state_dir(value)
 
     @field_validator("catalog", mode="before")
     @classmethod
@@ -461,6 +449,27 @@ class Config(ConfigSection):
         """The configured tables split among the ``[shards]`` replicas, seen from this one."""
         names = tuple(t.name for t in self.table)
         return plan_shards(names, self.shards.index, self.shards.count)
+
+
+def checked_state_dir(value: str) -> str:
+    """``value`` as a state dir, or ``ValueError`` saying why it cannot be one: empty (it
+    would be the config file's own folder, whose other folders ``forget`` would take for
+    stats folders), on a store without exclusive create, or below a file. One stat per
+    ancestor, so a typo pointing at a file is a config error naming the key rather than a
+    traceback at the first write."""
+    if not value.strip():
+        raise ValueError("must name a directory (it is empty)")
+    local = local_path(value)
+    if local is None:
+        check_state_dir(value)
+        return value
+    for path in (local, *local.parents):
+        try:
+            if path.exists() and not path.is_dir():
+                raise ValueError(f"{path} is a file, not a directory")
+        except OSError:
+            return value  # unreadable: the first write reports it with the path
+    return value
 
 
 AnyConfig = TypeVar("AnyConfig", bound=Config)

@@ -102,6 +102,12 @@ def forget_refusal(
     folder: StoreFolder, claims: Claims, *, now_ms: int, grace_ms: int
 ) -> str | None:
     """Why ``folder`` (one that exists) must not be deleted now, or None when it may."""
+    if folder.foreign_files:
+        return (
+            f"{folder.name} holds {folder.foreign_files} file(s) lakestats does not write "
+            f"(such as {folder.foreign_example}): it is not a stats folder, or not only "
+            "one; delete what should go yourself"
+        )
     user = claims.folders.get(folder.name)
     if user is not None:
         return (

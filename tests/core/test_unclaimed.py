@@ -222,3 +222,65 @@ def test_an_empty_folder_is_listed_and_forgotten(moved: tuple[Path, Path, Path])
     code, out, _ = run("forget", "left-over", "--config", str(config))
     assert code == 0 and "left-over (no state): deleted 0 file(s)" in out
     assert not empty.exists()
+
+
+def test_forget_never_deletes_what_lakestats_did_not_write(
+    moved: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """A folder of the state dir holding other files (a state dir pointed at a shared
+    folder), and a symbolic link to a folder elsewhere: neither is deleted, nor anything
+    they hold, however old."""
+    config, old_folder, _ = moved
+    state = config.parent / "state"
+    mixed = state / "mydata"
+    (mixed / "stats").mkdir(parents=True)
+    (mixed / "stats" / "x.json").write_text("{}")
+    (mixed / "precious.txt").write_text("keep me")
+    outside = tmp_path / "outside"
+    (outside / "log").mkdir(parents=True)
+    (outside / "log" / "a.txt").write_text("keep me too")
+    (state / "link").symlink_to(outside, target_is_directory=True)
+    (old_folder / "notes.md").write_text("mine")
+    for folder in (mixed, outside, old_folder):
+        age(folder, GRACE_S + 5)
+    before = {f: tree(f) for f in (mixed, outside, old_folder)}
+
+    doc = json.loads(run("status", "--config", str(config), "--json")[1])
+    listed = {f["name"]: f for f in doc["unclaimed_folders"]}
+    assert "link" not in listed
+    assert (listed["mydata"]["foreign_files"], listed["mydata"]["foreign_example"]) == (
+        1,
+        "precious.txt",
+    )
+    assert listed[old_folder.name]["foreign_files"] == 1
+    assert "mydata" in run("status", "--config", str(config))[1]
+    assert "not a stats folder: 1 other file(s)" in run("status", "--config", str(config))[1]
+    for name in ("mydata", old_folder.name):
+        code, out, err = run("forget", name, "--config", str(config))
+        assert code == 1 and out == "", out
+        assert "lakestats does not write" in err and "Traceback" not in err
+    code, _, err = run("forget", "link", "--config", str(config))
+    assert code == 1 and "there is no stats folder link" in err
+    assert {f: tree(f) for f in (mixed, outside, old_folder)} == before
+
+
+def test_an_empty_or_unusable_state_dir_is_a_config_error(tmp_path: Path) -> None:
+    """An empty state dir would be the config file's folder, whose other folders status
+    and forget would take for stats folders; ``--state-dir`` is checked as the key is."""
+    config = tmp_path / "lakestats.toml"
+    config.write_text('state_dir = ""\n')
+    code, _, err = run("status", "--config", str(config))
+    assert code == 2 and "key state_dir: must name a directory" in err
+    config.write_text("")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for value, why in [
+        ("", "must name a directory"),
+        ("gs://bucket/x", "cannot live on gs://"),
+        ("s3://", "names no bucket"),
+        (str(a_file / "state"), "is a file, not a directory"),
+    ]:
+        code, _, err = run("status", "--config", str(config), "--state-dir", value)
+        assert code == 2, (value, err)
+        assert err.startswith("lakestats: error: --state-dir: ") and why in err, err
+        assert "Traceback" not in err

@@ -213,13 +213,15 @@ def list_dir(directory: PathLike) -> list[str]:
 
 
 def list_subdirs(directory: PathLike) -> list[str]:
-    """Names of the folders in ``directory`` (sorted); ``[]`` if it does not exist."""
+    """Names of the folders in ``directory`` (sorted); ``[]`` if it does not exist. A
+    symbolic link is not one of them: what it points to lies outside ``directory``, and
+    deleting a folder's files must never follow it there."""
     target = local_path(directory)
     if target is None:
         return objectstore.list_subdirs(str(directory))
     if not target.is_dir():
         return []
-    return sorted(p.name for p in target.iterdir() if p.is_dir())
+    return sorted(p.name for p in target.iterdir() if p.is_dir() and not p.is_symlink())
 
 
 def list_tree(directory: PathLike) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lakestats.exceptions import LakestatsError
 from lakestats.store import atomic, statelog
-from lakestats.store.store import list_files
+from lakestats.store.store import AGGREGATES_DIR, SEGMENTS_DIR, STATS_DIR, list_files
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,18 @@ class StoreFolder:
     table: str | None = None
     # why the newest state version could not be read (None: read, or there is none)
     unreadable: str | None = None
+    # files outside the store's layout (``STORE_DIRS``): not lakestats' to delete
+    foreign_files: int = 0
+    foreign_example: str | None = None  # the first of them, to name in messages
+
+
+# the folders a table's stats folder holds (docs/store-format.md, "Layout")
+STORE_DIRS = frozenset({statelog.LOG_DIR, SEGMENTS_DIR, AGGREGATES_DIR, STATS_DIR})
+
+
+def _is_foreign(rel: str) -> bool:
+    head, sep, _ = rel.partition("/")
+    return not (sep and head in STORE_DIRS)
 
 
 def folder_names(state_dir: str | Path) -> list[str]:
@@ -56,11 +68,14 @@ def describe_folder(state_dir: str | Path, name: str) -> StoreFolder:
     check_folder_name(name)
     table_dir = atomic.join(atomic.root(state_dir), name)
     stats = atomic.stat_tree(table_dir)
+    foreign = [rel for rel, _, _ in stats if _is_foreign(rel)]
     folder = StoreFolder(
         name=name,
         files=len(stats),
         bytes=sum(size for _, _, size in stats),
         newest_file_ms=max((mtime for _, mtime, _ in stats), default=None),
+        foreign_files=len(foreign),
+        foreign_example=min(foreign, default=None),
     )
     try:
         state = statelog.latest_version(table_dir)
