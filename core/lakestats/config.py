@@ -326,12 +326,22 @@ class TableConfig(ConfigSection):
     # key sketch (docs/paimon.md)
     key_merge: Literal["apply", "estimate"] = "apply"
 
+    @field_validator("location")
+    @classmethod
+    def _a_path(cls, value: str | None) -> str | None:
+        # no file system takes a NUL in a path: refused here, not by the first open
+        if value is not None and "\x00" in value:
+            raise ValueError(f"{value!r} contains a NUL character")
+        return value
+
     @field_validator("location_map")
     @classmethod
     def _prefixes(cls, value: dict[str, str]) -> dict[str, str]:
         for source, target in value.items():
             if not source.strip() or not target.strip():
                 raise ValueError(f"{source!r} = {target!r}: prefixes must not be empty")
+            if "\x00" in source + target:
+                raise ValueError(f"{source!r} = {target!r}: contains a NUL character")
         return value
 
     @field_validator("format")
@@ -516,7 +526,14 @@ def _apply_override(data: dict[str, Any], parts: list[str], value: str, var: str
     if head == "table":
         if len(parts) < 3:
             raise ConfigError(f"environment variable {var}: use LAKESTATS_TABLE__<NAME>__<KEY>")
-        tables = [dict(t) for t in data.get("table", [])]
+        listed = data.get("table", [])
+        if not isinstance(listed, list) or not all(isinstance(t, dict) for t in listed):
+            # `[table]` where `[[table]]` was meant: say so here, where the overlay meets it
+            raise ConfigError(
+                f"environment variable {var}: key table: the config's tables are not an "
+                "array of [[table]] sections"
+            )
+        tables = [dict(t) for t in listed]
         wanted = parts[1].lower()
         match = next((t for t in tables if str(t.get("name", "")).lower() == wanted), None)
         if match is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -313,3 +314,24 @@ def test_a_bad_value_from_the_environment_is_blamed_on_its_variable(
             _write(tmp_path, GOOD.replace("kll_k = 400", "kll_k = 1")),
             env={"LAKESTATS_SKETCH__THETA_LG_K": "12"},
         )
+
+
+@pytest.mark.parametrize("text", ['[table]\nname = "a"\n', 'table = "x"\n', "table = [1]\n"])
+def test_a_table_override_onto_a_table_key_that_is_not_an_array(tmp_path: Path, text: str) -> None:
+    with pytest.raises(
+        ConfigError, match=r"LAKESTATS_TABLE__A__LOCATION: key table: .*\[\[table\]\]"
+    ):
+        load_config(_write(tmp_path, text), env={"LAKESTATS_TABLE__A__LOCATION": "/tmp"})
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        ('location = "/data/a\\u0000b"', "table[0].location"),
+        ('location = "/d"\nlocation_map = {"/x\\u0000" = "/y"}', "table[0].location_map"),
+    ],
+)
+def test_a_nul_in_a_path_is_a_config_error(tmp_path: Path, table: str, key: str) -> None:
+    text = f'[[table]]\nname = "t"\n{table}\n'
+    with pytest.raises(ConfigError, match=f"key {re.escape(key)}: .*NUL character"):
+        load_config(_write(tmp_path, text))
