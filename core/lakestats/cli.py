@@ -323,6 +323,8 @@ def _cmd_analyze(args: argparse.Namespace, config: Config, out: TextIO, err: Tex
             if result.commits:
                 line = _analyzed_line(opened.name, len(result.commits), result.last_snapshot_id)
                 print(line, file=out, flush=True)
+            elif result.last_snapshot_id is None:
+                print(f"{opened.name}: no commits yet, nothing to analyze", file=out)
             else:
                 print(f"{opened.name}: up to date (snapshot {result.last_snapshot_id})", file=out)
     if every:

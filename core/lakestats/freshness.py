@@ -66,8 +66,9 @@ def freshness(opened: OpenedTable, now_ms: int | None = None) -> Freshness:
     if walk.stopped is not None:
         raise walk.stopped  # how far behind is unknown past a commit that cannot be read
     # a commit that changes no data file (Paimon's ANALYZE snapshot, lakestats' own after a
-    # publishing run) has its parent's data: the stats do not fall behind by it
-    pending = [c for c in walk.commits if c.added_files or c.removed_files]
+    # publishing run) has its parent's data: stats do not fall behind by it — but with
+    # no stats at all, every commit is one they lack (an append of no rows has stats too)
+    pending = [c for c in walk.commits if last is None or c.added_files or c.removed_files]
     return Freshness(
         name=opened.name,
         format=opened.table.format_name,

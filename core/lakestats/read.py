@@ -29,6 +29,11 @@ def read_stats(
     opened = open_table(table, config)
     state = opened.store.current()
     if state is None or state.last_snapshot_id is None:
+        if opened.table.current_snapshot_id() is None:
+            # analyze would change nothing: say why there is nothing to show
+            raise SnapshotNotFoundError(
+                f"table {opened.name} has no commits yet: there are no stats to show"
+            )
         raise SnapshotNotFoundError(
             f"no stats for table {opened.name} yet: run `lakestats analyze {opened.name}`"
         )

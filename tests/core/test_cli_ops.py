@@ -369,3 +369,29 @@ def test_notify_refuses_a_timeout_the_socket_cannot_take(
     err = capsys.readouterr().err
     assert stopped.value.code == 2
     assert "argument --timeout:" in err and "Traceback" not in err
+
+
+def test_a_table_without_commits_and_one_of_an_empty_append(tmp_path: Path) -> None:
+    """No commit: nothing to analyze, and show says so rather than "run analyze". An
+    append of no rows (no data file): status counts it until stats describe it."""
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", SCHEMA)
+    config = config_file(tmp_path, wh, ["t"])
+    code, out, _ = run("analyze", "t", "--config", str(config), "--no-sketches", "-q")
+    assert code == 0 and out.strip() == "t: no commits yet, nothing to analyze"
+    code, _, err = run("show", "t", "--config", str(config))
+    assert code == 1 and "table t has no commits yet: there are no stats to show" in err
+    status = json.loads(run("status", "--config", str(config), "--json")[1])["tables"][0]
+    assert (status["current_snapshot_id"], status["up_to_date"]) == (None, True)
+
+    empty = wh.append("t", rows(0, 0))
+    status = json.loads(run("status", "--config", str(config), "--json")[1])["tables"][0]
+    assert (status["current_snapshot_id"], status["commits_behind"]) == (empty, 1)
+    assert status["up_to_date"] is False
+    code, _, err = run("show", "t", "--config", str(config))
+    assert code == 1 and "run `lakestats analyze t`" in err
+    assert run("analyze", "t", "--config", str(config), "--no-sketches", "-q")[0] == 0
+    status = json.loads(run("status", "--config", str(config), "--json")[1])["tables"][0]
+    assert (status["last_snapshot_id"], status["up_to_date"]) == (empty, True)
+    doc = json.loads(run("show", "t", "--config", str(config), "--json")[1])
+    assert (doc["snapshot_id"], doc["record_count"]) == (empty, 0)
