@@ -197,8 +197,9 @@ def expire(
             )
         fmt.refresh()
         doomed = plan_snapshot_expiry(fmt.snapshot_infos(), policy, now)
-        if not dry_run:
-            fmt.expire_snapshots(doomed)
+        # a dry run only checks that the table can commit: what it promises, the real run
+        # must be able to do (a table opened read-only refuses both alike)
+        fmt.expire_snapshots(() if dry_run else doomed)
     plan, version = expire_stats(
         opened,
         dry_run=dry_run,
