@@ -9,13 +9,37 @@ from __future__ import annotations
 from typing import Any
 
 from lakestats.config import Config, TableConfig
-from lakestats.exceptions import LakestatsError, SnapshotNotFoundError
+from lakestats.exceptions import LakestatsError, SnapshotNotFoundError, StoreError
 from lakestats.formats.base import HasDatalessVersions
 from lakestats.maintenance import expired_meanwhile, missing_snapshot_message
 from lakestats.publish.registry import publisher_for
 from lakestats.store import StatsStore, atomic, statelog
 from lakestats.store.folders import folder_names
 from lakestats.tables import ConfigLike, TableLike, open_table
+
+# the keys of a stats document (``publish/native.py``) every reader of one relies on
+_STATS_DOC_KEYS: dict[str, type] = {
+    "format": str,
+    "snapshot_id": int,
+    "record_count": int,
+    "columns": dict,
+    "partitions": list,
+    "commit": dict,
+}
+
+
+def stats_document(store: StatsStore, rel: str) -> dict[str, Any]:
+    """The stats document at ``rel``, ``StoreError`` when it is not one (a file damaged
+    or written by something else): one error naming the file, not a ``KeyError`` in
+    whichever reader first looks for a key."""
+    doc = store.read_stats(rel)
+    wrong = [key for key, kind in _STATS_DOC_KEYS.items() if not isinstance(doc.get(key), kind)]
+    if wrong:
+        raise StoreError(
+            f"{store.path(rel)}: not a stats document: {', '.join(wrong)} missing or of "
+            "the wrong type"
+        )
+    return doc
 
 
 def read_stats(
@@ -46,7 +70,7 @@ def read_stats(
             wanted, path = data_version, state.stats[data_version]
     if path is None or (snapshot_id is not None and expired_meanwhile(opened, state, wanted)):
         raise SnapshotNotFoundError(missing_snapshot_message(opened, state, wanted))
-    doc = opened.store.read_stats(path)
+    doc = stats_document(opened.store, path)
     doc["table"] = opened.name
     doc["published"] = publisher_for(opened).describe(wanted, state.published)
     return doc
@@ -59,7 +83,7 @@ def list_commit_docs(table: TableLike, *, config: ConfigLike = None) -> list[dic
     state = opened.store.current()
     if state is None:
         return []
-    docs = [opened.store.read_stats(p)["commit"] for p in state.stats.values()]
+    docs = [stats_document(opened.store, p)["commit"] for p in state.stats.values()]
     return sorted(docs, key=lambda d: (d["sequence_number"], d["timestamp_ms"]))
 
 
@@ -82,7 +106,7 @@ def read_last_stats(
             if state is None or state.last_snapshot_id is None:
                 continue
             store = StatsStore(config.state_dir, state.table_id, folder=candidate)
-            doc = store.read_stats(state.stats[state.last_snapshot_id])
+            doc = stats_document(store, state.stats[state.last_snapshot_id])
         except (LakestatsError, OSError, ValueError, KeyError):
             continue
         if doc.get("table") == table.name and (best is None or state.created_at_ms > best[0]):

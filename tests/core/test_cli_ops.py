@@ -395,3 +395,23 @@ def test_a_table_without_commits_and_one_of_an_empty_append(tmp_path: Path) -> N
     assert (status["last_snapshot_id"], status["up_to_date"]) == (empty, True)
     doc = json.loads(run("show", "t", "--config", str(config), "--json")[1])
     assert (doc["snapshot_id"], doc["record_count"]) == (empty, 0)
+
+
+def test_a_stats_file_of_the_wrong_shape_is_named_by_every_reader(tmp_path: Path) -> None:
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", SCHEMA)
+    wh.append("t", rows(0, 10))
+    config = config_file(tmp_path, wh, ["t"])
+    assert run("analyze", "t", "--config", str(config), "--no-sketches", "-q")[0] == 0
+    [stats_file] = (tmp_path / "state").glob("*/stats/*.json")
+    stats_file.write_text('{"table": "t", "snapshot_id": "one"}')
+    for command in (
+        ["show", "t"],
+        ["show", "t", "--json"],
+        ["commits", "t"],
+        ["estimate", "t", "id < 5"],
+    ):
+        code, out, err = run(*command, "--config", str(config))
+        assert code == 1 and out == "", (command, out)
+        assert f"{stats_file.name}: not a stats document: " in err, (command, err)
+        assert "snapshot_id, record_count, columns, partitions, commit" in err
