@@ -490,3 +490,52 @@ def test_without_sketches_a_narrow_integer_column_gets_a_part_per_value() -> Non
     expected = [sum(1 for f in files if f.lower <= v <= f.upper) for v in range(10)]
     assert [b.files for b in advice.overlap] == expected
     assert [b.share for b in advice.overlap] == [k / len(files) for k in expected]
+
+
+def test_a_narrow_file_next_to_very_wide_ones_is_not_lost_in_rounding() -> None:
+    # [−1e20, 0], [0, 1], [1, 1e20]: each file's rows read only that file (the others
+    # touch it at a single point). In doubles the prefix integral 1e20 + 1 rounds to 1e20
+    # and the middle file's cover came out 0, the expectation 2/3 of a file.
+    bounds = [(-1e20, 0.0), (0.0, 1.0), (1.0, 1e20)]
+    files = [
+        FileColumn(f"f{i}", UNPARTITIONED, 10, 100, lo, hi, null_count=0)
+        for i, (lo, hi) in enumerate(bounds)
+    ]
+    advice = analyze_column(column(files, "double"), SETTINGS)
+    assert advice.point is not None
+    assert advice.point.files_expected == pytest.approx(1.0, rel=1e-12)
+    assert advice.point.bytes_expected == pytest.approx(100.0, rel=1e-12)
+    assert advice.point.files_max == 2
+
+
+def test_nanosecond_timestamps_are_placed_by_microseconds() -> None:
+    # timestamp_ns has no KLL sketch (Paimon's TIMESTAMP(9)): bounds stay datetimes and
+    # take the spread model, on the same line as the numbers of
+    # test_without_sketches_numbers_use_the_spread_model: files [10i, 10i + 20] minutes
+    import datetime as dt
+
+    from lakestats.advise import display_value, order_key
+
+    for type_str, zone in (("timestamp_ns", None), ("timestamptz_ns", dt.UTC)):
+        start = dt.datetime(2026, 11, 23, tzinfo=zone)
+
+        def at(minutes: int, start: dt.datetime = start, type_str: str = type_str) -> Any:
+            return order_key(type_str, start + dt.timedelta(minutes=minutes))
+
+        files = [
+            FileColumn(f"f{i}", UNPARTITIONED, 100, 1000, at(10 * i), at(10 * i + 20), null_count=0)
+            for i in range(10)
+        ]
+        advice = analyze_column(column(files, type_str), SETTINGS)
+        assert advice.point is not None and advice.point.files_max == 3
+        assert advice.point.files_expected == pytest.approx((8 * 2 + 2 * 1.5) / 10)
+        labels = [display_value(type_str, b.lower) for b in advice.overlap]
+        # 20 parts of 110 minutes: 5.5 minutes each
+        expected = [(start + dt.timedelta(seconds=330 * k)).isoformat() for k in range(20)]
+        assert labels == expected
+
+
+def test_a_nan_bound_is_unknown() -> None:
+    from lakestats.advise import order_key
+
+    assert order_key("double", math.nan) is None and order_key("float", 1.5) == 1.5

@@ -8,11 +8,13 @@ sketch, not by a uniform domain (docs/advisor.md).
 from __future__ import annotations
 
 import bisect
+import datetime as dt
 import math
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from itertools import accumulate, pairwise
 from typing import Any
 
@@ -38,6 +40,7 @@ from lakestats.sketches.merge import (
     theta_estimate,
     union_theta,
 )
+from lakestats.values import from_physical, to_physical
 
 
 class Bounds:
@@ -162,16 +165,28 @@ class Axis:
     Strings and binary are placed by the 8 bytes that follow the prefix all of the
     column's bounds share (so "customer-0001" … "customer-0400" do not all collapse onto
     "customer"), big-endian; UUIDs by their top 64 bits; booleans as 0/1. Values that still
-    share those 8 bytes land on one point (handled as single points).
+    share those 8 bytes land on one point (handled as single points). Times of day are
+    placed by their microseconds since midnight, and timestamps without KLL units
+    (nanosecond ones) by their microseconds since the epoch, as KLL places timestamps.
+
+    Numbers are themselves, except ±Infinity: no finite position is proportional to it,
+    so it is placed at the column's lowest (highest) finite bound — a file reaching to
+    infinity is taken as spread over the finite part of its range — or at 0 when every
+    bound is infinite. ``lowest`` and ``highest`` stay the true extremes (chart labels).
     """
 
-    def __init__(self, lowest: Any, highest: Any) -> None:
+    def __init__(self, values: Iterable[Any]) -> None:
+        """``values``: every lower and upper bound of the column's files."""
+        bounds = list(values)
+        self.lowest, self.highest = min(bounds), max(bounds)
+        finite = [v for v in bounds if isinstance(v, float) and math.isfinite(v)]
+        self._ends = (min(finite), max(finite)) if finite else (0.0, 0.0)
         self._skip = 0
         self._prefix = b""
-        self._text = isinstance(lowest, str)
-        self._bytewise = isinstance(lowest, str | bytes)
-        if isinstance(lowest, str | bytes) and isinstance(highest, str | bytes):
-            a, b = self._bytes(lowest), self._bytes(highest)
+        self._text = isinstance(self.lowest, str)
+        self._bytewise = isinstance(self.lowest, str | bytes)
+        if isinstance(self.lowest, str | bytes) and isinstance(self.highest, str | bytes):
+            a, b = self._bytes(self.lowest), self._bytes(self.highest)
             while self._skip < min(len(a), len(b)) and a[self._skip] == b[self._skip]:
                 self._skip += 1
             self._prefix = a[: self._skip]
@@ -181,6 +196,8 @@ class Axis:
         return value.encode("utf-8") if isinstance(value, str) else bytes(value)
 
     def place(self, value: Any) -> float:
+        if isinstance(value, float) and math.isinf(value):
+            return self._ends[0] if value < 0 else self._ends[1]
         if isinstance(value, bool | int | float):
             return float(value)
         if isinstance(value, str | bytes):
@@ -188,11 +205,19 @@ class Axis:
             return float(int.from_bytes(window.ljust(8, b"\0"), "big"))
         if isinstance(value, uuid.UUID):
             return float(value.int >> 64)
+        if isinstance(value, dt.datetime):
+            return float((value - _epoch(value)) // _MICROSECOND)
+        if isinstance(value, dt.time):
+            return float(to_physical("time", value))
         raise TypeError(f"cannot place {type(value).__name__} bounds on an axis")
 
     def value(self, x: float) -> Any:
         """A value at position ``x`` (chart labels): ``place`` inverted, up to the 8 bytes
         it keeps. Positions of numbers, booleans and UUIDs stay positions."""
+        if isinstance(self.lowest, dt.datetime):
+            return _epoch(self.lowest) + round(x) * _MICROSECOND
+        if isinstance(self.lowest, dt.time):
+            return from_physical("time", round(x))
         if not self._bytewise:
             return x
         window = min(int(x), 2**64 - 1).to_bytes(8, "big")
@@ -208,6 +233,29 @@ class Axis:
         return (self._prefix + bytes(shown)).decode("utf-8", errors="replace") + "…"
 
 
+_MICROSECOND = dt.timedelta(microseconds=1)
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _epoch(value: dt.datetime) -> dt.datetime:
+    return _EPOCH if value.tzinfo is None else _EPOCH_TZ
+
+
+def _bounds_of(bounded: Sequence[FileColumn]) -> list[Any]:
+    return [v for f in bounded for v in (f.lower, f.upper)]
+
+
+def _exact(points: Sequence[float]) -> list[int]:
+    """Finite positions as integers over their common binary denominator (every double is
+    n / 2^k): sums of covers × widths stay exact, so a span wider than the largest double
+    (−1.5e308 … 1.5e308) does not overflow, and a narrow file next to a very wide one is
+    not lost in the wide one's rounding."""
+    ratios = [x.as_integer_ratio() for x in points]
+    denominator = max((d for _, d in ratios), default=1)
+    return [n * (denominator // d) for n, d in ratios]
+
+
 _INTEGRAL = ("int", "long", "date")
 
 
@@ -219,14 +267,13 @@ def _axis_overlap(
     ``integral`` column (ints, longs, dates) holding fewer values than ``parts`` gets a
     part per value: equal widths would cut parts holding no value, labelled alike.
     ``group``: the bounds of the group's files (``bounded`` and those without bounds)."""
-    lowest = min(f.lower for f in bounded)
-    highest = max(f.upper for f in bounded)
+    axis = Axis(_bounds_of(bounded))
+    lowest, highest = axis.lowest, axis.highest
     if integral and highest - lowest < parts:
         values = [float(v) for v in range(math.floor(lowest), math.floor(highest) + 1)]
         holding = [group.files_in_part(v, v, first=True) for v in values]
         return tuple(OverlapBin(v, v, k, k / files) for v, k in zip(values, holding, strict=True))
     unknown = group.unknown_files
-    axis = Axis(lowest, highest)
     placed = [
         FileColumn(
             f.path, f.partition, f.records, f.file_bytes, axis.place(f.lower), axis.place(f.upper)
@@ -234,8 +281,9 @@ def _axis_overlap(
         for f in bounded
     ]
     bounds = Bounds(placed)
-    a, b = axis.place(lowest), axis.place(highest)
-    cuts = [a + (b - a) * i / parts for i in range(parts + 1)]
+    # exact fractions: b − a overflows between −1.5e308 and 1.5e308, a cut does not
+    a, b = Fraction(axis.place(lowest)), Fraction(axis.place(highest))
+    cuts = [float(a + (b - a) * i / parts) for i in range(parts + 1)]
     labels = [lowest, *(axis.value(x) for x in cuts[1:-1]), highest]
     out = []
     for i in range(parts):
@@ -252,14 +300,16 @@ def _spread_expectation(
     Model: each file's rows are spread evenly over its own [min, max], placed on a number
     line by ``Axis``; a lookup's value is a row's value. Between two adjacent bounds the
     files covering a point do not change, so a file's mean cover over its span is a
-    difference of prefix integrals: O(F log F) in all. A file whose min and max embed to
-    one number covers that single point (counted on the true bounds).
+    difference of prefix integrals: O(F log F) in all, kept exact in integers (``_exact``).
+    A file whose min and max embed to one number covers that single point (counted on the
+    true bounds).
     """
     if not bounded:
         return 0.0, 0.0
     spans = [(axis.place(f.lower), axis.place(f.upper)) for f in bounded]
     points = sorted({x for span in spans for x in span})
     at = {x: i for i, x in enumerate(points)}
+    exact = _exact(points)
     diff_files = [0] * (len(points) + 1)
     diff_bytes = [0] * (len(points) + 1)
     for f, (lo, hi) in zip(bounded, spans, strict=True):
@@ -268,20 +318,22 @@ def _spread_expectation(
             diff_files[at[hi]] -= 1
             diff_bytes[at[lo]] += f.file_bytes
             diff_bytes[at[hi]] -= f.file_bytes
-    widths = [b - a for a, b in pairwise(points)]
+    widths = [b - a for a, b in pairwise(exact)]
     cover_files = list(accumulate(diff_files))[: len(widths)]
     cover_bytes = list(accumulate(diff_bytes))[: len(widths)]
     # integral of the cover from points[0] to points[k]
-    int_files = [0.0, *accumulate(c * w for c, w in zip(cover_files, widths, strict=True))]
-    int_bytes = [0.0, *accumulate(c * w for c, w in zip(cover_bytes, widths, strict=True))]
+    int_files = [0, *accumulate(c * w for c, w in zip(cover_files, widths, strict=True))]
+    int_bytes = [0, *accumulate(c * w for c, w in zip(cover_bytes, widths, strict=True))]
     weights = [max(f.records - (f.null_count or 0), 1) for f in bounded]
     total = sum(weights)
     e_files = e_bytes = 0.0
     for f, (lo, hi), weight in zip(bounded, spans, weights, strict=True):
         if hi > lo:
             i, j = at[lo], at[hi]
-            cover = (int_files[j] - int_files[i]) / (hi - lo) + bounds.unknown_files
-            size = (int_bytes[j] - int_bytes[i]) / (hi - lo) + bounds.unknown_bytes
+            # int / int: correctly rounded, and at most the files (bytes) of the column
+            width = exact[j] - exact[i]
+            cover = (int_files[j] - int_files[i]) / width + bounds.unknown_files
+            size = (int_bytes[j] - int_bytes[i]) / width + bounds.unknown_bytes
         else:
             cover = bounds.files_overlapping(f.lower, f.lower)
             size = bounds.bytes_overlapping(f.lower, f.lower)
@@ -297,9 +349,7 @@ def _point_cost(
         counts, sizes = bounds.overlapping_many(dist.values, dist.values)
         e_files, e_bytes = float(counts.mean()), float(sizes.mean())
     else:
-        lowest = min(f.lower for f in bounded)
-        highest = max(f.upper for f in bounded)
-        e_files, e_bytes = _spread_expectation(bounded, Axis(lowest, highest), bounds)
+        e_files, e_bytes = _spread_expectation(bounded, Axis(_bounds_of(bounded)), bounds)
     max_files, max_bytes = bounds.max_depth()
     return LookupCost(None, e_files, max_files, e_bytes, max_bytes, e_files / files)
 

@@ -15,6 +15,9 @@ from lakestats.values import kll_value, to_json
 # units: the distribution of lookups comes from the sketch, bounds compare as doubles.
 KLL_TYPES = frozenset({"int", "long", "float", "double", "date", "timestamp", "timestamptz"})
 FLOAT_TYPES = frozenset({"float", "double"})
+# Types queried by ranges as well as by equality (rule 8: not given a Bloom filter unless
+# key-like): the KLL types, decimals, and the ordered types sketches do not cover
+RANGE_TYPES = KLL_TYPES | {"time", "timestamp_ns", "timestamptz_ns"}
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -31,7 +34,10 @@ def has_kll(type_str: str) -> bool:
 
 def order_key(type_str: str, value: Any) -> Any:
     """A bound as the analysis compares it: KLL units (a double) where the column has a KLL
-    sketch, so bounds and quantiles share one axis; the value itself otherwise."""
+    sketch, so bounds and quantiles share one axis; the value itself otherwise. A NaN bound
+    orders nothing (no value is above or below it): it is unknown, ``None``."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
     if value is None or not has_kll(type_str):
         return value
     if isinstance(value, dt.datetime):
@@ -52,6 +58,8 @@ def display_value(type_str: str, key: Any) -> JsonScalar:
         return key
     if isinstance(key, bytes):
         return key.hex()
+    if isinstance(key, dt.date | dt.time):  # times of day, nanosecond timestamps: ISO
+        return key.isoformat()
     return str(key)
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from lakestats.advise.model import (
     EXACT_ENOUGH,
     FLOAT_TYPES,
-    KLL_TYPES,
     LN2_SQUARED,
+    RANGE_TYPES,
     AdviceKind,
     AdviceSettings,
     BloomSizing,
@@ -98,7 +98,7 @@ def recommend(facts: ColumnFacts, settings: AdviceSettings) -> Recommendation:
             truly,
         )
     key_like = ndv is not None and facts.non_null > 0 and ndv >= s.key_like * facts.non_null
-    rangeable = facts.type in KLL_TYPES or facts.type.startswith("decimal")
+    rangeable = facts.type in RANGE_TYPES or facts.type.startswith("decimal")
     if per_file is not None and truly is not None and not floating and (key_like or not rangeable):
         with_bloom = truly + s.bloom_fpp * max(e - truly, 0.0)
         if e >= s.min_gain * with_bloom:
