@@ -2,11 +2,15 @@
 
 ``parse_predicate("price BETWEEN 10 AND 20")`` reads one comparison;
 ``parse_conjunction("region = 'emea' AND price < 10")`` reads comparisons joined by ``AND``
-(the ``AND`` of a ``BETWEEN`` and any inside quotes belong to their comparison). Quoted
-constants are strings (dates, timestamps, decimals, text, as ``show --json`` prints them;
-SQL's ``DATE '…'`` and ``TIMESTAMP '…'`` too), others numbers or true/false. Every reading
-failure is a one-line ``PredicateError`` that quotes the text; nothing is guessed (an
-``IN`` list is constants and commas, no more).
+(the ``AND`` of a ``BETWEEN`` and any inside quotes belong to their comparison). A column
+is its name as written (no spaces, not starting with a quote: ``a.b``, ``ünï``) or, for
+any other name (spaces, a word such as ``AND``), in double quotes or backticks with that
+quote doubled inside, as SQL and Spark quote identifiers (``"my col"``, `` `AND` ``,
+``"a""b"`` for a"b). Quoted constants are strings (dates, timestamps, decimals, text, as
+``show --json`` prints them; SQL's ``DATE '…'`` and ``TIMESTAMP '…'`` too; the column's
+type reads them, ``'10'`` on a number column as 10), others numbers or true/false. Every
+reading failure is a one-line ``PredicateError`` that quotes the text; nothing is guessed
+(an ``IN`` list is constants and commas, no more).
 """
 
 from __future__ import annotations
@@ -42,20 +46,30 @@ class Predicate:
 _TYPED = r"(?:date|timestamp(?:_ntz|_ltz)?)\s*"
 _LITERAL = rf"""(?:(?:{_TYPED})?'(?:[^']|'')*'|[-+]?[0-9.eE+-]+|true|false)"""
 _LIST = re.compile(rf"^\s*{_LITERAL}\s*(?:,\s*{_LITERAL}\s*)*$", re.I)
+# a quoted column: any characters between double quotes or backticks, that quote doubled
+_QUOTED_COLUMN = r'"(?:[^"]|"")+"|`(?:[^`]|``)+`'
+# a column as written: quoted, or a name without spaces that does not start with a quote
+# (``\S*?`` for comparisons: ``price<=2.5``)
+_COLUMN = rf"(?P<col>{_QUOTED_COLUMN}|[^\s\"`]\S*)"
+_COLUMN_BEFORE_OP = rf"(?P<col>{_QUOTED_COLUMN}|[^\s\"`]\S*?)"
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("is not null", re.compile(r"^(?P<col>\S+)\s+is\s+not\s+null$", re.I)),
-    ("is null", re.compile(r"^(?P<col>\S+)\s+is\s+null$", re.I)),
+    ("is not null", re.compile(rf"^{_COLUMN}\s+is\s+not\s+null$", re.I)),
+    ("is null", re.compile(rf"^{_COLUMN}\s+is\s+null$", re.I)),
     (
         "between",
-        re.compile(
-            rf"^(?P<col>\S+)\s+between\s+(?P<a>{_LITERAL})\s+and\s+(?P<b>{_LITERAL})$", re.I
-        ),
+        re.compile(rf"^{_COLUMN}\s+between\s+(?P<a>{_LITERAL})\s+and\s+(?P<b>{_LITERAL})$", re.I),
     ),
-    ("in", re.compile(r"^(?P<col>\S+)\s+in\s*\((?P<list>.*)\)$", re.I)),
-    ("cmp", re.compile(rf"^(?P<col>\S+?)\s*(?P<op><=|>=|<|>|=)\s*(?P<a>{_LITERAL})$", re.I)),
+    ("in", re.compile(rf"^{_COLUMN}\s+in\s*\((?P<list>.*)\)$", re.I)),
+    (
+        "cmp",
+        re.compile(rf"^{_COLUMN_BEFORE_OP}\s*(?P<op><=|>=|<|>|=)\s*(?P<a>{_LITERAL})$", re.I),
+    ),
 ]
-# what splitting a conjunction looks at: quoted strings (skipped whole), BETWEEN, AND
-_CONJUNCTION_TOKENS = re.compile(r"'(?:[^']|'')*'|\bbetween\b|\band\b", re.I)
+# what splitting a conjunction looks at: quoted strings and quoted columns (skipped whole;
+# a column's quote opens only where a word starts, so ``a"b = 1`` stays a name), BETWEEN, AND
+_CONJUNCTION_TOKENS = re.compile(
+    rf"'(?:[^']|'')*'|(?<!\S)(?:{_QUOTED_COLUMN})|\bbetween\b|\band\b", re.I
+)
 
 
 def parse_predicate(text: str) -> Predicate:
@@ -66,7 +80,7 @@ def parse_predicate(text: str) -> Predicate:
         m = pattern.match(stripped)
         if m is None:
             continue
-        column = m.group("col").strip('`"')
+        column = _column(m.group("col"))
         if kind in ("is null", "is not null"):
             return Predicate(column, cast("Op", kind))
         if kind == "between":
@@ -79,7 +93,8 @@ def parse_predicate(text: str) -> Predicate:
         return Predicate(column, cast("Op", m.group("op")), (_literal(m.group("a")),))
     raise PredicateError(
         f"cannot read predicate {text!r}: use col = v, <, <=, >, >=, BETWEEN a AND b, "
-        "IN (a, b), IS [NOT] NULL, joined by AND"
+        "IN (a, b), IS [NOT] NULL, joined by AND; quote a column named with spaces or a keyword "
+        'as "my col"'
     )
 
 
@@ -90,7 +105,8 @@ def parse_conjunction(text: str) -> tuple[Predicate, ...]:
 
 def split_conjunction(text: str) -> list[str]:
     """``text`` cut at each ``AND`` that joins two comparisons: not a ``BETWEEN``'s, not
-    one inside quotes. An empty part (``"a AND"``) is an error."""
+    one inside quotes (a string constant's or a quoted column's). An empty part (``"a AND"``)
+    is an error."""
     parts: list[str] = []
     start, between_open = 0, False
     for token in _CONJUNCTION_TOKENS.finditer(text):
@@ -107,6 +123,14 @@ def split_conjunction(text: str) -> list[str]:
     if any(not part.strip() for part in parts):
         raise PredicateError(f"cannot read predicate {text!r}: AND needs a comparison each side")
     return [part.strip() for part in parts]
+
+
+def _column(written: str) -> str:
+    """A column as written: a quoted one without its quotes, a doubled quote inside as one."""
+    quote = written[0]
+    if quote in '"`':
+        return written[1:-1].replace(quote * 2, quote)
+    return written
 
 
 def _literal(token: str) -> Any:

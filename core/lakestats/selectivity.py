@@ -24,7 +24,10 @@ The model (docs/sketches.md, "Selectivity"):
   are a ``LakestatsError``.
 
 Constants are given as Python values of the column's type or as their JSON form
-(``"2024-01-31"`` for a date, ``"12.50"`` for a decimal), as ``show --json`` prints them.
+(``"2024-01-31"`` for a date, ``"12.50"`` for a decimal), as ``show --json`` prints them;
+on a number column (int, long, float, double, decimal) text is the number it writes, as the
+same constant unquoted (``'10'`` is 10; on a float also ``'NaN'`` and ``'Infinity'``), and
+text that writes none is a one-line error naming the column.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import math
+import re
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any
@@ -44,6 +48,15 @@ from lakestats.values import from_json, holds_decimal, to_physical
 __all__ = ["Op", "Predicate", "PredicateError", "order_key", "parse_predicate", "selectivity"]
 
 _NUMERIC = ("int", "long", "float", "double", "date", "timestamp", "timestamptz")
+# a number as text: digits with an optional sign, point and exponent ('10', '-1.5', '2e3')
+_DIGITS = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[-+]?[0-9]+)?", re.I)
+# a float's values that are no digits, as ``show --json`` prints them and Spark and DuckDB
+# read them (any case)
+_FLOAT_WORDS = {
+    **dict.fromkeys(("infinity", "+infinity", "inf", "+inf"), math.inf),
+    **dict.fromkeys(("-infinity", "-inf"), -math.inf),
+    "nan": math.nan,
+}
 
 
 def selectivity(doc: dict[str, Any], predicate: Predicate) -> float:
@@ -54,6 +67,7 @@ def selectivity(doc: dict[str, Any], predicate: Predicate) -> float:
         raise PredicateError(f"no column {predicate.column!r} in the stats (columns: {known})")
     if predicate.op not in OPS:
         raise PredicateError(f"unknown operator {predicate.op!r}; one of {', '.join(OPS)}")
+    predicate = _numbers_read(predicate, str(column.get("type")))
     total = float(described_rows(doc))  # what the column stats count: live rows
     if total <= 0:
         return 0.0
@@ -75,6 +89,47 @@ def selectivity(doc: dict[str, Any], predicate: Predicate) -> float:
     else:
         rows = _rows(column, numbers, non_nan)
     return _clamp((rows + nan_rows) / total)
+
+
+def _numbers_read(predicate: Predicate, type_str: str) -> Predicate:
+    """A number column's constants given as text read as the numbers they write, as the
+    same constants unquoted: ``price > '10'`` is ``price > 10`` (a float's ``'NaN'`` and
+    ``'Infinity'`` too). Text that writes no number, or none the type has, is a one-line
+    error naming the column and the text."""
+    if not _holds_numbers(type_str):
+        return predicate
+    read: list[Any] = []
+    for value in predicate.values:
+        if not isinstance(value, str):
+            read.append(value)
+            continue
+        where = f"column {predicate.column!r} is of type {type_str}"
+        try:
+            number = _number(value)
+        except ValueError:
+            raise PredicateError(f"{where}: {value!r} is not a number") from None
+        if isinstance(number, float) and type_str not in ("float", "double"):
+            raise PredicateError(f"{where}: {value!r} is a value of float and double columns only")
+        if isinstance(number, Decimal) and not math.isfinite(float(number)):
+            raise PredicateError(f"{where}: {value!r} is out of range")  # as 1e999 unquoted
+        read.append(number)
+    return replace(predicate, values=tuple(read))
+
+
+def _holds_numbers(type_str: str) -> bool:
+    return type_str in ("int", "long", "float", "double") or type_str.startswith("decimal")
+
+
+def _number(text: str) -> Decimal | float:
+    """The number ``text`` writes: digits exactly (``'10'``, ``'-1.5'``, ``'2e3'``, a
+    decimal as ``show --json`` prints it) or a float's NaN and ±Infinity (``_FLOAT_WORDS``);
+    ``ValueError`` for any other text."""
+    written = text.strip().lower()
+    if written in _FLOAT_WORDS:
+        return _FLOAT_WORDS[written]
+    if not _DIGITS.fullmatch(written):
+        raise ValueError(f"{text!r} is not a number")
+    return Decimal(written)
 
 
 # what ``_apart_from_nan`` leaves of ``x < 'NaN'``: every value but NaN, known exactly
@@ -533,7 +588,9 @@ def _step(type_str: str) -> float | None:
 def _unit(type_str: str, value: Any) -> float:
     """A constant or histogram bound in KLL units (numbers; days / micros since epoch)."""
     try:
-        if isinstance(value, str) or value is None:
+        if isinstance(value, str) and _holds_numbers(type_str):
+            value = _number(value)  # a bound as show --json prints it, or a constant's text
+        elif isinstance(value, str) or value is None:
             value = from_json(type_str, value)
         if value is None:
             raise PredicateError("compare with NULL using IS NULL")

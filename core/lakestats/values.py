@@ -222,7 +222,9 @@ def from_json(type_str: str, value: JsonScalar) -> Any:
     t = type_str.strip().lower()
     if t in ("float", "double"):
         specials = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-        return specials[value] if isinstance(value, str) else float(value)
+        if isinstance(value, str) and value in specials:
+            return specials[value]
+        return float(value)  # other text: a number's digits, or ValueError
     if t.startswith("decimal"):
         return Decimal(str(value))
     if t == "date":

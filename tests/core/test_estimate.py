@@ -27,13 +27,14 @@ import pytest
 
 import lakestats
 from lakestats.config import Config, SketchConfig
+from lakestats.estimates import estimate_from, estimate_json
 from lakestats.exceptions import ConfigError
 from lakestats.model import SketchSettings
 from lakestats.render import render_histogram, render_stats
 from lakestats.selectivity import Predicate, PredicateError, parse_predicate, selectivity
 from lakestats.sketches.spec import kll_k_for_error, kll_pmf_error, validate_sketch_settings
 from lakestats.testing import IcebergWarehouse
-from lakestats.values import to_physical
+from lakestats.values import from_json, to_physical
 
 ROWS_PER_APPEND = 40_000
 DAY0 = dt.date(1992, 1, 1)
@@ -747,6 +748,112 @@ def test_a_constant_the_column_cannot_hold_matches_no_row() -> None:
     for none in ("n = 1.5", "n IN (0.5, 1e-3)", "d = 0.125", "d = '12.345'", "d = 123.45"):
         assert rows(none) == 0.0, none
     assert rows("d = 0.120") == rows("d = '12.3'") == rows("d IN (0.125, 12.3)") == 2.0
+
+
+NUMBER_TYPES = ("int", "long", "float", "double", "decimal(10, 2)")
+
+
+def _numbers_doc(type_str: str) -> dict[str, Any]:
+    """Ten rows of ``type_str`` in the stats document's form: 0..9 once each, nulls and
+    NaNs none, a histogram of two buckets (decimal bounds as text, as ``show --json``)."""
+
+    def bound(number: int) -> Any:
+        return f"{number}.00" if type_str.startswith("decimal") else number
+
+    histogram = [
+        {"lower": bound(0), "upper": bound(4), "count": 5, "ndv": 5},
+        {"lower": bound(4), "upper": bound(9), "count": 5, "ndv": 5},
+    ]
+    column = {"type": type_str, "null_count": 0, "nan_count": 0, "ndv": 10}
+    return {"record_count": 10, "columns": {"c": {**column, "histogram": histogram}}}
+
+
+@pytest.mark.parametrize("type_str", NUMBER_TYPES)
+@pytest.mark.parametrize(
+    ("quoted", "plain"),
+    [
+        ("c > '3'", "c > 3"),
+        ("c >= ' 2.5 '", "c >= 2.5"),
+        ("c < '-1e1'", "c < -10"),
+        ("c = '4'", "c = 4"),
+        ("c = '0.125'", "c = 0.125"),
+        ("c IN ('1.5', '7')", "c IN (1.5, 7)"),
+        ("c BETWEEN '1' AND 6", "c BETWEEN 1 AND 6"),
+        ("c > '10' AND c <= '6.00'", "c > 10 AND c <= 6"),
+    ],
+)
+def test_a_quoted_number_is_the_number_on_every_number_column(
+    type_str: str, quoted: str, plain: str
+) -> None:
+    """A quoted constant on a number column reads as the number it writes, as unquoted (as
+    'id > 10' always did on a long): on a float or double it was a KeyError traceback."""
+    doc = _numbers_doc(type_str)
+    assert estimate_from(doc, quoted).rows == estimate_from(doc, plain).rows
+    assert estimate_from(doc, "c > '3'").rows > 0
+
+
+@pytest.mark.parametrize("type_str", NUMBER_TYPES)
+@pytest.mark.parametrize(
+    ("text", "value", "why"),
+    [
+        ("c = 'abc'", "'abc'", "is not a number"),
+        ("c > 'abc'", "'abc'", "is not a number"),
+        ("c IN (1, '1.5x')", "'1.5x'", "is not a number"),
+        ("c BETWEEN '1' AND 'two'", "'two'", "is not a number"),
+        ("c <= ''", "''", "is not a number"),
+        ("c < '1e999'", "'1e999'", "is out of range"),  # as 1e999 unquoted
+    ],
+)
+def test_a_quoted_constant_that_is_no_number_is_one_line_naming_the_column(
+    type_str: str, text: str, value: str, why: str
+) -> None:
+    """Text that writes no number on a number column: a one-line PredicateError naming the
+    column, its type and the text (the CLI's "lakestats: error:", the daemon's 400
+    bad_predicate), not a KeyError (float, double) or Python's parser message."""
+    doc = _numbers_doc(type_str)
+    with pytest.raises(PredicateError) as caught:
+        estimate_json(doc, text)
+    assert str(caught.value) == f"{text!r}: column 'c' is of type {type_str}: {value} {why}"
+
+
+@pytest.mark.parametrize("type_str", NUMBER_TYPES)
+def test_nan_and_infinity_are_float_values_only(type_str: str) -> None:
+    """A float's 'NaN' and 'Infinity' (as show --json prints them, any case) are read on a
+    float or double column; on an integer or decimal one, which holds neither, they are
+    an error, not a guess."""
+    doc = _numbers_doc(type_str)
+    texts = ("c < 'Infinity'", "c > '-INFINITY'", "c = 'NaN'", "c IN (1, 'nan')")
+    if type_str in ("float", "double"):
+        fractions = [selectivity(doc, parse_predicate(text)) for text in texts]
+        assert fractions == [1.0, 1.0, 0.0, pytest.approx(0.1)]
+        return
+    for text in texts:
+        with pytest.raises(PredicateError, match=r"is a value of float and double columns only"):
+            selectivity(doc, parse_predicate(text))
+
+
+def test_a_quoted_column_is_estimated_as_the_same_column_named_plainly() -> None:
+    """A column whose name has a space or is AND, in double quotes or backticks, is the
+    column of that name (it was "cannot read predicate", or cut at the quoted AND)."""
+    column = _numbers_doc("long")["columns"]["c"]
+    names = ("plain", "other", "my col", "AND", 'q"uo`te')
+    doc = {"record_count": 10, "columns": dict.fromkeys(names, column)}
+    plain = estimate_from(doc, "plain < 5").rows
+    assert plain == 5.0  # 0..4 of 0..9
+    for text in ('"my col" < 5', "`my col` < 5", '"AND" < 5', '"q""uo`te" < 5', '`q"uo``te` < 5'):
+        assert estimate_from(doc, text).rows == plain, text
+    both = estimate_json(doc, "\"AND\" < 5 AND `my col` >= '2'")
+    assert [(t["column"], t["op"]) for t in both["terms"]] == [("AND", "<"), ("my col", ">=")]
+    assert both["rows"] == estimate_from(doc, "plain < 5 AND other >= 2").rows == 4.0
+
+
+def test_the_value_codec_reads_a_float_as_its_digits_or_fails_with_value_error() -> None:
+    """``from_json`` of a float or double: its digits, or NaN/±Infinity; ValueError (which
+    readers catch) for other text, where it was a KeyError."""
+    assert from_json("double", "10") == from_json("float", "10.0") == 10.0
+    assert from_json("double", "-Infinity") == -math.inf
+    with pytest.raises(ValueError, match="abc"):
+        from_json("float", "abc")
 
 
 def test_an_empty_binary_value_is_one_more_than_the_ndv() -> None:
