@@ -765,6 +765,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     stdout = out or sys.stdout
     stderr = sys.stderr
     args = _parser().parse_args(argv)
+    if stdout is None:  # started with stdout closed (`lakestats status >&-`), as cat says
+        print("lakestats: error: standard output is closed", file=stderr)
+        return EXIT_ERROR
     _log_to_stderr()
     try:
         config = _load(args)

@@ -250,6 +250,22 @@ def test_show_json_into_head_ends_quietly(two_tables: tuple[IcebergWarehouse, Pa
     assert "Traceback" not in err and "BrokenPipeError" not in err
 
 
+def test_a_closed_stdout_is_one_line(tmp_path: Path) -> None:
+    """``lakestats status >&-``: Python has no sys.stdout at all."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "core"), str(REPO / "daemon")])}
+    config = tmp_path / "lakestats.toml"
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\n')
+    proc = subprocess.run(
+        ["sh", "-c", f'"{sys.executable}" -m lakestats.cli status --config "{config}" >&-'],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "lakestats: error: standard output is closed"
+
+
 def _doc(columns: dict[str, dict[str, Any]]) -> dict[str, Any]:
     base = {
         "null_count": 0,
