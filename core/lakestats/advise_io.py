@@ -45,11 +45,13 @@ class UnknownColumnError(LakestatsError):
 PAIRS_PER_PASS = 100_000
 
 
-def current_state(store: StatsStore) -> StateVersion:
+def current_state(store: StatsStore, table: str | None = None) -> StateVersion:
+    """The store's newest state; ``table``: the configured name, for the message."""
     state = store.current()
     if state is None:
+        name = store.table_id if table is None else table
         raise SnapshotNotFoundError(
-            f"no stats stored for table {store.table_id!r} yet: run `lakestats analyze` first"
+            f"no stats stored for table {name!r} yet: run `lakestats analyze` first"
         )
     return state
 
@@ -144,7 +146,7 @@ def advise_store(
     base = settings or AdviceSettings()
     if sketch is not None:
         base = replace(base, kll_k=sketch.kll_k, theta_lg_k=sketch.theta_lg_k)
-    state = current_state(store)  # one state for every pass
+    state = current_state(store, table)  # one state for every pass
     live = sum(max(segment.live_file_count, 0) for segment in state.segments)
     per_pass = max(1, PAIRS_PER_PASS // max(live, 1))
     reports = []

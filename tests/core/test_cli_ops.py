@@ -257,6 +257,7 @@ def test_a_closed_stdout_is_one_line(tmp_path: Path) -> None:
     config.write_text(f'state_dir = "{tmp_path / "state"}"\n')
     proc = subprocess.run(
         ["sh", "-c", f'"{sys.executable}" -m lakestats.cli status --config "{config}" >&-'],
+        check=False,
         capture_output=True,
         text=True,
         env=env,
@@ -406,6 +407,8 @@ def test_a_table_without_commits_and_one_of_an_empty_append(tmp_path: Path) -> N
     assert status["up_to_date"] is False
     code, _, err = run("show", "t", "--config", str(config))
     assert code == 1 and "run `lakestats analyze t`" in err
+    code, _, err = run("advise", "t", "--config", str(config))
+    assert code == 1 and "no stats stored for table 't' yet" in err  # its name, not its id
     assert run("analyze", "t", "--config", str(config), "--no-sketches", "-q")[0] == 0
     status = json.loads(run("status", "--config", str(config), "--json")[1])["tables"][0]
     assert (status["last_snapshot_id"], status["up_to_date"]) == (empty, True)
