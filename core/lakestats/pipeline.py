@@ -880,6 +880,11 @@ def _plan_sql(
             # frequent values (sketches/frequent.py) of the KLL double or the string;
             # NULLs (NaN) are not counted
             items, counted = settings.frequent_items, f"k{i}" if spec.kll else f"v{i}"
+            if spec.nan:
+                # -0.0 as 0.0: Spark's sketch keeps them as two items, each with the
+                # map's error, which the stored form (one double key) cannot tell apart
+                projections.append((f"z{i}", f"CASE WHEN k{i} = 0 THEN 0.0D ELSE k{i} END"))
+                counted = f"z{i}"
             aggregates.append((f"fi{i}", f"approx_top_k_accumulate({counted}, {items}).sketch"))
         if spec.kll and theta is not None and settings.value_samples:
             # the theta sketch's keys carrying their value: NDV by value range
