@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -237,6 +238,26 @@ def test_truncated_metadata_bounds_yield_to_exact_scan_bounds() -> None:
     assert col.bounds_may_be_truncated is False
     no_scan = column_of_file(f.__class__(**{**f.__dict__, "sketches": {}}), 3, "string")
     assert no_scan.bounds_may_be_truncated is True
+
+
+def test_minus_zero_is_below_zero_in_merged_bounds_whatever_the_order() -> None:
+    """-0.0 in one file, 0.0 in another: the table's min is -0.0 and its max 0.0 (Iceberg's
+    order), whichever file comes first."""
+
+    def file(path: str, value: float) -> DataFile:
+        metrics = ColumnMetrics(null_count=0, value_count=1, lower=value, upper=value)
+        return DataFile(path, FileContent.DATA, "PARQUET", 1, 10, PartitionKey(0), {2: metrics})
+
+    cases = [
+        ((-0.0, 0.0), (-0.0, 0.0)),
+        ((0.0, -0.0), (-0.0, 0.0)),
+        ((0.0, -0.0, 3, -2.5), (-2.5, 3)),  # ints beside floats: a widened column
+    ]
+    for values, (low, high) in cases:
+        files = [file(f"file:///{i}", v) for i, v in enumerate(values)]
+        column = whole_table(aggregate_files(files, TYPES, SETTINGS), SETTINGS).columns[2]
+        assert column.lower == low and math.copysign(1, column.lower) == math.copysign(1, low)
+        assert column.upper == high and math.copysign(1, column.upper) == math.copysign(1, high)
 
 
 def test_delete_files_count_apart_from_data() -> None:
