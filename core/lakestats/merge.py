@@ -247,12 +247,13 @@ def _typed_key(group: Sequence[PartitionAggregate]) -> PartitionKey:
 
 def partition_sort_key(key: PartitionKey) -> tuple[Any, ...]:
     """Order partitions by spec, then values as rendered (``PartitionKey.rendered``), nulls
-    first, then numbers, then strings (ISO dates and times in time order): a key read back
-    with JSON scalars sorts where its typed equal does."""
+    first, then numbers (-0.0 before 0.0), then strings (ISO dates and times in time
+    order): a key read back with JSON scalars sorts where its typed equal does."""
     return (
         key.spec_id,
         tuple(
             (name, value is not None, isinstance(value, str), 0 if value is None else value)
+            + (_signed(value)[1:] if isinstance(value, float) else ())
             for name, value in key.rendered
         ),
     )

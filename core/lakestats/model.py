@@ -109,6 +109,14 @@ class PartitionField:
     type: str  # Iceberg type string of the partition value
 
 
+def signed_zero_apart(value: Any) -> Any:
+    """``value``, but -0.0 as a value no other equals: Python's ``-0.0 == 0.0`` would make
+    two partitions one (Iceberg, Delta and Paimon keep them apart: their bits differ)."""
+    if isinstance(value, float) and value == 0 and math.copysign(1.0, value) < 0:
+        return ("-0.0",)
+    return value
+
+
 @dataclass(frozen=True, eq=False)
 class PartitionKey:
     """A partition: ``(name, value)`` pairs in the spec's field order, values typed.
@@ -121,7 +129,8 @@ class PartitionKey:
 
     Equality and hashing compare the values as rendered (``values.to_json``): a NaN
     partition value groups, and a key read back without ``fields`` (its values the stored
-    JSON scalars) is the same key as the typed one it was written from.
+    JSON scalars) is the same key as the typed one it was written from. -0.0 and 0.0 are
+    two partitions, as the formats keep them (``signed_zero_apart``).
     """
 
     spec_id: int
@@ -147,7 +156,10 @@ class PartitionKey:
     def _identity(self) -> tuple[Any, ...]:
         identity: tuple[Any, ...] | None = self.__dict__.get("_identity_cache")
         if identity is None:
-            identity = (self.spec_id, self.rendered)
+            identity = (
+                self.spec_id,
+                tuple((name, signed_zero_apart(value)) for name, value in self.rendered),
+            )
             object.__setattr__(self, "_identity_cache", identity)
             object.__setattr__(self, "_hash_cache", hash(identity))
         return identity
