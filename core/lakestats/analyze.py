@@ -731,24 +731,38 @@ def analyze_table(
     opened = open_table(table, resolved)
     if isinstance(sketcher, _Auto):
         sketcher = make_sketcher(resolved) if resolved.sketch.enabled else None
-    for attempt in range(_CONCURRENT_RETRIES):
+    done: list[CommitReport] = []
+
+    def committed(report: CommitReport) -> None:
+        done.append(report)
+        if on_commit is not None:
+            on_commit(report)
+
+    attempt = lost = 0
+    while True:
+        before = len(done)
         try:
-            return _analyze_once(
+            result = _analyze_once(
                 _CommitPath(opened, resolved, sketcher),
                 should_stop=should_stop,
-                on_commit=on_commit,
+                on_commit=committed,
                 on_pending=on_pending,
                 rebuild=rebuild,
                 on_progress=on_progress,
                 refresh=not (refreshed and attempt == 0 and isinstance(table, OpenedTable)),
             )
+            return replace(result, commits=tuple(done))
         except ConcurrentUpdateError:
             # Another process advanced the log first; its work is as good as ours, so
-            # reload and continue from where it got to.
-            if attempt == _CONCURRENT_RETRIES - 1:
-                raise
-            rebuild = False
-    raise AssertionError("unreachable")  # pragma: no cover
+            # reload and continue from where it got to. Only races lost in a row without
+            # a commit of ours between them count: two runs over one backlog take turns
+            attempt += 1
+            if len(done) > before:
+                lost, rebuild = 0, False  # a rebuild's first commit is its baseline
+            else:
+                lost += 1
+                if lost == _CONCURRENT_RETRIES:
+                    raise
 
 
 def _analyze_once(

@@ -63,6 +63,12 @@ class ConcurrentUpdateError(StoreError):
     """Another process wrote the next state version first."""
 
 
+class VersionGapError(StoreError, ValueError):
+    """A state version that does not follow the store's newest: the log was deleted under
+    the writer (``lakestats forget`` from a config sharing the state dir) — or a caller's
+    bug, hence also a ``ValueError``."""
+
+
 class SnapshotNotFoundError(LakestatsError):
     """The requested snapshot has no stats (never processed, unknown, or expired)."""
 

@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 from lakestats.cache import CacheView, MemoryCache, process_cache
-from lakestats.exceptions import ConcurrentUpdateError, StoreError
+from lakestats.exceptions import ConcurrentUpdateError, StoreError, VersionGapError
 from lakestats.expiry import StoreFile, VersionInfo
 from lakestats.locations import location_key, same_location
 from lakestats.merge import (
@@ -354,7 +354,11 @@ class StatsStore:
                 f"{state.version} was already committed (current is {expected - 1})"
             )
         if state.version > expected:
-            raise ValueError(f"cannot commit version {state.version}: the next is {expected}")
+            raise VersionGapError(
+                f"{statelog.version_path(self._table_dir, state.version)}: cannot commit "
+                f"version {state.version}: the next is {expected} (the log was deleted "
+                "meanwhile, by a `lakestats forget` of a config sharing the state dir?)"
+            )
         for rel in sorted(referenced_files(state) - referenced_files(current)):
             if not atomic.exists(self.path(rel)):
                 raise StoreError(f"{self.path(rel)}: referenced by the new state but missing")
