@@ -276,6 +276,23 @@ def test_managed_expiry_drops_the_retired_segments_of_what_it_expires(tmp_path: 
     assert_store_consistent(opened.store)
 
 
+def test_snapshots_another_process_expired_meanwhile_are_not_an_error(tmp_path: Path) -> None:
+    """Two expiries at once (``lakestats expire`` beside the daemon's schedule): the one
+    whose plan names snapshots the other removed first expires what is left, no error."""
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", SCHEMA)
+    for i in range(4):
+        wh.append("t", rows(i * 10, 5))
+    config = make_config(tmp_path / "state", wh, (catalog_table(wh, "t", retain_last=1),))
+    opened = open_configured(config.table[0], config)
+    analyze(opened, config)
+    lineage = wh.lineage("t")
+    wh.expire_snapshots("t", lineage[:2])  # the other process, first
+    opened.table.expire_snapshots(lineage[:3])  # planned on the metadata loaded before
+    assert wh.lineage("t") == lineage[3:]
+    assert opened.table.snapshot_ids() == frozenset(lineage[3:])
+
+
 def test_managed_expiry_cli_dry_run_and_policy(tmp_path: Path) -> None:
     wh = IcebergWarehouse(tmp_path / "wh")
     wh.create_table("t", SCHEMA)

@@ -179,15 +179,24 @@ class IcebergTable:
             )
         if not snapshot_ids:
             return
-        present = {s.snapshot_id for s in table.metadata.snapshots}
-        wanted = [s for s in snapshot_ids if s in present]
-        if wanted:
+        for attempt in range(2):
+            present = {s.snapshot_id for s in table.metadata.snapshots}
+            wanted = [s for s in snapshot_ids if s in present]
+            if not wanted:
+                break
             try:
                 table.maintenance.expire_snapshots().by_ids(wanted).commit()
+                break
             except (CommitFailedException, ValueError) as exc:
-                raise ExpiryError(
-                    f"table {self._description}: snapshot expiry failed: {first_line(exc)}"
-                ) from exc
+                if attempt:
+                    raise ExpiryError(
+                        f"table {self._description}: snapshot expiry failed: {first_line(exc)}"
+                    ) from exc
+            # another process committed meanwhile — its own expiry of some of these (a
+            # `lakestats expire` beside the daemon's schedule), or a writer: once more on
+            # the table as it is now, without what is gone already
+            self.refresh()
+            table = self._table
         self.refresh()
 
     def schema(self, schema_id: int | None = None) -> TableSchema:
