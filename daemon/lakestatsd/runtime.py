@@ -8,6 +8,8 @@ Each table has two opened handles: the worker's (touched only by the one worker 
 the table, so metadata refreshes never race) and the reader's, shared by HTTP requests
 under a lock. A handle is dropped after an error so the next use reopens the table: a
 catalog that moved the table, or a location that appeared late, heals without a restart.
+A table dropped and created again at its place is a new table (a new id, a store folder
+of its own): where the stats' commit is gone, a fresh open tells, and both handles follow.
 """
 
 from __future__ import annotations
