@@ -24,7 +24,9 @@ import structlog
 from lakestats.config import Config
 from lakestats.exceptions import (
     ConcurrentUpdateError,
+    ExpiredWhileReadingError,
     LakestatsError,
+    MetadataError,
     StoreError,
     UnreadableCommitError,
 )
@@ -741,6 +743,9 @@ def analyze_table(
     attempt = lost = 0
     while True:
         before = len(done)
+        # the snapshots the attempt may read (as the handle knows them: a refresh only
+        # drops some): one gone when a file is found missing was expired meanwhile
+        known = set(opened.table.snapshot_ids())
         try:
             result = _analyze_once(
                 _CommitPath(opened, resolved, sketcher),
@@ -752,17 +757,37 @@ def analyze_table(
                 refresh=not (refreshed and attempt == 0 and isinstance(table, OpenedTable)),
             )
             return replace(result, commits=tuple(done))
-        except ConcurrentUpdateError:
+        except (ConcurrentUpdateError, MetadataError) as exc:
             # Another process advanced the log first; its work is as good as ours, so
-            # reload and continue from where it got to. Only races lost in a row without
-            # a commit of ours between them count: two runs over one backlog take turns
+            # reload and continue from where it got to — as after snapshots expired under
+            # the walk (their files gone). Only races lost in a row without a commit of
+            # ours between them count: two runs over one backlog take turns
+            if isinstance(exc, MetadataError) and not _expired_meanwhile(opened, known):
+                raise
             attempt += 1
             if len(done) > before:
                 lost, rebuild = 0, False  # a rebuild's first commit is its baseline
             else:
                 lost += 1
+                if lost == _CONCURRENT_RETRIES and isinstance(exc, MetadataError):
+                    raise ExpiredWhileReadingError(
+                        f"{exc} (snapshots were expired while this run read them; the next "
+                        "run starts from what is left)"
+                    ) from exc
                 if lost == _CONCURRENT_RETRIES:
                     raise
+
+
+def _expired_meanwhile(opened: OpenedTable, known: set[int]) -> bool:
+    """Whether a snapshot the walk saw is gone now (expired during the run): what a
+    metadata file that went missing meanwhile means, rather than damage."""
+    if not known:
+        return False
+    try:
+        opened.table.refresh()
+        return bool(known - opened.table.snapshot_ids())
+    except LakestatsError:
+        return False
 
 
 def _analyze_once(

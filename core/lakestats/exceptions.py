@@ -31,6 +31,12 @@ class PartialMetadataError(MetadataError):
     daemon counts it as contention, not as a failure."""
 
 
+class ExpiredWhileReadingError(MetadataError):
+    """Metadata went missing because snapshots were expired while a run read them (a
+    writer's own expiry, Paimon's on commit; a Delta log cleanup): nothing is damaged, the
+    next run starts from what is left. The daemon counts it as contention."""
+
+
 class UnsupportedTableError(MetadataError):
     """The table needs a reader lakestats is not (a Delta reader version or feature, a
     Paimon BLOB column): none of its commits is processed, whatever the walk read before."""

@@ -35,7 +35,12 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from lakestats.exceptions import ConcurrentUpdateError, LakestatsError, PartialMetadataError
+from lakestats.exceptions import (
+    ConcurrentUpdateError,
+    ExpiredWhileReadingError,
+    LakestatsError,
+    PartialMetadataError,
+)
 
 log = structlog.get_logger("lakestatsd.scheduler")
 
@@ -133,7 +138,7 @@ _MAX_WAIT_S = 3600.0  # the dispatcher re-checks at least hourly
 def is_contention(exc: BaseException) -> bool:
     """Another writer of the same stats store won the race, or a table's writer is still
     writing the metadata file the run found: retry, do not alarm."""
-    return isinstance(exc, ConcurrentUpdateError | PartialMetadataError)
+    return isinstance(exc, ConcurrentUpdateError | PartialMetadataError | ExpiredWhileReadingError)
 
 
 # errnos of a storage problem the operator fixes (space, permissions, a read-only mount)

@@ -14,6 +14,7 @@ from deltalake import write_deltalake
 from lakestats.analyze import CommitReport, analyze_table, read_stats
 from lakestats.config import Config, TableConfig
 from lakestats.tables import OpenedTable, open_configured
+from paimon_tables import PaimonWarehouse
 
 SCHEMA = pa.schema([("id", pa.int64())])
 COMMITS = 8
@@ -89,3 +90,24 @@ def test_a_rebuild_that_loses_its_first_race_still_rebuilds(tmp_path: Path) -> N
     fresh = opened(location, tmp_path / "fresh")
     analyze_table(fresh, sketcher=None)
     assert stable(read_stats(opened(location, state))) == stable(read_stats(fresh))
+
+
+def test_snapshots_expired_under_a_run_are_contention_not_damage(tmp_path: Path) -> None:
+    """A Paimon writer expires snapshots as it commits: their files go between the
+    daemon's look at the table and its run's walk over them. The run reloads and finishes
+    from what is left (a baseline), as a from-scratch run of the table as it is now does."""
+    warehouse = PaimonWarehouse(tmp_path / "wh")
+    location = warehouse.create("t", SCHEMA)
+    for i in range(5):
+        warehouse.write("t", {"id": [i, i + 100]})
+    state = tmp_path / "state"
+    table = opened(location, state)
+    table.table.refresh()  # the daemon's look: five snapshots
+    oldest = sorted(table.table.snapshot_ids())[:3]
+    opened(location, tmp_path / "writer").table.expire_snapshots(oldest)  # type: ignore[attr-defined]
+    result = analyze_table(table, sketcher=None, refreshed=True)
+    assert result.last_snapshot_id == warehouse.current("t")
+    fresh = opened(location, tmp_path / "fresh")
+    analyze_table(fresh, sketcher=None)
+    assert stable(read_stats(opened(location, state))) == stable(read_stats(fresh))
+    assert read_stats(fresh)["record_count"] == 10
