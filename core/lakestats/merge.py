@@ -9,7 +9,6 @@ segments instead (DESIGN §7), and then only the partitions they touch.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -24,6 +23,7 @@ from lakestats.model import (
     PartitionAggregate,
     PartitionKey,
     SketchSettings,
+    signed_order,
 )
 from lakestats.sketches.frequent import DOUBLES, kind_of, merge_frequent_items
 from lakestats.sketches.merge import merge_kll, union_theta
@@ -57,21 +57,14 @@ def _max_present(values: Iterable[int | None]) -> int | None:
     return max(present) if present else None
 
 
-def _signed(value: Any) -> Any:
-    """``value`` in Iceberg's order: -0.0 below 0.0, which ``min``/``max`` take as equal
-    (keeping whichever came first)."""
-    # ints too: a widened column (Delta int → double) may mix them with floats
-    return (value, math.copysign(1.0, value)) if isinstance(value, int | float) else value
-
-
 def _min_value(values: Iterable[Any]) -> Any:
     present = [v for v in values if v is not None]
-    return min(present, key=_signed) if present else None
+    return min(present, key=signed_order) if present else None
 
 
 def _max_value(values: Iterable[Any]) -> Any:
     present = [v for v in values if v is not None]
-    return max(present, key=_signed) if present else None
+    return max(present, key=signed_order) if present else None
 
 
 def _has_values(metrics: ColumnMetrics | None, sketch: ColumnSketch | None, records: int) -> bool:
@@ -252,8 +245,12 @@ def partition_sort_key(key: PartitionKey) -> tuple[Any, ...]:
     return (
         key.spec_id,
         tuple(
-            (name, value is not None, isinstance(value, str), 0 if value is None else value)
-            + (_signed(value)[1:] if isinstance(value, float) else ())
+            (
+                name,
+                value is not None,
+                isinstance(value, str),
+                0 if value is None else signed_order(value),
+            )
             for name, value in key.rendered
         ),
     )

@@ -109,12 +109,13 @@ class PartitionField:
     type: str  # Iceberg type string of the partition value
 
 
-def signed_zero_apart(value: Any) -> Any:
-    """``value``, but -0.0 as a value no other equals: Python's ``-0.0 == 0.0`` would make
-    two partitions one (Iceberg, Delta and Paimon keep them apart: their bits differ)."""
-    if isinstance(value, float) and value == 0 and math.copysign(1.0, value) < 0:
-        return ("-0.0",)
-    return value
+def signed_order(value: Any) -> Any:
+    """``value`` as Iceberg compares it: a number with its sign, so -0.0 sorts below 0.0
+    and equals it no more — Python's ``-0.0 == 0.0`` would make two partitions one, and
+    ``min``/``max`` keep whichever came first (Iceberg, Delta and Paimon keep them apart:
+    their bits differ). Ints too: a widened column (Delta int → double) mixes them with
+    floats. Other values are themselves."""
+    return (value, math.copysign(1.0, value)) if isinstance(value, int | float) else value
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,7 +131,7 @@ class PartitionKey:
     Equality and hashing compare the values as rendered (``values.to_json``): a NaN
     partition value groups, and a key read back without ``fields`` (its values the stored
     JSON scalars) is the same key as the typed one it was written from. -0.0 and 0.0 are
-    two partitions, as the formats keep them (``signed_zero_apart``).
+    two partitions, as the formats keep them (``signed_order``).
     """
 
     spec_id: int
@@ -158,7 +159,7 @@ class PartitionKey:
         if identity is None:
             identity = (
                 self.spec_id,
-                tuple((name, signed_zero_apart(value)) for name, value in self.rendered),
+                tuple((name, signed_order(value)) for name, value in self.rendered),
             )
             object.__setattr__(self, "_identity_cache", identity)
             object.__setattr__(self, "_hash_cache", hash(identity))
