@@ -769,13 +769,14 @@ def analyze_table(
                 lost, rebuild = 0, False  # a rebuild's first commit is its baseline
             else:
                 lost += 1
-                if lost == _CONCURRENT_RETRIES and isinstance(exc, MetadataError):
+                if lost < _CONCURRENT_RETRIES:
+                    continue
+                if isinstance(exc, MetadataError):
                     raise ExpiredWhileReadingError(
                         f"{exc} (snapshots were expired while this run read them; the next "
                         "run starts from what is left)"
                     ) from exc
-                if lost == _CONCURRENT_RETRIES:
-                    raise
+                raise
 
 
 def _expired_meanwhile(opened: OpenedTable, known: set[int]) -> bool:

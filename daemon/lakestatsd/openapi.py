@@ -34,6 +34,10 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
+# every route answers malformed or unknown query parameters so (api._query)
+_BAD_QUERY = _json(_ERROR, "malformed query")
+
+
 def openapi_document() -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
@@ -50,7 +54,7 @@ def openapi_document() -> dict[str, Any]:
                     "table's run stalled past watch.stall_timeout_s: `stalled`)",
                     "responses": {
                         "200": _json({"type": "object"}, "alive"),
-                        "400": _json(_ERROR, "malformed query"),
+                        "400": _BAD_QUERY,
                         "503": _json(
                             {"type": "object"},
                             "restart me: says why",
@@ -65,7 +69,7 @@ def openapi_document() -> dict[str, Any]:
                     "with its last error but does not make the daemon unready.",
                     "responses": {
                         "200": _json({"$ref": "#/components/schemas/Readiness"}, "ready"),
-                        "400": _json(_ERROR, "malformed query"),
+                        "400": _BAD_QUERY,
                         "503": _json({"$ref": "#/components/schemas/Readiness"}, "not ready"),
                     },
                 }
@@ -78,7 +82,7 @@ def openapi_document() -> dict[str, Any]:
                             "description": "metrics",
                             "content": {"text/plain": {"schema": {"type": "string"}}},
                         },
-                        "400": _json(_ERROR, "malformed query"),
+                        "400": _BAD_QUERY,
                     },
                 }
             },
@@ -87,7 +91,7 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "This document",
                     "responses": {
                         "200": _json({"type": "object"}, "OpenAPI 3.1"),
-                        "400": _json(_ERROR, "malformed query"),
+                        "400": _BAD_QUERY,
                     },
                 }
             },
@@ -117,7 +121,7 @@ def openapi_document() -> dict[str, Any]:
                             },
                             "tables",
                         ),
-                        "400": _json(_ERROR, "malformed query"),
+                        "400": _BAD_QUERY,
                     },
                 }
             },
@@ -130,7 +134,7 @@ def openapi_document() -> dict[str, Any]:
                     ],
                     "responses": {
                         "200": _json({"type": "object"}, "the stats document"),
-                        "400": _json(_ERROR, "malformed query"),
+                        "400": _BAD_QUERY,
                         "404": _json(_ERROR, "unknown table, or no stats for that snapshot"),
                         "421": _json(_MISDIRECTED, _OTHER_SHARD),
                         "503": _json(_ERROR, "the table or its stats store is unreadable"),
@@ -275,7 +279,7 @@ def openapi_document() -> dict[str, Any]:
                             {"$ref": "#/components/schemas/TableStatus"}, "up to date (wait=true)"
                         ),
                         "202": _json({"type": "object"}, "queued"),
-                        "400": _json(_ERROR, "malformed query"),
+                        "400": _BAD_QUERY,
                         "401": _json(_ERROR, "missing or wrong bearer token"),
                         "404": _json(_ERROR, "unknown table"),
                         "421": _json(_MISDIRECTED, _OTHER_SHARD),

@@ -136,8 +136,9 @@ _MAX_WAIT_S = 3600.0  # the dispatcher re-checks at least hourly
 
 
 def is_contention(exc: BaseException) -> bool:
-    """Another writer of the same stats store won the race, or a table's writer is still
-    writing the metadata file the run found: retry, do not alarm."""
+    """Another writer of the same stats store won the race, a table's writer is still
+    writing the metadata file the run found, or expired snapshots the run was reading:
+    retry, do not alarm."""
     return isinstance(exc, ConcurrentUpdateError | PartialMetadataError | ExpiredWhileReadingError)
 
 
