@@ -160,6 +160,24 @@ def finite_numbers(doc: Any) -> bool:
     return True
 
 
+def follows_the_model(
+    advice: dict[str, Any],
+    spans: Sequence[tuple[Fraction, Fraction, int, int]],
+    e_files: float,
+    e_bytes: float,
+) -> tuple[dict[str, Any], list[Fraction]]:
+    """Assert the advice's lookup figures and chart counts are the independent model's
+    (``spread_model``'s ``e_files``, ``e_bytes``; ``deepest``; ``equal_parts``); its
+    point lookup and the cuts."""
+    point = advice["point_lookup"]
+    assert point["files_expected"] == pytest.approx(e_files, rel=1e-12)
+    assert point["bytes_expected"] == pytest.approx(e_bytes, rel=1e-12)
+    assert point["files_max"] == deepest(spans)
+    cuts, counts = equal_parts(spans)
+    assert [b["files"] for b in advice["overlap"]["bins"]] == counts
+    return point, cuts
+
+
 # -- time of day ---------------------------------------------------------------------------
 
 
@@ -191,17 +209,13 @@ def test_a_time_column_is_placed_by_microseconds_since_midnight(
 
     advice = advise_json(location, state, "at")
     assert advice["type"] == "time" and advice["distribution"] == "spread_within_bounds"
-    point = advice["point_lookup"]
-    assert point["files_expected"] == pytest.approx(e_files, rel=1e-12)
-    assert point["bytes_expected"] == pytest.approx(e_bytes, rel=1e-12)
-    assert point["files_max"] == deepest(spans) == 3  # at 1 h … 4 h: three files meet
+    point, cuts = follows_the_model(advice, spans, e_files, e_bytes)
+    assert point["files_max"] == 3  # at 1 h … 4 h: three files meet
     # 1.8 > 1 + 0.1 · 4 (not clustered); no NDV without sketches: rule 11
     assert advice["recommendation"]["kind"] == "min_max"
 
-    cuts, counts = equal_parts(spans)
     bins = advice["overlap"]["bins"]
     assert advice["overlap"]["split"] == "equal_width"
-    assert [b["files"] for b in bins] == counts
     assert bins[0]["lower"] == "00:00:00" and bins[-1]["upper"] == "06:00:00"
     at_cuts = [(dt.datetime.min + dt.timedelta(microseconds=round(c))).time() for c in cuts]
     assert [b["lower"] for b in bins] == [t.isoformat() for t in at_cuts[:-1]]
@@ -245,15 +259,11 @@ def test_infinite_bounds_are_placed_at_the_finite_extremes(
 
     advice = advise_json(location, state, "edge")
     assert finite_numbers(advice)
-    point = advice["point_lookup"]
-    assert point["files_expected"] == pytest.approx(e_files, rel=1e-12)
-    assert point["bytes_expected"] == pytest.approx(e_bytes, rel=1e-12)
+    point, cuts = follows_the_model(advice, spans, e_files, e_bytes)
     assert point["share_expected"] == pytest.approx(e_files / 4, rel=1e-12)
-    assert point["files_max"] == deepest(spans) == 3
+    assert point["files_max"] == 3
 
-    cuts, counts = equal_parts(spans)
     bins = advice["overlap"]["bins"]
-    assert [b["files"] for b in bins] == counts
     # the chart's ends are the true bounds; the cuts between, on the finite range
     assert bins[0]["lower"] == "-Infinity" and bins[-1]["upper"] == "Infinity"
     assert [b["lower"] for b in bins[1:]] == [float(c) for c in cuts[1:-1]]
@@ -275,13 +285,9 @@ def test_a_span_wider_than_the_largest_double_stays_finite(
 
     advice = advise_json(location, state, "wide")
     assert finite_numbers(advice)
-    point = advice["point_lookup"]
-    assert point["files_expected"] == pytest.approx(e_files, rel=1e-12)
-    assert point["bytes_expected"] == pytest.approx(e_bytes, rel=1e-12)
-    assert point["files_max"] == deepest(spans) == 2
-    cuts, counts = equal_parts(spans)
+    point, cuts = follows_the_model(advice, spans, e_files, e_bytes)
+    assert point["files_max"] == 2
     bins = advice["overlap"]["bins"]
-    assert [b["files"] for b in bins] == counts
     assert [b["lower"] for b in bins] == [float(c) for c in cuts[:-1]]
     assert bins[-1]["upper"] == 1.5e308
 
