@@ -743,9 +743,6 @@ def analyze_table(
     attempt = lost = 0
     while True:
         before = len(done)
-        # the snapshots the attempt may read (as the handle knows them: a refresh only
-        # drops some): one gone when a file is found missing was expired meanwhile
-        known = set(opened.table.snapshot_ids())
         try:
             result = _analyze_once(
                 _CommitPath(opened, resolved, sketcher),
@@ -762,7 +759,7 @@ def analyze_table(
             # reload and continue from where it got to — as after snapshots expired under
             # the walk (their files gone). Only races lost in a row without a commit of
             # ours between them count: two runs over one backlog take turns
-            if isinstance(exc, MetadataError) and not _expired_meanwhile(opened, known):
+            if isinstance(exc, MetadataError) and not _expired_meanwhile(opened):
                 raise
             attempt += 1
             if len(done) > before:
@@ -779,12 +776,13 @@ def analyze_table(
                 raise
 
 
-def _expired_meanwhile(opened: OpenedTable, known: set[int]) -> bool:
-    """Whether a snapshot the walk saw is gone now (expired during the run): what a
-    metadata file that went missing meanwhile means, rather than damage."""
-    if not known:
-        return False
+def _expired_meanwhile(opened: OpenedTable) -> bool:
+    """Whether a snapshot the failed attempt knew is gone now (expired during the run):
+    what a metadata file that went missing meanwhile means, rather than damage. The
+    handle still holds the table as the attempt read it; only this failure path pays
+    for the look before and after a refresh."""
     try:
+        known = opened.table.snapshot_ids()
         opened.table.refresh()
         return bool(known - opened.table.snapshot_ids())
     except LakestatsError:
