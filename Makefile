@@ -54,6 +54,7 @@ bench: install
 	$(BIN)/python tests/bench/memory.py --files 4 --work-dir .bench/memory-files --key-merge-sizes ""
 	$(BIN)/python tests/bench/caches.py
 	$(BIN)/python tests/bench/advise.py
+	$(BIN)/python tests/bench/store_size.py
 	$(BIN)/python tests/bench/paimon.py $(PAIMON_BENCH_ARGS)
 
 clean:
