@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from lakestats.cli import main
 from lakestats.exceptions import ExpiryError
+from lakestats.formats.paimon import expire as paimon_expire
 from lakestats.formats.paimon import open_paimon_location
 from lakestats.formats.paimon.expire import duration_seconds, referenced_files, retention
+from lakestats.formats.paimon.snapshots import PaimonSnapshot
+from lakestats.formats.paimon.table import PaimonTable
 from paimon_fixtures import copy_fixture, needs_paimon_fixtures, read_rows
 from paimon_tables import PaimonWarehouse
 
@@ -90,6 +94,75 @@ def test_the_current_snapshot_is_never_expired(tmp_path: Path) -> None:
 
     with pytest.raises(ExpiryError, match="current snapshot 1 cannot be expired"):
         open_paimon_location(str(location)).expire_snapshots([1])
+
+
+def _six_snapshots(tmp_path: Path) -> tuple[PaimonWarehouse, Path]:
+    warehouse = PaimonWarehouse(tmp_path / "wh")
+    location = warehouse.create("t", [("id", "long"), ("p", "string")], partition_keys=["p"])
+    for i in range(6):
+        warehouse.write("t", {"id": [i, i + 10], "p": ["a", f"b{i}"]})
+    return warehouse, location
+
+
+def _race(
+    monkeypatch: pytest.MonkeyPatch, at_call: int, *, after: bool, other: Callable[[], object]
+) -> None:
+    """Run ``other`` (a second process's expiry) at the ``at_call``-th look of an expiry
+    at a snapshot's files: before that read, or just after it."""
+    calls = [0]
+
+    def racing(table: PaimonTable, snapshot: PaimonSnapshot) -> set[Path]:
+        calls[0] += 1
+        if calls[0] == at_call and not after:
+            other()
+        found = referenced_files(table, snapshot)
+        if calls[0] == at_call and after:
+            other()
+        return found
+
+    monkeypatch.setattr(paimon_expire, "referenced_files", racing)
+
+
+def _assert_whole(warehouse: PaimonWarehouse, location: Path, snapshots: list[int]) -> None:
+    table = open_paimon_location(str(location))
+    assert sorted(table.snapshot_ids()) == snapshots
+    assert (location / "snapshot" / "EARLIEST").read_text() == str(snapshots[0])
+    for snapshot_id in snapshots:
+        assert all(
+            (location / f).exists() for f in referenced_files(table, table.snapshot(snapshot_id))
+        )
+    assert warehouse.read("t").num_rows == 12
+
+
+def test_an_expiry_whose_files_another_expiry_deletes_plans_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two expiries at once (`lakestats expire` beside the daemon's schedule, or a writer
+    expiring as it commits): the other deletes snapshots 1–4 and their files while this one
+    reads what its plan keeps. It plans again on the table as it now is (1 and 2 are gone
+    already: nothing left to do) instead of failing on a missing manifest list."""
+    warehouse, location = _six_snapshots(tmp_path)
+    other = open_paimon_location(str(location))
+    _race(monkeypatch, 1, after=False, other=lambda: other.expire_snapshots([1, 2, 3, 4]))
+
+    assert paimon_expire.expire(open_paimon_location(str(location)), [1, 2]) == []
+
+    _assert_whole(warehouse, location, [5, 6])
+
+
+def test_an_expiry_never_moves_the_earliest_hint_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other expiry goes further (1–4) after this one has read everything it needs to
+    expire 1 and 2: EARLIEST stays at 5, not 3 (a snapshot that no longer exists)."""
+    warehouse, location = _six_snapshots(tmp_path)
+    other = open_paimon_location(str(location))
+    # the plan reads the kept snapshots 3–6, then the expired 1 and 2: the sixth look is last
+    _race(monkeypatch, 6, after=True, other=lambda: other.expire_snapshots([1, 2, 3, 4]))
+
+    assert paimon_expire.expire(open_paimon_location(str(location)), [1, 2]) == [1, 2]
+
+    _assert_whole(warehouse, location, [5, 6])
 
 
 class TestPaimonRetentionRules:

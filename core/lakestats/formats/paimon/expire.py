@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 
-from lakestats.exceptions import ExpiryError
+from lakestats.exceptions import ExpiryError, MetadataError
 from lakestats.formats.paimon.metafiles import (
     INDEX_DIR,
     MANIFEST_DIR,
@@ -90,11 +90,37 @@ def expire(table: PaimonTable, snapshot_ids: Iterable[int]) -> list[int]:
     root = table.table_location.local_root
     if root is None:
         raise ExpiryError(f"{table.location}: snapshot expiry runs on local tables only")
-    table.refresh()
-    ids = sorted(table.snapshot_ids())
     wanted = set(snapshot_ids)
-    if not ids or not wanted:
+    for attempt in range(2):
+        table.refresh()
+        try:
+            plan = _plan(table, wanted)
+            break
+        except MetadataError:
+            # another expiry (a second lakestats, the writer's own) deleted files of
+            # snapshots this plan read: once more on the table as it is now, without what
+            # is gone already; a file missing again is damage, said as it is
+            if attempt:
+                raise
+    if plan is None:
         return []
+    doomed, keep, deletable = plan
+    for snapshot_id in doomed:  # snapshot files first: never a snapshot naming lost files
+        with suppress(FileNotFoundError):
+            (root / SNAPSHOT_DIR / f"{SNAPSHOT_PREFIX}{snapshot_id}").unlink()
+    _advance_earliest(root / SNAPSHOT_DIR, keep[0])
+    for relative in deletable:
+        with suppress(FileNotFoundError):
+            (root / relative).unlink()
+    return doomed
+
+
+def _plan(table: PaimonTable, wanted: set[int]) -> tuple[list[int], list[int], list[Path]] | None:
+    """The snapshots to expire (the oldest of ``wanted``, a prefix of the history), those
+    kept, and the files only the expired ones reference; None when there is none."""
+    ids = sorted(table.snapshot_ids())
+    if not ids or not wanted:
+        return None
     _check_changelog_coupled(table)
     current = ids[-1]
     if current in wanted:
@@ -105,7 +131,7 @@ def expire(table: PaimonTable, snapshot_ids: Iterable[int]) -> list[int]:
             break
         doomed.append(snapshot_id)
     if not doomed:
-        return []
+        return None
     keep = [i for i in ids if i not in doomed]
     tagged = table.tagged_ids()
     needed: set[Path] = set()
@@ -116,17 +142,20 @@ def expire(table: PaimonTable, snapshot_ids: Iterable[int]) -> list[int]:
     candidates: set[Path] = set()
     for snapshot_id in doomed:
         candidates |= referenced_files(table, table.snapshot(snapshot_id))
-    for snapshot_id in doomed:  # snapshot files first: never a snapshot naming lost files
-        with suppress(FileNotFoundError):
-            (root / SNAPSHOT_DIR / f"{SNAPSHOT_PREFIX}{snapshot_id}").unlink()
-    earliest = root / SNAPSHOT_DIR / "EARLIEST"
-    temp = earliest.with_name(f".EARLIEST.{os.getpid()}.tmp")
-    temp.write_text(str(keep[0]))
-    temp.replace(earliest)
-    for relative in sorted(candidates - needed):
-        with suppress(FileNotFoundError):
-            (root / relative).unlink()
-    return doomed
+    return doomed, keep, sorted(candidates - needed)
+
+
+def _advance_earliest(snapshot_dir: Path, earliest: int) -> None:
+    """Point the ``EARLIEST`` hint at ``earliest`` unless it points further already
+    (another expiry went further meanwhile: a hint behind the oldest snapshot costs
+    readers a scan, Paimon's own expiry never moves it back)."""
+    hint = snapshot_dir / "EARLIEST"
+    with suppress(FileNotFoundError, ValueError, UnicodeDecodeError):
+        if int(hint.read_text().strip()) >= earliest:
+            return
+    temp = hint.with_name(f".EARLIEST.{os.getpid()}.tmp")
+    temp.write_text(str(earliest))
+    temp.replace(hint)
 
 
 def duration_seconds(text: str) -> float:
