@@ -31,6 +31,7 @@ from lakestats.locations import local_path
 from lakestatsd import __version__
 from lakestatsd.api import Backend, create_app
 from lakestatsd.httpproto import timed_h11_protocol
+from lakestatsd.presence import RECHECK_S, Presence
 from lakestatsd.systemd import Notifier
 from lakestatsd.wiring import Service
 
@@ -75,6 +76,9 @@ class Lifecycle:
             loop.add_signal_handler(signum, on_signal, signum)
 
         _prepare_state_dir(service.config.state_dir)
+        presence = Presence.for_config(service.config)
+        if presence is not None:
+            await asyncio.to_thread(presence.announce)
         server = _Server(
             uvicorn.Config(
                 create_app(self._backend),
@@ -112,10 +116,16 @@ class Lifecycle:
             self._notifier.send(f"READY=1\nSTATUS={'ready' if ready else 'started, not ready'}")
             log.info("ready", ready=ready, tables=list(service.queue.names))
         pinger = asyncio.create_task(self._watchdog_pings())
+        looker = asyncio.create_task(_look_for_others(presence))
         stopped = asyncio.create_task(stop.wait())
         await asyncio.wait({stopped, serving}, return_when=asyncio.FIRST_COMPLETED)
         pinger.cancel()
-        return await self._shutdown(server, serving)
+        looker.cancel()
+        try:
+            return await self._shutdown(server, serving)
+        finally:
+            if presence is not None:
+                presence.withdraw()
 
     async def _watchdog_pings(self) -> None:
         interval = self._notifier.watchdog_interval_s
@@ -164,6 +174,16 @@ class Lifecycle:
             await asyncio.to_thread(stopper.join, remaining())
         log.info("shutdown_done", clean=finished)
         return 0
+
+
+async def _look_for_others(presence: Presence | None) -> None:
+    """Warn of another daemon keeping these tables: at start, then every ``RECHECK_S``
+    (one started later is seen by both)."""
+    if presence is None:
+        return
+    while True:
+        await asyncio.to_thread(presence.warn_about_others)
+        await asyncio.sleep(RECHECK_S)
 
 
 def _arm_forced_exit(after_s: float) -> None:

@@ -50,7 +50,12 @@ class WriterLoop(threading.Thread):
 
 def processed(state_dir: Path) -> int:
     """How many commits the store's current state holds (0 before its first state)."""
-    tables = [p for p in state_dir.iterdir() if p.is_dir()] if state_dir.exists() else []
+    # hidden entries are not table folders (the running daemons' announcements)
+    tables = (
+        [p for p in state_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        if state_dir.exists()
+        else []
+    )
     if not tables:
         return 0
     state = StatsStore(state_dir, tables[0].name).current()

@@ -181,6 +181,8 @@ def test_two_replicas_keep_each_table_once_and_route_notifications(
         )
         assert (tmp_path / "state" / folder / "log").is_dir()
 
+    # replicas keep disjoint tables: neither takes the other for a second daemon on its own
+    assert not any(d.events("tables_kept_by_another_daemon") for d in daemons)
     # both replicas stop cleanly; the tables each kept are in the shared state dir once
     assert [d.terminate(timeout_s=15) for d in daemons] == [0, 0]
     stored = {p.name for p in (tmp_path / "state").iterdir() if p.is_dir()}
@@ -235,6 +237,9 @@ def test_replicas_disagreeing_on_the_count_keep_one_table_correctly(
     assert not (both[0] & both[1]), "a commit's state version was created twice"
     # a metadata file pyiceberg is still writing, met by a reader, is contention
     assert not old.events("table_run_failed") and not new.events("table_run_failed")
+    # while the rollout lasts the later replica says another keeps its table
+    [warning] = new.events("tables_kept_by_another_daemon")
+    assert warning["other_pid"] == old.proc.pid and warning["tables"] == [name]
 
 
 VOLATILE = {"computed_at_ms"}
