@@ -7,8 +7,11 @@ hashing by construction); the Spark pipeline's sketches are checked in test_thet
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +20,11 @@ import pyarrow.parquet as pq
 import pytest
 from datasketches import compact_theta_sketch
 from publish_helpers import PySketcher, catalog_config, local, run_analyze, unsketched
+from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
 from pyiceberg.table.puffin import PuffinFile
 from pyiceberg.transforms import IdentityTransform
+from structlog.testing import capture_logs
 
 from lakestats.analyze import read_stats
 from lakestats.cli import main
@@ -404,6 +409,90 @@ def test_writer_committing_concurrently_loses_nothing(tmp_path: Path) -> None:
     assert {r["partition"]["cat"]: r["data_record_count"] for r in got} == {
         k: v[0] for k, v in exact_partitions(table).items()
     }
+
+
+def _before_first_commit(monkeypatch: pytest.MonkeyPatch, first: Callable[[], object]) -> None:
+    """Run ``first`` (another process's work) just before this process's first catalog
+    commit goes out."""
+    original = SqlCatalog.commit_table
+    done: list[bool] = []
+
+    def commit_table(self: SqlCatalog, *args: Any) -> Any:
+        if not done:
+            done.append(True)
+            first()
+        return original(self, *args)
+
+    monkeypatch.setattr(SqlCatalog, "commit_table", commit_table)
+
+
+def test_two_runs_removing_the_same_expired_entry_both_succeed(
+    published: tuple[IcebergWarehouse, Config, OpenedTable, list[Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pyiceberg's expiry leaves the partition statistics of the snapshots it expired;
+    every run removes them. Two runs at once (a daemon and a CLI `analyze`, two hooks)
+    send the same removal, and pyiceberg refuses the second ("… does not exist"): that run
+    registers again on the table as it now is instead of failing with a ValueError."""
+    wh, config, opened, _ = published
+    wh.expire_snapshots("t", wh.lineage("t")[:2])
+    wh.append("t", rows(900, 10, ["a", "z"]))
+    _, other = catalog_config(wh, "t", tmp_path / "state")  # the other process's handle
+    _before_first_commit(monkeypatch, lambda: run_analyze(config, other, PySketcher()))
+
+    result = run_analyze(config, opened, PySketcher())
+
+    table = wh.table("t")
+    live = {s.snapshot_id for s in table.metadata.snapshots}
+    assert result.last_snapshot_id == table.metadata.current_snapshot_id
+    assert {s.snapshot_id for s in table.metadata.statistics} == live
+    assert {p.snapshot_id for p in table.metadata.partition_statistics} == live
+
+
+def test_a_catalog_failing_at_the_registration_commit_fails_publishing_only(
+    published: tuple[IcebergWarehouse, Config, OpenedTable, list[Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The table loads, then the catalog's backend fails at the commit that registers the
+    stats (here SQLite locked by another process's transaction: SQLAlchemy's
+    OperationalError, no pyiceberg error). The run keeps its stats and logs
+    publish_failed; the next run registers them."""
+    wh, config, opened, _ = published
+    newest = wh.append("t", rows(900, 10, ["a", "z"]))
+    database = str(wh.root / "catalog.db")
+    locker: list[subprocess.Popen[str]] = []
+
+    def lock_the_catalog() -> None:
+        script = (
+            "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+            "c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(60)"
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script, database], stdout=subprocess.PIPE, text=True
+        )
+        locker.append(proc)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+
+    _before_first_commit(monkeypatch, lock_the_catalog)
+    try:
+        with capture_logs() as logs:
+            result = run_analyze(config, opened, PySketcher())
+    finally:
+        for proc in locker:
+            proc.kill()
+            proc.wait()
+    assert result.last_snapshot_id == newest
+    assert read_stats(opened)["snapshot_id"] == newest
+    [failed] = [e for e in logs if e["event"] == "publish_failed"]
+    assert "the catalog failed at the commit (OperationalError" in failed["error"]
+    assert newest not in {s.snapshot_id for s in wh.table("t").metadata.statistics}
+
+    monkeypatch.undo()
+    run_analyze(config, opened, PySketcher())  # nothing new to analyze: registers only
+    table = wh.table("t")
+    assert newest in {s.snapshot_id for s in table.metadata.statistics}
+    assert newest in {p.snapshot_id for p in table.metadata.partition_statistics}
 
 
 def test_duckdb_reads_the_published_table(

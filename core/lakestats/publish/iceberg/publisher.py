@@ -26,8 +26,9 @@ import posixpath
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -39,7 +40,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.statistics import BlobMetadata, PartitionStatisticsFile, StatisticsFile
 from pyiceberg.table.update import AssertTableUUID
 
-from lakestats.exceptions import LakestatsError, PublishError
+from lakestats.exceptions import LakestatsError, PublishError, first_line
 from lakestats.formats.iceberg import IcebergTable
 from lakestats.model import Commit
 from lakestats.publish.base import Publisher, SnapshotStats, Unpublishable
@@ -58,6 +59,7 @@ from lakestats.publish.iceberg.registration import FILE_PREFIX, PUBLISHED_KEY, S
 from lakestats.publish.iceberg.theta import theta_blobs
 from lakestats.tables import OpenedTable
 
+_T = TypeVar("_T")
 _log = structlog.get_logger(__name__)
 
 STATS_SUFFIX = ".stats"
@@ -234,11 +236,13 @@ class IcebergPublisher:
         references any more. Returns the new ``published`` mapping."""
         pending, self._pending = self._pending, []
         catalog_table = self._pyiceberg
+        name = catalog_table.name()
         registered: list[Staged] = []
         obsolete: set[str] = set()  # our files that no entry will reference
         metadata: TableMetadata | None = None
+        last_conflict = ""
         for attempt in range(self._max_attempts):
-            fresh = catalog_table.catalog.load_table(catalog_table.name())
+            fresh = self._catalog_call("load", lambda: catalog_table.catalog.load_table(name))
             metadata = fresh.metadata
             live = reg.live_snapshots(metadata)
             obsolete.update(reg.staged_paths(s for s in pending if s.snapshot_id not in live))
@@ -260,11 +264,18 @@ class IcebergPublisher:
                 registered += pending  # nothing to register for them (no sketch, unpartitioned)
                 pending = []
                 break
+            requirements = (AssertTableUUID(uuid=metadata.table_uuid),)
             try:
-                response = fresh.catalog.commit_table(
-                    fresh, (AssertTableUUID(uuid=metadata.table_uuid),), tuple(updates)
+                response = self._catalog_call(
+                    "commit",
+                    partial(fresh.catalog.commit_table, fresh, requirements, tuple(updates)),
+                    retried=(CommitFailedException, ValueError),
                 )
-            except CommitFailedException as exc:
+            except (CommitFailedException, ValueError) as exc:
+                # a conflict; or pyiceberg refusing an update whose target another process
+                # changed first (a second lakestats run removed the same expired snapshot's
+                # entry: "… does not exist"): once more on the table as it now is
+                last_conflict = first_line(exc)
                 delay = min(self._backoff_s * 2**attempt, MAX_BACKOFF_S)
                 _log.info("publish_conflict", attempt=attempt + 1, error=str(exc))
                 self._sleep(delay * (1 + random.random() / 10))  # noqa: S311 (jitter, not crypto)
@@ -280,8 +291,8 @@ class IcebergPublisher:
         else:
             self._delete(p for p in reg.staged_paths(pending) if is_ours(p))
             raise PublishError(
-                f"could not register statistics of table {catalog_table.name()} after "
-                f"{self._max_attempts} attempts: the table kept changing"
+                f"could not register statistics of table {name} after "
+                f"{self._max_attempts} attempts: the table kept changing ({last_conflict})"
             )
         assert metadata is not None
         records = reg.reconcile(reg.records(published), metadata, registered, self._owner)
@@ -306,7 +317,7 @@ class IcebergPublisher:
         folder = posixpath.dirname(table.location_provider().new_metadata_location("x"))
         scheme, netloc, path = PyArrowFileIO.parse_location(folder, io.properties)
         fs = io.fs_by_scheme(scheme, netloc)
-        fresh = table.catalog.load_table(table.name()).metadata
+        fresh = self._catalog_call("load", lambda: table.catalog.load_table(table.name())).metadata
         keep = {posixpath.basename(p) for p in reg.referenced(fresh)}
         keep |= {posixpath.basename(p) for p in reg.staged_paths(self._pending)}
         cutoff_ns = time.time_ns() - int(older_than_s * 1e9)
@@ -328,6 +339,23 @@ class IcebergPublisher:
         if deleted:
             _log.info("stray_stats_files_deleted", table=table.name(), files=deleted)
         return deleted
+
+    def _catalog_call(
+        self, what: str, call: Callable[[], _T], retried: tuple[type[Exception], ...] = ()
+    ) -> _T:
+        """A request to the table's catalog. Each backend (SQL, REST, Glue, Hive …) fails
+        with its own client errors (a locked SQLite database, a throttled AWS call); they
+        are a ``PublishError`` naming the table, logged as ``publish_failed`` like any
+        broken target. ``retried``: what the caller handles itself."""
+        try:
+            return call()
+        except (*retried, *self.errors):
+            raise
+        except Exception as exc:
+            raise PublishError(
+                f"table {self._pyiceberg.name()}: the catalog failed at the {what} "
+                f"({type(exc).__name__}: {first_line(exc)})"
+            ) from exc
 
     def _delete(self, paths: Iterable[str]) -> None:
         for path in sorted(paths):
