@@ -101,7 +101,7 @@ class Lifecycle:
 
         service.queue.start()
         if service.watcher is not None:
-            service.watcher.start()
+            service.watcher.start(background=True)  # opening a table may hang
         service.poller.start()
         if service.maintenance_jobs is not None:
             service.maintenance_jobs.start()

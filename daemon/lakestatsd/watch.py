@@ -112,10 +112,36 @@ class MetadataWatcher:
         self._watches: dict[str, tuple[ObservedWatch, ...]] = {}
         self._unwatchable: set[str] = set()  # remote locations: polling only, say it once
         self._lock = threading.Lock()
+        self._ensuring: threading.Thread | None = None
 
-    def start(self) -> None:
+    def start(self, *, background: bool = False) -> None:
+        """Start the observer and add every table's watches — ``background``: on a thread
+        of their own (``ensure_watches_soon``), as the daemon does."""
         self._observer.start()
-        self.ensure_watches()
+        if background:
+            self.ensure_watches_soon()
+        else:
+            self.ensure_watches()
+
+    def ensure_watches_soon(self) -> None:
+        """``ensure_watches`` on a thread of its own, unless the last one is still at it.
+        Finding a table's directories opens it, and an open can hang (a catalog that takes
+        the connection and never answers; pyiceberg's clients have no timeout): neither the
+        event loop (the API, signals) nor the poll tick (every other table) may wait on it.
+        A hung look stays one thread, and no other starts until it returns."""
+        with self._lock:
+            if self._ensuring is not None and self._ensuring.is_alive():
+                return
+            self._ensuring = threading.Thread(
+                target=self._ensure_logged, name="lakestatsd-watches", daemon=True
+            )
+            self._ensuring.start()
+
+    def _ensure_logged(self) -> None:
+        try:
+            self.ensure_watches()
+        except Exception as exc:  # a bug here must not go unseen; polling still covers all
+            log.error("ensure_watches_failed", error=str(exc), exc_info=True)
 
     def stop(self, timeout_s: float = 5.0) -> None:
         self._observer.stop()

@@ -228,7 +228,7 @@ class Service:
             # space freed, permissions fixed: retry now rather than after a long backoff
             self.queue.retry_now(STORAGE)
         if self.watcher is not None:
-            self.watcher.ensure_watches()  # tables that could not be watched before
+            self.watcher.ensure_watches_soon()  # tables that could not be watched before
         for name in self.queue.names:
             self.hint(name, "poll")
 
