@@ -711,6 +711,7 @@ def analyze_table(
     rebuild: bool = False,
     on_progress: Callable[[BatchProgress], None] | None = None,
     refreshed: bool = False,
+    should_yield: Callable[[], bool] | None = None,
 ) -> AnalyzeResult:
     """Process every commit not yet reflected in the table's stats, oldest first.
 
@@ -728,6 +729,9 @@ def analyze_table(
     daemon's poll does, to see whether there is anything to do), so the run takes the
     table as it is instead of loading it again — for a catalog table a load parses the
     whole metadata file; a commit that landed meanwhile is the next run's.
+    ``should_yield`` is checked before each batch but the first — never inside one, whose
+    sketches are paid for: True ends the run there like ``should_stop`` (the daemon gives
+    a worker that a long backlog holds back to the tables waiting for one).
     """
     resolved = as_config(config)
     opened = open_table(table, resolved)
@@ -752,6 +756,7 @@ def analyze_table(
                 rebuild=rebuild,
                 on_progress=on_progress,
                 refresh=not (refreshed and attempt == 0 and isinstance(table, OpenedTable)),
+                should_yield=should_yield,
             )
             return replace(result, commits=tuple(done))
         except (ConcurrentUpdateError, MetadataError) as exc:
@@ -798,6 +803,7 @@ def _analyze_once(
     rebuild: bool,
     on_progress: Callable[[BatchProgress], None] | None = None,
     refresh: bool = True,
+    should_yield: Callable[[], bool] | None = None,
 ) -> AnalyzeResult:
     opened = path.opened
     if refresh:
@@ -825,7 +831,7 @@ def _analyze_once(
         batch = path.batches.next(commits, start)
         start += len(batch.commits)
         number += 1
-        if stopped():
+        if stopped() or (number > 1 and should_yield is not None and should_yield()):
             state = path.publish(state)
             return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports), True)
         began = time.monotonic()

@@ -55,6 +55,9 @@ class WatchConfig(ConfigSection):
     max_concurrent_tables: Annotated[int, Field(ge=1, le=256)] = 2
     backoff_initial_s: Annotated[Seconds, Field(gt=0, le=3600)] = 1.0
     backoff_max_s: Annotated[Seconds, Field(gt=0, le=86400)] = 300.0
+    # a run this long gives its worker back at its next batch boundary while another
+    # table waits for one, and goes on after it (a backlog shares the workers)
+    run_slice_s: Annotated[Seconds, Field(gt=0, le=86400)] = 30.0
     # a run silent (no commit boundary) this long is stalled: /healthz fails. None: twice
     # the Spark job timeout plus 15 minutes — a batch may run two jobs between commit
     # boundaries (rows a merge or a delete kills, then the sketches), and a slow job must

@@ -35,7 +35,7 @@ from lakestats.read import read_last_stats
 from lakestats.tables import OpenedTable
 from lakestatsd.maintenance import MaintenanceRunner, newest_version
 from lakestatsd.metrics import FreshnessTracker, Metrics
-from lakestatsd.scheduler import StopCheck, is_contention
+from lakestatsd.scheduler import RunChecks, StopCheck, is_contention
 from lakestatsd.watch import WatchTarget
 
 log = structlog.get_logger("lakestatsd.runtime")
@@ -49,6 +49,7 @@ class AnalyzeFn(Protocol):
         should_stop: StopCheck,
         on_commit: Callable[[CommitReport], None],
         on_pending: PendingCallback,
+        should_yield: StopCheck | None = None,
     ) -> AnalyzeResult: ...
 
 
@@ -253,8 +254,15 @@ class TableRuntime:
 
         started = time.monotonic()
         try:
+            # the queue's checks give way between batches only (RunChecks); a plain check
+            # (tests, the library) never does
+            give_way = should_stop.give_way if isinstance(should_stop, RunChecks) else None
             result = self._analyze(
-                opened, should_stop=should_stop, on_commit=on_commit, on_pending=on_pending
+                opened,
+                should_stop=should_stop,
+                on_commit=on_commit,
+                on_pending=on_pending,
+                should_yield=give_way,
             )
         except LakestatsError:
             self._freshness.failing(name, current)

@@ -15,6 +15,10 @@ Rules, each one a reason this module exists:
   commit that lands after the run read the metadata is never lost;
 * a failure backs off exponentially (``backoff_initial_s`` doubling up to ``backoff_max_s``)
   and only delays that table;
+* a run past ``run_slice_s`` gives its worker back at the next batch boundary while another
+  table waits for one (``RunChecks.give_way``), and goes on after the tables that waited:
+  a long backlog (hundreds of commits, a first baseline) shares the workers instead of
+  holding one until it is done;
 * ``wait`` lets a caller block until a run that *started after* its hint has completed,
   which means the run saw at least the snapshot that was current when the caller asked.
 
@@ -47,7 +51,22 @@ log = structlog.get_logger("lakestatsd.scheduler")
 StopCheck = Callable[[], bool]
 ProcessFn = Callable[[str, StopCheck], bool]
 """``process(table, should_stop)``: True when the table is up to date, False when it
-stopped early because ``should_stop()`` said so. Raising means the run failed."""
+stopped early because ``should_stop()`` (or ``should_stop.give_way()``, when it is a
+``RunChecks``) said so. Raising means the run failed."""
+
+
+@dataclass(frozen=True)
+class RunChecks:
+    """The ``should_stop`` a queue hands a run: calling it asks whether the queue is
+    stopping (and is the run's sign of life); ``give_way`` whether to give the worker back
+    to a table waiting for one (asked between batches only: ``analyze_table``'s
+    ``should_yield``)."""
+
+    stop: StopCheck
+    give_way: StopCheck
+
+    def __call__(self) -> bool:
+        return self.stop()
 
 
 class RunState(enum.StrEnum):
@@ -173,6 +192,7 @@ class TableQueue:
         max_concurrent: int,
         backoff_initial_s: float,
         backoff_max_s: float,
+        run_slice_s: float = 30.0,
         on_run: Callable[[RunReport], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -182,6 +202,7 @@ class TableQueue:
         self._max_concurrent = max_concurrent
         self._backoff_initial_s = backoff_initial_s
         self._backoff_max_s = max(backoff_max_s, backoff_initial_s)
+        self._run_slice_s = run_slice_s
         self._on_run = on_run
         self._clock = clock
         self._cond = threading.Condition()
@@ -385,6 +406,15 @@ class TableQueue:
             )
         return found
 
+    def _others_waiting(self, table: _Table) -> bool:
+        """Whether a table other than ``table`` is due and waits for a worker."""
+        now = self._clock()
+        with self._cond:
+            return any(
+                t is not table and t.pending and not t.running and t.due_at <= now
+                for t in self._tables.values()
+            )
+
     def depth(self) -> int:
         """Tables waiting for a run (hinted, not yet started): the queue depth metric."""
         with self._cond:
@@ -456,8 +486,12 @@ class TableQueue:
             table.beat_at = self._clock()  # core asks at every commit boundary: alive
             return self.should_stop()
 
+        def give_way() -> bool:
+            table.beat_at = self._clock()
+            return self._clock() - started >= self._run_slice_s and self._others_waiting(table)
+
         try:
-            completed = self._process(table.name, should_stop)
+            completed = self._process(table.name, RunChecks(should_stop, give_way))
         except Exception as exc:  # one broken table must never stop the others
             error = exc
         duration = self._clock() - started
@@ -485,6 +519,11 @@ class TableQueue:
                 table.last_error_kind = None
                 table.done_seq = max(table.done_seq, started_seq)
                 table.last_success_at = time.time()
+            elif not self._stopping.is_set():
+                # it gave way: on again once the tables that waited have their turn (they
+                # were due before now, so the oldest-due-first dispatch takes them first)
+                table.pending = True
+                table.due_at = self._clock()
             self._workers.discard(threading.current_thread())
             self._cond.notify_all()
             failures = table.failures
@@ -510,6 +549,8 @@ class TableQueue:
                 retry_in_s=round(retry_in, 3),
                 exc_info=error_kind(error) == "unexpected",
             )
+        elif not completed and not self._stopping.is_set():
+            log.info("table_run_gave_way", table=table.name, seconds=round(duration, 3))
         if self._on_run is not None:
             try:
                 self._on_run(report)

@@ -77,12 +77,14 @@ def core_fns(config: ServiceConfig) -> CoreFns:
         should_stop: StopCheck,
         on_commit: Callable[[CommitReport], None],
         on_pending: PendingCallback,
+        should_yield: StopCheck | None = None,
     ) -> AnalyzeResult:
         return analyze_table(
             opened,
             config=config,
             sketcher=sketcher,
             should_stop=should_stop,
+            should_yield=should_yield,
             on_commit=on_commit,
             on_pending=on_pending,
             on_progress=log_progress,
@@ -172,6 +174,7 @@ class Service:
             max_concurrent=w.max_concurrent_tables,
             backoff_initial_s=w.backoff_initial_s,
             backoff_max_s=w.backoff_max_s,
+            run_slice_s=w.run_slice_s,
             on_run=self._on_run,
         )
         self.metrics.queue_depth.set_function(self.queue.depth)

@@ -338,3 +338,43 @@ def test_a_run_on_a_table_its_caller_just_refreshed_does_not_load_it_again(
     assert calls["refresh"] == 1
     assert result.last_snapshot_id == second
     assert_matches_exact(read_stats(opened), wh, "t")
+
+
+def test_should_yield_ends_a_run_between_batches_only(tmp_path: Path) -> None:
+    """``should_yield`` (the daemon's fair share) is asked before each batch but the first
+    and never inside one: a run told to yield always does one batch, ends there like a
+    stopped run, and the runs after it reach what one run does."""
+    from deltalake import write_deltalake
+
+    location = tmp_path / "t"
+    for i in range(12):
+        write_deltalake(location, pa.table({"id": [i, i + 100]}), mode="append")
+    config = Config.model_validate(
+        {"state_dir": str(tmp_path / "state"), "sketch": {"enabled": False}}
+    )
+    opened = open_configured(TableConfig(name="t", location=str(location)), config)
+    asked: list[int] = []
+    runs: list[tuple[bool, int]] = []  # (stopped early, commits)
+    while not runs or runs[-1][0]:
+        reports: list[Any] = []
+        result = analyze_table(
+            opened,
+            sketcher=None,
+            on_commit=reports.append,
+            should_yield=lambda reports=reports: asked.append(len(reports)) is None,
+        )
+        runs.append((result.stopped_early, len(reports)))
+        assert len(runs) < 20
+    # batches double from one commit: each yielding run did exactly its first batch
+    assert [n for _, n in runs] == [1] * (len(runs) - 1) + [runs[-1][1]]
+    assert sum(n for _, n in runs) == 12 and len(runs) > 2
+    assert 0 not in asked  # never before a run's first batch
+    fresh = open_configured(
+        TableConfig(name="t", location=str(location)),
+        config.model_copy(update={"state_dir": str(tmp_path / "fresh")}),
+    )
+    analyze_table(fresh, sketcher=None)
+    volatile = {"computed_at_ms", "published"}  # the sidecar each run wrote is its own
+    assert {k: v for k, v in read_stats(opened).items() if k not in volatile} == {
+        k: v for k, v in read_stats(fresh).items() if k not in volatile
+    }

@@ -117,7 +117,9 @@ def test_maintenance_runs_in_the_table_worker_never_beside_analyze(tmp_path: Pat
         finally:
             busy.release()
 
-    def analyze(opened: OpenedTable, *, should_stop: Any, on_commit: Any, on_pending: Any) -> Any:
+    def analyze(
+        opened: OpenedTable, *, should_stop: Any, on_commit: Any, on_pending: Any, **more: Any
+    ) -> Any:
         return exclusive(
             "analyze",
             lambda: analyze_table(
@@ -127,6 +129,7 @@ def test_maintenance_runs_in_the_table_worker_never_beside_analyze(tmp_path: Pat
                 should_stop=should_stop,
                 on_commit=on_commit,
                 on_pending=on_pending,
+                **more,
             ),
         )
 

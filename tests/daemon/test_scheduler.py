@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from lakestats.exceptions import ConcurrentUpdateError, MetadataError, PartialMetadataError
-from lakestatsd.scheduler import RunState, StopCheck, TableQueue, WaitOutcome
+from lakestatsd.scheduler import RunChecks, RunState, StopCheck, TableQueue, WaitOutcome
 
 
 class Recorder:
@@ -342,4 +342,84 @@ def test_a_run_silent_past_the_stall_timeout_is_reported_once() -> None:
         boundaries.release()
         wait_for(lambda: queue.running() == 0)
         assert queue.stalled(0) == {}
+        assert queue.stop(5.0)
+
+
+class Backlog:
+    """A table with ``batches`` batches to do, ``batch_s`` each, asking its checks between
+    them as ``analyze_table`` does (``give_way`` never before its first batch); what it has
+    done survives a run that gives way, like committed state versions."""
+
+    def __init__(self, batches: int, batch_s: float) -> None:
+        self.left = batches
+        self.batch_s = batch_s
+        self.events: list[tuple[str, str]] = []  # (table, "batch" | "gave way" | "done")
+
+    def __call__(self, table: str, should_stop: StopCheck) -> bool:
+        if table != "big":
+            self.events.append((table, "done"))
+            return True
+        give_way = should_stop.give_way if isinstance(should_stop, RunChecks) else None
+        first = True
+        while self.left:
+            if should_stop() or (not first and give_way is not None and give_way()):
+                self.events.append((table, "gave way"))
+                return False
+            time.sleep(self.batch_s)
+            self.left -= 1
+            first = False
+            self.events.append((table, "batch"))
+        self.events.append((table, "done"))
+        return True
+
+
+def test_a_long_backlog_gives_way_to_a_table_waiting_for_its_worker() -> None:
+    """One worker; a table with a backlog of 30 batches is running when another table is
+    hinted. Past its slice the backlog gives the worker back at a batch boundary, the other
+    table runs, and the backlog goes on after it until done — a waiter on it is woken only
+    then."""
+    work = Backlog(batches=30, batch_s=0.02)
+    queue = TableQueue(
+        ("big", "small"),
+        work,
+        debounce_s=0.0,
+        max_concurrent=1,
+        backoff_initial_s=1,
+        backoff_max_s=1,
+        run_slice_s=0.1,
+    )
+    queue.start()
+    try:
+        ticket = queue.hint("big")
+        wait_for(lambda: ("big", "batch") in work.events)
+        queue.hint("small")
+        assert queue.wait("big", ticket, 10.0) is WaitOutcome.DONE
+        assert work.left == 0
+        small_done = work.events.index(("small", "done"))
+        gave_way = work.events.index(("big", "gave way"))
+        assert gave_way < small_done < work.events.index(("big", "done"))
+        assert work.events.count(("big", "batch")) == 30
+        # it ran past its slice before giving way: at least 0.1 s of batches
+        assert work.events[:gave_way].count(("big", "batch")) >= 5
+    finally:
+        assert queue.stop(5.0)
+
+
+def test_a_backlog_nobody_waits_for_runs_to_the_end_in_one_run() -> None:
+    work = Backlog(batches=20, batch_s=0.01)
+    queue = TableQueue(
+        ("big", "small"),
+        work,
+        debounce_s=0.0,
+        max_concurrent=1,
+        backoff_initial_s=1,
+        backoff_max_s=1,
+        run_slice_s=0.02,
+    )
+    queue.start()
+    try:
+        assert queue.wait("big", queue.hint("big"), 10.0) is WaitOutcome.DONE
+        assert ("big", "gave way") not in work.events
+        assert work.left == 0 and queue.status()["big"].runs == 1
+    finally:
         assert queue.stop(5.0)
