@@ -53,9 +53,20 @@ def _value_step(type_str: str) -> float | None:
 
 
 def _ndv(column: ColumnAggregate) -> int | None:
+    """The theta estimate, never above the values the files hold: past 4,096 distinct
+    values theta errs either way (±1.6 %), and a unique column of 17,502 rows read 17,525 —
+    more distinct values than rows, which no planner should be told. The bound is the
+    files' own counts (values written, deleted rows included: at least the live ones);
+    NaN is one value in theta (Iceberg hashes it)."""
     if column.theta is None:
         return None
-    return round(theta_estimate(column.theta))
+    estimate = round(theta_estimate(column.theta))
+    if column.value_count is None or column.null_count is None or column.nan_count is None:
+        return estimate
+    values = column.value_count - column.null_count - column.nan_count
+    if values < 0:
+        return estimate  # counts that disagree bound nothing
+    return min(estimate, values + (1 if column.nan_count else 0))
 
 
 def _within_bounds(column: ColumnAggregate) -> Callable[[float], Any]:
