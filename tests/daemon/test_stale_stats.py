@@ -137,3 +137,38 @@ location = "{wh.location("t")}"
     # a specific snapshot still needs the metadata: 503, as before
     other = restarted.request("GET", f"/v1/tables/t/stats?snapshot={good['snapshot_id']}")
     assert other.status == 503
+
+
+def test_a_paimon_snapshot_corrupt_in_place_serves_the_stats_stale(tmp_path: Path) -> None:
+    """The look at a Paimon table reads LATEST, which still names the snapshot; reading
+    the snapshot file itself fails later in the run. The stats are served flagged stale
+    all the same (as for Iceberg and Delta), and unflagged once the file is whole again."""
+    from paimon_tables import PaimonWarehouse
+
+    warehouse = PaimonWarehouse(tmp_path / "wh")
+    location = warehouse.create("p", [("id", "long")])
+    warehouse.write("p", {"id": [1, 2]})
+    warehouse.write("p", {"id": [3]})
+    config = ServiceConfig.model_validate(
+        {
+            "state_dir": str(tmp_path / "state"),
+            "sketch": {"enabled": False},
+            "table": [{"name": "p", "location": str(location)}],
+        }
+    )
+    service = Service(config, core_fns(config))
+    assert service.runtime.process("p", lambda: False)
+    assert "stale" not in service.runtime.read_stats("p", None)
+    snapshot = location / "snapshot" / f"snapshot-{warehouse.current('p')}"
+    whole = snapshot.read_bytes()
+    snapshot.write_bytes(whole[: len(whole) // 2])  # same name, truncated
+
+    with pytest.raises(MetadataError, match="not valid JSON"):
+        service.runtime.process("p", lambda: False)
+    doc = service.runtime.read_stats("p", None)
+    assert doc["stale"] is True and snapshot.name in doc["stale_reason"]
+    assert doc["record_count"] == 3  # the last good stats
+
+    snapshot.write_bytes(whole)
+    assert service.runtime.process("p", lambda: False)
+    assert "stale" not in service.runtime.read_stats("p", None)
