@@ -41,6 +41,8 @@ from lakestatsd.watch import WatchTarget
 
 log = structlog.get_logger("lakestatsd.runtime")
 
+_SEARCH_AGAIN_S = 30.0  # a never-opened table's stats are looked for at most this often
+
 
 class AnalyzeFn(Protocol):
     def __call__(
@@ -99,6 +101,8 @@ class TableRuntime:
         # name → why the worker's last look could not read the table's metadata: stats
         # served meanwhile are flagged stale (the reader's handle reads only the store)
         self._unreadable: dict[str, LakestatsError] = {}
+        # when a search of the state dir for a never-opened table's stats found none
+        self._searched_in_vain: dict[str, float] = {}
 
     def _table_config(self, name: str) -> TableConfig:
         table = self._config.find_table(name)
@@ -333,12 +337,21 @@ class TableRuntime:
 
     def _stale_stats(self, name: str, exc: LakestatsError) -> dict[str, Any]:
         """The newest stats in the store, flagged stale because of ``exc``."""
+        folder = self._store_folders.get(name)
+        if folder is None:
+            # a table never opened: its folder is found by reading every folder's newest
+            # stats — not again for each request (no token needed to ask) while a recent
+            # search found none
+            searched = self._searched_in_vain.get(name)
+            if searched is not None and time.monotonic() - searched < _SEARCH_AGAIN_S:
+                raise exc
         try:
-            doc, folder = read_last_stats(
-                self._table_config(name), self._config, folder=self._store_folders.get(name)
-            )
+            doc, folder = read_last_stats(self._table_config(name), self._config, folder=folder)
         except LakestatsError:
+            if name not in self._store_folders:
+                self._searched_in_vain[name] = time.monotonic()
             raise exc from None
+        self._searched_in_vain.pop(name, None)
         self._store_folders[name] = folder
         return {
             **doc,

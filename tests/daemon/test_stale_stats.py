@@ -6,12 +6,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 from lakestatsd_harness import DaemonProcess
 
-from lakestats.exceptions import MetadataError, UnreadableCommitError
+from lakestats.exceptions import LakestatsError, MetadataError, UnreadableCommitError
 from lakestats.testing import IcebergWarehouse
 from lakestatsd.config import ServiceConfig
 from lakestatsd.wiring import Service, core_fns
@@ -172,3 +173,45 @@ def test_a_paimon_snapshot_corrupt_in_place_serves_the_stats_stale(tmp_path: Pat
     snapshot.write_bytes(whole)
     assert service.runtime.process("p", lambda: False)
     assert "stale" not in service.runtime.read_stats("p", None)
+
+
+def test_a_table_never_opened_is_looked_for_in_the_state_dir_once_a_while(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stats of a table that cannot be opened are found by reading every folder of the
+    state dir (its store folder is named by an id only its metadata holds). A request for
+    one that has none does not read them all again for each request (anyone may ask)."""
+    import lakestatsd.runtime as runtime_module
+
+    wh = make_table(tmp_path)
+    state = tmp_path / "state"
+    config = ServiceConfig.model_validate(
+        {
+            "state_dir": str(state),
+            "sketch": {"enabled": False},
+            "table": [
+                {"name": "t", "location": wh.location("t")},
+                {"name": "gone", "location": str(tmp_path / "nowhere")},
+            ],
+        }
+    )
+    service = Service(config, core_fns(config))
+    assert service.runtime.process("t", lambda: False)  # one folder to look through
+    searches: list[str] = []
+    real = runtime_module.read_last_stats
+
+    def counted(table: Any, *args: Any, **kwargs: Any) -> Any:
+        searches.append(table.name)
+        return real(table, *args, **kwargs)
+
+    monkeypatch.setattr(runtime_module, "read_last_stats", counted)
+    for _ in range(5):
+        with pytest.raises(LakestatsError):
+            service.runtime.read_stats("gone", None)
+    assert searches == ["gone"]
+    # a table whose stats the search finds is served from its folder from then on
+    corrupt_in_place(wh.location("t"))
+    fresh = Service(config, core_fns(config))
+    for _ in range(3):
+        assert fresh.runtime.read_stats("t", None)["stale"] is True
+    assert searches == ["gone", "t", "t", "t"]  # named folder: no search, one read each
