@@ -15,8 +15,10 @@ a catalog that was down): a broken table is reported, never fatal.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +29,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from watchdog.events import (
     EVENT_TYPE_CLOSED,
     EVENT_TYPE_CREATED,
+    EVENT_TYPE_DELETED,
     EVENT_TYPE_MODIFIED,
     EVENT_TYPE_MOVED,
     FileSystemEvent,
@@ -83,14 +86,37 @@ def is_commit_event(event: FileSystemEvent, spec: WatchSpec) -> bool:
 
 
 class _Handler(FileSystemEventHandler):
-    def __init__(self, table: str, spec: WatchSpec, hint: Hint) -> None:
+    def __init__(
+        self,
+        table: str,
+        spec: WatchSpec,
+        hint: Hint,
+        directories: frozenset[str],
+        gone: Callable[[str], None],
+    ) -> None:
         self._table = table
         self._spec = spec
         self._hint = hint
+        self._directories = directories
+        self._gone = gone
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if is_commit_event(event, self._spec):
             self._hint(self._table, "watch")
+        elif event.event_type == EVENT_TYPE_DELETED and (
+            os.fsdecode(event.src_path) in self._directories
+        ):
+            # the watched directory itself: its watch ends here (watchdog stops it)
+            self._gone(self._table)
+
+
+def _identity(directory: Path) -> tuple[int, int] | None:
+    """What tells a directory from another created at its path; None when it is gone."""
+    try:
+        info = directory.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 class MetadataWatcher:
@@ -113,6 +139,9 @@ class MetadataWatcher:
         self._unwatchable: set[str] = set()  # remote locations: polling only, say it once
         self._lock = threading.Lock()
         self._ensuring: threading.Thread | None = None
+        # table → (device, inode) of each directory watched: one deleted or replaced shows
+        self._identities: dict[str, tuple[tuple[int, int] | None, ...]] = {}
+        self._lost: set[str] = set()  # tables one of whose watched directories was deleted
 
     def start(self, *, background: bool = False) -> None:
         """Start the observer and add every table's watches — ``background``: on a thread
@@ -153,8 +182,10 @@ class MetadataWatcher:
             return {name: tuple(w.path for w in ws) for name, ws in self._watches.items()}
 
     def ensure_watches(self) -> None:
-        """Add the watches of every table that has none yet (called again at each poll tick)."""
+        """Add the watches of every table that has none yet, or whose watched directory is
+        not the one watched any more (called again at each poll tick)."""
         for table in self._tables:
+            self._drop_if_replaced(table)
             with self._lock:
                 if table in self._watches or table in self._unwatchable:
                     continue
@@ -162,6 +193,34 @@ class MetadataWatcher:
             if target is None:
                 continue  # could not open the table: its run reports why
             self._watch(table, target)
+
+    def _drop_if_replaced(self, table: str) -> None:
+        """A watched directory deleted (and maybe created again at its path: a table
+        dropped and written anew) ended its inotify watch, which no event says: a stat per
+        directory and tick tells, and the table is watched again at its new directory."""
+        with self._lock:
+            watches = self._watches.get(table)
+            identities = self._identities.get(table)
+            lost = table in self._lost
+            self._lost.discard(table)
+        if watches is None or identities is None:
+            return
+        same = all(_identity(Path(w.path)) == i for w, i in zip(watches, identities, strict=True))
+        if same and not lost:
+            return
+        for watch in watches:
+            with suppress(KeyError, OSError):  # the emitter may have gone with the directory
+                self._observer.unschedule(watch)
+        with self._lock:
+            self._watches.pop(table, None)
+            self._identities.pop(table, None)
+        log.info("watch_lost", table=table, paths=[w.path for w in watches])
+
+    def _lose(self, table: str) -> None:
+        """A watched directory of ``table`` was deleted (an inode number may come back
+        with the directory made again at its path: only the event tells)."""
+        with self._lock:
+            self._lost.add(table)
 
     def _watch(self, table: str, target: WatchTarget) -> None:
         spec = self._spec_of(target.format_name)
@@ -175,7 +234,7 @@ class MetadataWatcher:
         if not all(d.is_dir() for d in local):
             return  # not created yet: the next poll tick tries again
         watches: list[ObservedWatch] = []
-        handler = _Handler(table, spec, self._hint)
+        handler = _Handler(table, spec, self._hint, frozenset(map(str, local)), self._lose)
         for directory in local:
             try:
                 watches.append(self._observer.schedule(handler, str(directory), recursive=False))
@@ -186,6 +245,7 @@ class MetadataWatcher:
                 return
         with self._lock:
             self._watches[table] = tuple(watches)
+            self._identities[table] = tuple(_identity(d) for d in local)
         log.info("watching", table=table, paths=[str(d) for d in local])
         # a commit may have landed between start and this watch: look once more
         self._hint(table, "watch")

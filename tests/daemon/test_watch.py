@@ -187,3 +187,48 @@ def test_runtime_names_location_and_format_of_opened_tables(tmp_path: Path) -> N
     assert by_catalog is not None and by_catalog.format_name == "iceberg"
     assert local_path(by_catalog.location) == local_path(wh.location("t"))
     assert service.runtime.watch_target("missing") is None  # retried at the next poll tick
+
+
+def test_a_directory_deleted_and_created_again_is_watched_again(tmp_path: Path) -> None:
+    """A table dropped and written anew at its path: the old directory's inotify watch died
+    with it, silently. The next poll tick sees the directory is another one (or gone) and
+    watches it again, so its commits are hinted at once, not at the next poll."""
+    import shutil
+
+    hints: list[str] = []
+    lock = threading.Lock()
+
+    def hint(table: str, source: str) -> None:
+        if source == "watch":
+            with lock:
+                hints.append(table)
+
+    metadata = tmp_path / "t" / "metadata"
+    metadata.mkdir(parents=True)
+    watcher = MetadataWatcher(("t",), hint, iceberg_targets({"t": str(tmp_path / "t")}))
+    watcher.start()
+    try:
+        assert watcher.watched() == {"t": (str(metadata),)}
+        shutil.rmtree(tmp_path / "t")
+        watcher.ensure_watches()  # gone: no longer watched
+        assert watcher.watched() == {}
+        metadata.mkdir(parents=True)
+        watcher.ensure_watches()  # created again: watched again
+        assert watcher.watched() == {"t": (str(metadata),)}
+        with lock:
+            before = len(hints)  # the re-watch itself hints once
+        (metadata / "00001-x.metadata.json").write_text("{}")
+        assert wait_until(lambda: len(hints) > before)
+
+        # replaced between two ticks, never seen missing (its inode number may come back):
+        # the deletion's own event marks the watch lost, and the tick after watches again
+        shutil.rmtree(tmp_path / "t")
+        metadata.mkdir(parents=True)
+        time.sleep(0.5)  # the next poll tick, after the event arrived
+        watcher.ensure_watches()
+        with lock:
+            before = len(hints)
+        (metadata / "00002-x.metadata.json").write_text("{}")
+        assert wait_until(lambda: len(hints) > before)
+    finally:
+        watcher.stop()
