@@ -1005,3 +1005,44 @@ def test_the_schema_a_manifest_was_written_with(
     schema = Schema(NestedField(1, "x", LongType(), required=True))
     with AvroFile[Any](PyArrowFileIO().new_input(str(path)), schema) as reader:
         assert _written_schema_id(reader.header.meta) == written
+
+
+def test_the_tables_of_one_catalog_share_its_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every handle of a catalog's tables (a daemon keeps two per table, and opens one per
+    retry of a failing table) uses one catalog client: one SQL engine's connections, one
+    REST session — not one per handle. Another configuration is another client."""
+    from lakestats.exceptions import TableNotFoundError
+    from lakestats.formats.iceberg import opening
+
+    wh = IcebergWarehouse(tmp_path / "wh")
+    for name in ("a", "b"):
+        wh.create_table(name, pa.schema([("id", pa.int64())]))
+        wh.append(name, {"id": [1]})
+    loads: list[str] = []
+    real = opening.load_catalog
+
+    def counted(name: str, **properties: str) -> Any:
+        loads.append(name)
+        return real(name, **properties)
+
+    monkeypatch.setattr(opening, "load_catalog", counted)
+    props = dict(wh.catalog_properties)
+    handles = [
+        opening.open_iceberg_catalog(wh.catalog_name, props, wh.identifier(n))
+        for n in ("a", "b", "a")
+    ]
+    for handle in handles:
+        handle.refresh()
+        assert handle.current_snapshot_id() is not None
+    for _ in range(3):  # a table that is not there, retried
+        with pytest.raises(TableNotFoundError):
+            opening.open_iceberg_catalog(wh.catalog_name, props, wh.identifier("nope")).refresh()
+    assert loads == [wh.catalog_name]
+    other = IcebergWarehouse(tmp_path / "other")
+    other.create_table("c", pa.schema([("id", pa.int64())]))
+    opening.open_iceberg_catalog(
+        other.catalog_name, dict(other.catalog_properties), other.identifier("c")
+    ).refresh()
+    assert loads == [wh.catalog_name, other.catalog_name]
