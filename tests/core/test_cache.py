@@ -204,3 +204,27 @@ def test_position_delete_targets_are_cached_within_the_budget(
         held = cache.process_cache().held_by_kind()
         assert ("iceberg_delete_targets" in held) == bool(budget)
     assert [d["merged_record_count"] for d in counts] == [147, 147]
+
+
+def test_a_store_keeps_only_its_newest_merged_view_cached(tmp_path: Path) -> None:
+    """Each commit makes a new merged view; the one it replaced is never read again by
+    this store, and no longer holds room in the cache (a daemon's soak filled 64 MB of the
+    budget with such views, pushing its manifests out)."""
+    before = cache.process_cache().max_bytes
+    cache.configure(0)  # empty it: only this test's entries below
+    cache.configure(1 << 30)
+    try:
+        warehouse = IcebergWarehouse(tmp_path / "wh")
+        warehouse.create_table("t", pa.schema([("id", pa.int64())]))
+        config = Config(state_dir=str(tmp_path / "state"))
+        held: list[int] = []
+        for c in range(6):
+            warehouse.append("t", {"id": list(range(c * 10, c * 10 + 10))})
+            if c == 0:
+                worker = lakestats.open_table(warehouse.location("t"), config)
+            lakestats.analyze_table(worker, config=config, sketcher=None)
+            held.append(cache.process_cache().held_by_kind().get("store_merged_views", 0))
+        assert held[0] > 0
+        assert held[-1] < 2 * held[0], held  # one view, not six
+    finally:
+        cache.configure(before)

@@ -245,6 +245,7 @@ class StatsStore:
             cache, "store_segment_paths", _paths_bytes
         )
         self._merged: CacheView[MergedView] = CacheView(cache, "store_merged_views", _view_bytes)
+        self._merged_key: str | None = None  # the one merged view of this store cached
         # the newest state version read or written, and its file's size (``current``)
         self._newest: tuple[StateVersion, int] | None = None
 
@@ -590,8 +591,17 @@ class StatsStore:
             for segment in state.segments:
                 parts.extend(self.segment_aggregate(segment))
             view = view_of(merge_partitions(parts, settings), settings)
-        self._merged.put(key, view)
+        self._keep_merged(key, view)
         return view
+
+    def _keep_merged(self, key: str, view: MergedView) -> None:
+        """Cache ``view`` as this store's one merged view: the view of a state a newer one
+        replaced is never read again here (a commit reads the newest), and holding them
+        pushed a daemon's manifests out of the cache (64 MB of stale views in a soak)."""
+        previous, self._merged_key = self._merged_key, key
+        if previous is not None and previous != key:
+            self._merged.pop(previous)
+        self._merged.put(key, view)
 
     def _read_merged_view(
         self, state: StateVersion, base: str, settings: SketchSettings
@@ -720,7 +730,7 @@ class StatsStore:
 
     def remember_merged(self, state: StateVersion, view: MergedView) -> None:
         """Record the merged view of ``state`` (computed by the commit that wrote it)."""
-        self._merged.put(merge_key(state), view)
+        self._keep_merged(merge_key(state), view)
 
     # -- stats documents ------------------------------------------------------------------
 
