@@ -7,12 +7,11 @@ the newest ``metadata/*.metadata.json`` of the location, or the catalog's curren
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Mapping
 
 from pydantic import ValidationError
-from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.catalog import load_catalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.table import StaticTable, Table
@@ -106,7 +105,12 @@ def open_iceberg_catalog(
     properties = io_properties(
         location_map or LocationMap(), environment_io_properties(catalog_properties)
     )
-    catalog = _shared_catalog(catalog_name, properties)
+    try:
+        catalog = load_catalog(catalog_name, **properties)
+    except Exception as exc:
+        # Each catalog backend (SQL, REST, Glue, Hive …) fails with its own client errors;
+        # all of them mean the catalog settings do not lead to a working catalog.
+        raise ConfigError(f"catalog {catalog_name!r} cannot be used: {first_line(exc)}") from exc
     description = f"{identifier} (catalog {catalog_name})"
 
     def load(previous: Table | None) -> Table:
@@ -131,31 +135,6 @@ def open_iceberg_catalog(
         return table
 
     return IcebergTable(load, description)
-
-
-# One catalog client per catalog configuration for the process: each holds its backend's
-# connections (a SQL engine's pool, an HTTP session and its OAuth token), and a client per
-# table handle — a daemon keeps two per table, and opens one per failed retry — meant twice
-# as many database connections as tables (past a Postgres server's 100 at 50 tables).
-_CATALOGS: dict[tuple[str, tuple[tuple[str, str], ...]], Catalog] = {}
-_CATALOGS_LOCK = threading.Lock()
-
-
-def _shared_catalog(catalog_name: str, properties: Mapping[str, str]) -> Catalog:
-    key = (catalog_name, tuple(sorted(properties.items())))
-    with _CATALOGS_LOCK:
-        catalog = _CATALOGS.get(key)
-    if catalog is not None:
-        return catalog
-    try:
-        # outside the lock: a catalog that never answers must not stop the others' opens
-        catalog = load_catalog(catalog_name, **properties)
-    except Exception as exc:
-        # Each catalog backend (SQL, REST, Glue, Hive …) fails with its own client errors;
-        # all of them mean the catalog settings do not lead to a working catalog.
-        raise ConfigError(f"catalog {catalog_name!r} cannot be used: {first_line(exc)}") from exc
-    with _CATALOGS_LOCK:
-        return _CATALOGS.setdefault(key, catalog)  # two at once: both use the first
 
 
 def _load_static(
