@@ -96,6 +96,7 @@ class TableRuntime:
         self._workers: dict[str, OpenedTable] = {}
         self._readers: dict[str, OpenedTable] = {}
         self._reader_locks = {t.name: threading.Lock() for t in config.table}
+        self._open_locks = {t.name: threading.Lock() for t in config.table}
         self._handles_lock = threading.Lock()
         self._store_folders: dict[str, str] = {}  # name → store folder, for stale reads
         # name → why the worker's last look could not read the table's metadata: stats
@@ -113,8 +114,15 @@ class TableRuntime:
     def _worker_handle(self, name: str) -> OpenedTable:
         with self._handles_lock:
             handle = self._workers.get(name)
-        if handle is None:
-            handle = self._adopt(name, self._opener(self._table_config(name), self._config))
+        if handle is not None:
+            return handle
+        # one open at a time per table: the watch thread and the first run both ask at
+        # start, and two opens of a copied table both claimed a store folder
+        with self._open_locks[name]:
+            with self._handles_lock:
+                handle = self._workers.get(name)
+            if handle is None:
+                handle = self._adopt(name, self._opener(self._table_config(name), self._config))
         return handle
 
     def _adopt(self, name: str, handle: OpenedTable) -> OpenedTable:

@@ -110,6 +110,9 @@ class _Handler(FileSystemEventHandler):
             self._gone(self._table)
 
 
+MAX_STUCK_ROUNDS = 8  # threads left hanging on tables whose open never returns
+
+
 def _identity(directory: Path) -> tuple[int, int] | None:
     """What tells a directory from another created at its path; None when it is gone."""
     try:
@@ -138,7 +141,8 @@ class MetadataWatcher:
         self._watches: dict[str, tuple[ObservedWatch, ...]] = {}
         self._unwatchable: set[str] = set()  # remote locations: polling only, say it once
         self._lock = threading.Lock()
-        self._ensuring: threading.Thread | None = None
+        self._rounds: list[threading.Thread] = []  # ensure_watches_soon's threads
+        self._in_flight: set[str] = set()  # tables a round is looking at now
         # table → (device, inode) of each directory watched: one deleted or replaced shows
         self._identities: dict[str, tuple[tuple[int, int] | None, ...]] = {}
         self._lost: set[str] = set()  # tables one of whose watched directories was deleted
@@ -153,18 +157,21 @@ class MetadataWatcher:
             self.ensure_watches()
 
     def ensure_watches_soon(self) -> None:
-        """``ensure_watches`` on a thread of its own, unless the last one is still at it.
-        Finding a table's directories opens it, and an open can hang (a catalog that takes
-        the connection and never answers; pyiceberg's clients have no timeout): neither the
-        event loop (the API, signals) nor the poll tick (every other table) may wait on it.
-        A hung look stays one thread, and no other starts until it returns."""
+        """``ensure_watches`` on a thread of its own. Finding a table's directories opens
+        it, and an open can hang (a catalog that takes the connection and never answers;
+        pyiceberg's clients have no timeout): neither the event loop (the API, signals) nor
+        the poll tick may wait on it. Each round passes by the tables another round is still
+        looking at, so a hung table holds one thread and stops no other table's watch; the
+        rounds alive at once are capped (``MAX_STUCK_ROUNDS`` + 1), polling covers the rest."""
         with self._lock:
-            if self._ensuring is not None and self._ensuring.is_alive():
+            self._rounds = [r for r in self._rounds if r.is_alive()]
+            if len(self._rounds) > MAX_STUCK_ROUNDS:
                 return
-            self._ensuring = threading.Thread(
+            round_ = threading.Thread(
                 target=self._ensure_logged, name="lakestatsd-watches", daemon=True
             )
-            self._ensuring.start()
+            self._rounds.append(round_)
+            round_.start()
 
     def _ensure_logged(self) -> None:
         try:
@@ -185,14 +192,22 @@ class MetadataWatcher:
         """Add the watches of every table that has none yet, or whose watched directory is
         not the one watched any more (called again at each poll tick)."""
         for table in self._tables:
-            self._drop_if_replaced(table)
             with self._lock:
-                if table in self._watches or table in self._unwatchable:
-                    continue
-            target = self._target_of(table)
-            if target is None:
-                continue  # could not open the table: its run reports why
-            self._watch(table, target)
+                if table in self._in_flight:
+                    continue  # another round is at it (maybe hung on its catalog)
+                self._in_flight.add(table)
+            try:
+                self._drop_if_replaced(table)
+                with self._lock:
+                    if table in self._watches or table in self._unwatchable:
+                        continue
+                target = self._target_of(table)
+                if target is None:
+                    continue  # could not open the table: its run reports why
+                self._watch(table, target)
+            finally:
+                with self._lock:
+                    self._in_flight.discard(table)
 
     def _drop_if_replaced(self, table: str) -> None:
         """A watched directory deleted (and maybe created again at its path: a table

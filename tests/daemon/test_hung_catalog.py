@@ -1,8 +1,10 @@
 """A catalog that takes the connection and never answers (pyiceberg's REST client waits
 without a timeout): the table behind it hangs its own run, and nothing else — the daemon
 starts and serves its API, the poll tick goes on hinting every table, the other tables stay
-fresh, SIGTERM ends it. Before, the daemon opened every table on its event loop at start
-(no /healthz, no SIGTERM) and again in each poll tick (polling stopped for every table).
+fresh and watched, SIGTERM ends it. Before, the daemon opened every table on its event loop
+at start (no /healthz, no SIGTERM) and again in each poll tick (polling stopped for every
+table); then one look thread went through the tables in order (none after the hung one
+was watched).
 
 The hung catalog is a real socket on 127.0.0.1 that accepts and then stays silent.
 """
@@ -71,6 +73,14 @@ location = "{good}"
     try:
         assert daemon.request("GET", "/healthz", timeout_s=5).status == 200
         daemon.wait_until(lambda: daemon.request("GET", "/v1/tables/good/stats").status == 200)
+
+        # the table listed after the hung one is watched all the same
+        def watched(name: str) -> bool:
+            tables = daemon.get_json("/v1/tables")["tables"]
+            return bool(next(t for t in tables if t["name"] == name)["watched"])
+
+        daemon.wait_until(lambda: watched("good"), timeout_s=30)
+        assert not watched("stuck")
 
         # the poll tick goes on: it hints both tables twice a second
         before = daemon.metric("lakestats_hints_total", source="poll") or 0
