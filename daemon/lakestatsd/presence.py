@@ -4,7 +4,8 @@ Two daemons keeping one table — the same config started twice, a Deployment sc
 one replica on a shared volume, replicas without ``[shards]`` — still give right stats
 (the store takes turns), but do every commit's work twice and race each other's
 scheduled expiry, and nothing else tells. So each daemon holds an exclusive ``flock`` on a
-file of its own under ``<state_dir>/.lakestatsd/`` naming its host, pid and tables, and
+file of its own under ``<state_dir>/.lakestatsd/`` naming its host, pid and tables (as
+hashes of where they are), and
 looks at the others' files at start and every ``RECHECK_S``: a file whose lock is held
 is a live daemon (a warning names the tables both keep, once per daemon), one whose lock
 nobody holds was left by a daemon that is gone, and is deleted. The folder is hidden:
@@ -14,6 +15,7 @@ nobody holds was left by a daemon that is gone, and is deleted. The folder is hi
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import socket
@@ -37,12 +39,15 @@ RECHECK_S = 600.0
 
 
 def table_key(table: TableConfig, config: Config) -> str:
-    """One spelling of where a configured table is, for comparing across configs: its
-    location, or its catalog's URI (else the catalog's name) and identifier."""
+    """Where a configured table is, for comparing across configs: its location, or its
+    catalog's URI (else the catalog's name) and identifier — hashed, since a catalog URI
+    may carry a password and the file is for any daemon on the state dir to read."""
     if table.location is not None:
-        return location_key(table.location)
-    props = config.catalog.get(table.catalog or "", {})
-    return f"{props.get('uri') or table.catalog}#{table.identifier}"
+        where = location_key(table.location)
+    else:
+        props = config.catalog.get(table.catalog or "", {})
+        where = f"{props.get('uri') or table.catalog}#{table.identifier}"
+    return hashlib.sha256(where.encode()).hexdigest()
 
 
 @dataclass(frozen=True)

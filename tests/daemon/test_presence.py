@@ -20,7 +20,7 @@ from lakestatsd_harness import DaemonProcess, daemon_env, fast_config_text
 
 from lakestats.cli import main as lakestats_main
 from lakestats.config import Config
-from lakestatsd.presence import FOLDER, Presence
+from lakestatsd.presence import FOLDER, Presence, table_key
 
 SCHEMA = pa.schema([("id", pa.int64())])
 
@@ -71,7 +71,8 @@ def test_files_nobody_holds_are_a_gone_daemons_and_are_dropped(tmp_path: Path) -
     folder.mkdir(parents=True)
     # what a killed daemon leaves: its file, its lock gone with its process
     left = folder / "host-1-deadbeef.json"
-    left.write_text(json.dumps({"host": "host", "pid": 1, "tables": [str(tables["a"])]}))
+    key = table_key(config_of(state, tables).table[0], config_of(state, tables))
+    left.write_text(json.dumps({"host": "host", "pid": 1, "tables": [key]}))
     garbage = folder / "host-2-00000000.json"
     garbage.write_bytes(b"\x00not json")
     mine = Presence(state, config_of(state, tables))
@@ -116,3 +117,28 @@ def test_a_second_daemon_on_the_same_tables_warns_and_each_withdraws_on_shutdown
     finally:
         assert third.terminate() == 0
     assert list((state / FOLDER).glob("*.json")) == []
+
+
+def test_catalog_tables_are_matched_without_writing_the_catalog_uri(tmp_path: Path) -> None:
+    """A catalog URI may hold a password: the announcement keeps a hash of where each
+    table is, which still matches the same table in another daemon's config."""
+    state = tmp_path / "state"
+
+    def catalog_config(name: str) -> Config:
+        return Config.model_validate(
+            {
+                "state_dir": str(state),
+                "catalog": {
+                    name: {"type": "sql", "uri": "postgresql://stats:hunter2@db:5432/iceberg"}
+                },
+                "table": [{"name": "orders", "catalog": name, "identifier": "sales.orders"}],
+            }
+        )
+
+    first = Presence(state, catalog_config("main"))
+    second = Presence(state, catalog_config("other_name_same_catalog"))
+    first.announce()
+    second.announce()
+    texts = [p.read_text() for p in (state / FOLDER).glob("*.json")]
+    assert len(texts) == 2 and not any("hunter2" in t or "db:5432" in t for t in texts)
+    assert [o.shared for o in second.others()] == [("orders",)]
