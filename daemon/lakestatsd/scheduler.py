@@ -521,7 +521,11 @@ class TableQueue:
                 table.last_success_at = time.time()
             elif not self._stopping.is_set():
                 # it gave way: on again once the tables that waited have their turn (they
-                # were due before now, so the oldest-due-first dispatch takes them first)
+                # were due before now, so the oldest-due-first dispatch takes them first);
+                # it committed work, so an earlier failure is over
+                table.failures = 0
+                table.last_error = None
+                table.last_error_kind = None
                 table.pending = True
                 table.due_at = self._clock()
             self._workers.discard(threading.current_thread())

@@ -423,3 +423,39 @@ def test_a_backlog_nobody_waits_for_runs_to_the_end_in_one_run() -> None:
         assert work.left == 0 and queue.status()["big"].runs == 1
     finally:
         assert queue.stop(5.0)
+
+
+def test_a_run_that_gives_way_after_a_failure_is_healthy_again() -> None:
+    """A table catching up after an outage made progress before giving way: it shows no
+    old error and no backoff while it waits for its next turn."""
+    work = Backlog(batches=40, batch_s=0.02)
+    failed: list[bool] = []
+
+    def process(table: str, should_stop: StopCheck) -> bool:
+        if table == "big" and not failed:
+            failed.append(True)
+            raise MetadataError("big: catalog down")
+        return work(table, should_stop)
+
+    queue = TableQueue(
+        ("big", "small"),
+        process,
+        debounce_s=0.0,
+        max_concurrent=1,
+        backoff_initial_s=0.05,
+        backoff_max_s=0.05,
+        run_slice_s=0.1,
+    )
+    queue.start()
+    try:
+        queue.hint("big")
+        wait_for(lambda: queue.status()["big"].failures == 1)
+        wait_for(lambda: ("big", "batch") in work.events)
+        queue.hint("small")
+        wait_for(lambda: ("big", "gave way") in work.events)
+        status = queue.status()["big"]
+        assert status.failures == 0 and status.last_error is None
+        assert status.state is not RunState.BACKOFF
+        wait_for(lambda: ("big", "done") in work.events, timeout_s=10)
+    finally:
+        assert queue.stop(5.0)
