@@ -211,8 +211,8 @@ class MetadataWatcher:
 
     def _drop_if_replaced(self, table: str) -> None:
         """A watched directory deleted (and maybe created again at its path: a table
-        dropped and written anew) ended its inotify watch, which no event says: a stat per
-        directory and tick tells, and the table is watched again at its new directory."""
+        dropped and written anew) ended its inotify watch: the deletion's event (``_lose``)
+        or a stat per directory and tick tells, and the table is watched again."""
         with self._lock:
             watches = self._watches.get(table)
             identities = self._identities.get(table)
