@@ -164,6 +164,8 @@ def _check_table_id(table_id: str) -> None:
 # (state dir, table id) → the location that chose ``<table_id>/`` in this process
 _CHOSEN: dict[tuple[str, str], str] = {}
 _CHOSEN_LOCK = threading.Lock()
+# (state dir, folder) of copies whose taking ``store_folder_taken`` has said
+_TOLD: set[tuple[str, str]] = set()
 
 
 def store_folder(state_dir: str | Path, table_id: str, location: str) -> str:
@@ -201,9 +203,14 @@ def _choose_folder(
         if holder is None or same_location(holder, location):
             _CHOSEN.setdefault(key, location)
             return table_id, found
-    _log.warning(
-        "store_folder_taken", table_id=table_id, location=location, holder=holder, folder=own
-    )
+        # said once per copy and process: a daemon opens a table more than once (its
+        # worker's handle, its reader's) before the copy's own folder has a state
+        told = (str(root), own) in _TOLD
+        _TOLD.add((str(root), own))
+    if not told:
+        _log.warning(
+            "store_folder_taken", table_id=table_id, location=location, holder=holder, folder=own
+        )
     return own, None
 
 

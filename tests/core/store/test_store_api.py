@@ -426,3 +426,17 @@ def test_the_aggregate_cache_is_bounded_by_what_it_holds(tmp_path: Path) -> None
     with pytest.raises(StoreError, match="missing"):
         store.read_aggregate(small)
     assert store.read_aggregate(other) == tuple(_with_sketch(2, 4_000))
+
+
+def test_a_copy_taking_a_folder_of_its_own_is_said_once(tmp_path: Path) -> None:
+    """A daemon opens a table more than once (its worker's handle, its reader's) before the
+    copy's own folder has a state: ``store_folder_taken`` is said once, not per open."""
+    from structlog.testing import capture_logs
+
+    state = tmp_path / "state"
+    assert store_folder(state, "tid", str(tmp_path / "original")) == "tid"
+    with capture_logs() as logs:
+        folders = {store_folder(state, "tid", str(tmp_path / "copy")) for _ in range(3)}
+    (folder,) = folders
+    assert folder.startswith("tid@")
+    assert [e["folder"] for e in logs if e["event"] == "store_folder_taken"] == [folder]
