@@ -373,22 +373,30 @@ class Backlog:
         return True
 
 
+def one_worker_queue(
+    process: Callable[[str, StopCheck], bool], *, run_slice_s: float, backoff_s: float = 1.0
+) -> TableQueue:
+    """Tables "big" and "small" sharing one worker, started."""
+    queue = TableQueue(
+        ("big", "small"),
+        process,
+        debounce_s=0.0,
+        max_concurrent=1,
+        backoff_initial_s=backoff_s,
+        backoff_max_s=backoff_s,
+        run_slice_s=run_slice_s,
+    )
+    queue.start()
+    return queue
+
+
 def test_a_long_backlog_gives_way_to_a_table_waiting_for_its_worker() -> None:
     """One worker; a table with a backlog of 30 batches is running when another table is
     hinted. Past its slice the backlog gives the worker back at a batch boundary, the other
     table runs, and the backlog goes on after it until done — a waiter on it is woken only
     then."""
     work = Backlog(batches=30, batch_s=0.02)
-    queue = TableQueue(
-        ("big", "small"),
-        work,
-        debounce_s=0.0,
-        max_concurrent=1,
-        backoff_initial_s=1,
-        backoff_max_s=1,
-        run_slice_s=0.1,
-    )
-    queue.start()
+    queue = one_worker_queue(work, run_slice_s=0.1)
     try:
         ticket = queue.hint("big")
         wait_for(lambda: ("big", "batch") in work.events)
@@ -407,16 +415,7 @@ def test_a_long_backlog_gives_way_to_a_table_waiting_for_its_worker() -> None:
 
 def test_a_backlog_nobody_waits_for_runs_to_the_end_in_one_run() -> None:
     work = Backlog(batches=20, batch_s=0.01)
-    queue = TableQueue(
-        ("big", "small"),
-        work,
-        debounce_s=0.0,
-        max_concurrent=1,
-        backoff_initial_s=1,
-        backoff_max_s=1,
-        run_slice_s=0.02,
-    )
-    queue.start()
+    queue = one_worker_queue(work, run_slice_s=0.02)
     try:
         assert queue.wait("big", queue.hint("big"), 10.0) is WaitOutcome.DONE
         assert ("big", "gave way") not in work.events
@@ -437,16 +436,7 @@ def test_a_run_that_gives_way_after_a_failure_is_healthy_again() -> None:
             raise MetadataError("big: catalog down")
         return work(table, should_stop)
 
-    queue = TableQueue(
-        ("big", "small"),
-        process,
-        debounce_s=0.0,
-        max_concurrent=1,
-        backoff_initial_s=0.05,
-        backoff_max_s=0.05,
-        run_slice_s=0.1,
-    )
-    queue.start()
+    queue = one_worker_queue(process, run_slice_s=0.1, backoff_s=0.05)
     try:
         queue.hint("big")
         wait_for(lambda: queue.status()["big"].failures == 1)
