@@ -167,28 +167,35 @@ class Presence:
             if time.time() - temp.stat().st_mtime < 60:
                 return
             with temp.open("rb") as handle:
-                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                temp.unlink(missing_ok=True)
+                if not _held(handle):
+                    temp.unlink(missing_ok=True)
         except OSError:
             return
 
     def _read_if_alive(self, path: Path) -> OtherDaemon | None:
         try:
             with path.open("rb") as handle:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    doc = json.loads(handle.read() or b"{}")
-                    keys = doc.get("tables", []) if isinstance(doc, dict) else []
-                    shared = sorted(self._keys[k] for k in keys if k in self._keys)
-                    return OtherDaemon(
-                        host=str(doc.get("host", "?")),
-                        pid=int(doc.get("pid", 0)),
-                        started_at_ms=int(doc.get("started_at_ms", 0)),
-                        shared=tuple(shared),
-                    )
-                # nobody holds it: its daemon is gone
-                path.unlink(missing_ok=True)
+                if not _held(handle):  # its daemon is gone
+                    path.unlink(missing_ok=True)
+                    return None
+                doc = json.loads(handle.read() or b"{}")
+                keys = doc.get("tables", []) if isinstance(doc, dict) else []
+                shared = sorted(self._keys[k] for k in keys if k in self._keys)
+                return OtherDaemon(
+                    host=str(doc.get("host", "?")),
+                    pid=int(doc.get("pid", 0)),
+                    started_at_ms=int(doc.get("started_at_ms", 0)),
+                    shared=tuple(shared),
+                )
         except (OSError, ValueError, TypeError) as exc:
             log.debug("presence_unreadable", path=str(path), error=str(exc))
         return None
+
+
+def _held(handle: IO[bytes]) -> bool:
+    """Whether a live daemon holds this file's lock (an flock goes with its process)."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    return False

@@ -168,14 +168,14 @@ class TableRuntime:
         try:
             return self._process(name, should_stop)
         except BaseException as exc:
-            if isinstance(exc, MetadataError) and not is_contention(exc):
-                # metadata the look could read but the rest of the run could not (a Paimon
-                # snapshot file corrupt in place: the look reads only LATEST) leaves the
-                # stats as stale as an unreadable look does
-                self._unreadable[name] = exc
             # contention (another process committed first, a writer mid-file): the table
             # is healthy and its handle good
             if not is_contention(exc):
+                if isinstance(exc, MetadataError):
+                    # metadata the look could read but the rest of the run could not (a
+                    # Paimon snapshot file corrupt in place: the look reads only LATEST)
+                    # leaves the stats as stale as an unreadable look does
+                    self._unreadable[name] = exc
                 with self._handles_lock:
                     self._workers.pop(name, None)
                 self._metrics.table_healthy.labels(name).set(0)
