@@ -198,12 +198,21 @@ class AnalyzeResult:
     last_snapshot_id: int | None
     commits: tuple[CommitReport, ...] = ()
     stopped_early: bool = False
+    # commits the run's next batch would have held (``BatchSizer``): a run that stopped
+    # early hands it to its next turn in the same process (``first_batch_commits``)
+    next_batch_commits: int = 1
 
 
 class _CommitPath:
     """One run's steps over one table; each method is one step of the module doc."""
 
-    def __init__(self, opened: OpenedTable, config: Config, sketcher: Sketcher | None) -> None:
+    def __init__(
+        self,
+        opened: OpenedTable,
+        config: Config,
+        sketcher: Sketcher | None,
+        first_batch_commits: int = 1,
+    ) -> None:
         self.opened = opened
         self.store: StatsStore = opened.store
         self.settings: SketchSettings = config.sketch.settings()
@@ -229,6 +238,7 @@ class _CommitPath:
             max_files=config.sketch.max_files_per_job,
             max_bytes=config.sketch.max_bytes_per_job,
             target_s=config.sketch.batch_target_s,
+            max_commits=max(1, first_batch_commits),
         )
 
     def initial_state(self) -> StateVersion:
@@ -513,6 +523,18 @@ class _CommitPath:
             replace(state, version=state.version + 1, published=published, created_at_ms=0)
         )
 
+    def stopped_early(self, state: StateVersion, reports: Sequence[CommitReport]) -> AnalyzeResult:
+        """A run told to stop or give way: what it did is registered and kept, and its
+        batch size goes to its next turn (``AnalyzeResult.next_batch_commits``)."""
+        state = self.publish(state)
+        return AnalyzeResult(
+            self.opened.name,
+            state.last_snapshot_id,
+            tuple(reports),
+            stopped_early=True,
+            next_batch_commits=self.batches.max_commits,
+        )
+
     def restage_unregistered(self, state: StateVersion) -> None:
         live = self.opened.table.snapshot_ids()
         missing = {
@@ -712,6 +734,7 @@ def analyze_table(
     on_progress: Callable[[BatchProgress], None] | None = None,
     refreshed: bool = False,
     should_yield: Callable[[], bool] | None = None,
+    first_batch_commits: int = 1,
 ) -> AnalyzeResult:
     """Process every commit not yet reflected in the table's stats, oldest first.
 
@@ -732,6 +755,9 @@ def analyze_table(
     ``should_yield`` is checked before each batch but the first — never inside one, whose
     sketches are paid for: True ends the run there like ``should_stop`` (the daemon gives
     a worker that a long backlog holds back to the tables waiting for one).
+    ``first_batch_commits``: the first batch's size, 1 unless this run goes on from one
+    that stopped early in the same process (its ``next_batch_commits``): a new process
+    starts small, in case it is one that gets killed sooner than a big batch takes.
     """
     resolved = as_config(config)
     opened = open_table(table, resolved)
@@ -749,7 +775,7 @@ def analyze_table(
         before = len(done)
         try:
             result = _analyze_once(
-                _CommitPath(opened, resolved, sketcher),
+                _CommitPath(opened, resolved, sketcher, first_batch_commits),
                 should_stop=should_stop,
                 on_commit=committed,
                 on_pending=on_pending,
@@ -832,8 +858,7 @@ def _analyze_once(
         start += len(batch.commits)
         number += 1
         if stopped() or (number > 1 and should_yield is not None and should_yield()):
-            state = path.publish(state)
-            return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports), True)
+            return path.stopped_early(state, reports)
         began = time.monotonic()
         # batch sizes adapt as the run goes, so the number of batches is an estimate
         batches = number + path.batches.batches_for(len(commits) - start)
@@ -853,8 +878,7 @@ def _analyze_once(
         progress.sketched(number, batches, batch, sketch_seconds, startup)
         for i, commit in enumerate(batch.commits):
             if i and stopped():
-                state = path.publish(state)
-                return AnalyzeResult(opened.name, state.last_snapshot_id, tuple(reports), True)
+                return path.stopped_early(state, reports)
             share = sketch_seconds * len(commit.added_files) / (batch.file_count or 1)
             facts = (len(batch.commits), sketch_seconds, startup if i == 0 else 0.0)
             state, report = path.apply(state, commit, sketches, share, facts)

@@ -167,7 +167,8 @@ class BatchSizer:
 
     Nothing of a batch is registered before its Spark job ends, so a process killed more
     often than one batch takes would never advance. The first batch of a run is therefore
-    a single commit; while batches finish within half of ``target_s`` the next one holds
+    a single commit (a run going on from one that gave way in the same process starts at
+    the size that one reached); while batches finish within half of ``target_s`` the next one holds
     twice as many commits, and a batch slower than ``target_s`` shrinks the next in
     proportion — always within ``max_files`` data files and ``max_bytes``.
     """

@@ -53,6 +53,7 @@ class AnalyzeFn(Protocol):
         on_commit: Callable[[CommitReport], None],
         on_pending: PendingCallback,
         should_yield: StopCheck | None = None,
+        first_batch_commits: int = 1,
     ) -> AnalyzeResult: ...
 
 
@@ -104,6 +105,9 @@ class TableRuntime:
         self._unreadable: dict[str, LakestatsError] = {}
         # when a search of the state dir for a never-opened table's stats found none
         self._searched_in_vain: dict[str, float] = {}
+        # name → the batch size a run that stopped early (gave way) reached: its next turn
+        # goes on at that size instead of ramping up from one commit again
+        self._next_batch: dict[str, int] = {}
 
     def _table_config(self, name: str) -> TableConfig:
         table = self._config.find_table(name)
@@ -281,10 +285,13 @@ class TableRuntime:
                 on_commit=on_commit,
                 on_pending=on_pending,
                 should_yield=give_way,
+                first_batch_commits=self._next_batch.pop(name, 1),
             )
         except LakestatsError:
             self._freshness.failing(name, current)
             raise
+        if result.stopped_early:
+            self._next_batch[name] = result.next_batch_commits
         self._metrics.table_healthy.labels(name).set(1)
         log.info(
             "table_run_done",

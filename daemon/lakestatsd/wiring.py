@@ -78,6 +78,7 @@ def core_fns(config: ServiceConfig) -> CoreFns:
         on_commit: Callable[[CommitReport], None],
         on_pending: PendingCallback,
         should_yield: StopCheck | None = None,
+        first_batch_commits: int = 1,
     ) -> AnalyzeResult:
         return analyze_table(
             opened,
@@ -85,6 +86,7 @@ def core_fns(config: ServiceConfig) -> CoreFns:
             sketcher=sketcher,
             should_stop=should_stop,
             should_yield=should_yield,
+            first_batch_commits=first_batch_commits,
             on_commit=on_commit,
             on_pending=on_pending,
             on_progress=log_progress,

@@ -340,6 +340,49 @@ def test_a_run_on_a_table_its_caller_just_refreshed_does_not_load_it_again(
     assert_matches_exact(read_stats(opened), wh, "t")
 
 
+def test_a_run_that_gave_way_hands_its_batch_size_to_its_next_turn(tmp_path: Path) -> None:
+    """A run that stopped early reports the size its next batch would have had, and a run
+    started with it (``first_batch_commits``) begins there instead of at one commit: the
+    daemon's fair share does not pay the ramp-up again on every turn."""
+    from deltalake import write_deltalake
+
+    location = tmp_path / "t"
+    for i in range(20):
+        write_deltalake(location, pa.table({"id": [i, i + 100]}), mode="append")
+    config = Config.model_validate(
+        {"state_dir": str(tmp_path / "state"), "sketch": {"enabled": False}}
+    )
+    opened = open_configured(TableConfig(name="t", location=str(location)), config)
+    first, sizes = 1, []
+    for _ in range(3):
+        reports: list[Any] = []
+        result = analyze_table(
+            opened,
+            sketcher=None,
+            on_commit=reports.append,
+            should_yield=lambda: True,
+            first_batch_commits=first,
+        )
+        assert result.stopped_early
+        # one batch a run (the yield is asked after the first), of the size handed on
+        assert {r.batch_commits for r in reports} == {len(reports)}
+        sizes.append(len(reports))
+        first = result.next_batch_commits
+    # metadata-only batches take far under half of batch_target_s: each size doubles
+    assert sizes == [1, 2, 4]
+    finished = analyze_table(opened, sketcher=None, first_batch_commits=first)
+    assert not finished.stopped_early and finished.commits[0].batch_commits == 8
+    fresh = open_configured(
+        TableConfig(name="t", location=str(location)),
+        config.model_copy(update={"state_dir": str(tmp_path / "fresh")}),
+    )
+    analyze_table(fresh, sketcher=None)
+    volatile = {"computed_at_ms", "published"}
+    assert {k: v for k, v in read_stats(opened).items() if k not in volatile} == {
+        k: v for k, v in read_stats(fresh).items() if k not in volatile
+    }
+
+
 def test_should_yield_ends_a_run_between_batches_only(tmp_path: Path) -> None:
     """``should_yield`` (the daemon's fair share) is asked before each batch but the first
     and never inside one: a run told to yield always does one batch, ends there like a

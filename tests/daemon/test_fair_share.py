@@ -51,6 +51,16 @@ def test_a_backlog_gives_way_to_a_fresh_commit_of_another_table(tmp_path: Path) 
         # the fresh commit of the small table was processed before the backlog was done
         assert processed.index(("small", 1)) < processed.index(("big", 199))
         assert daemon.events("table_run_gave_way")
+        # each turn after giving way goes on at the batch size the run had reached: its
+        # first batch is never a single commit again
+        events = daemon.events()
+        big = [(i, e) for i, e in enumerate(events) if e.get("table") == "big"]
+        turns = [
+            next(e for j, e in big if j > i and e.get("event") == "commit_processed")
+            for i, e in big
+            if e.get("event") == "table_run_gave_way"
+        ]
+        assert turns and all(e["batch_commits"] > 1 for e in turns)
         assert daemon.get_json("/v1/tables/small/stats")["record_count"] == 2
     finally:
         assert daemon.terminate() == 0
