@@ -175,18 +175,22 @@ class TableRuntime:
             # contention (another process committed first, a writer mid-file): the table
             # is healthy and its handle good
             if not is_contention(exc):
-                if isinstance(exc, MetadataError):
-                    # metadata the look could read but the rest of the run could not (a
-                    # Paimon snapshot file corrupt in place: the look reads only LATEST)
-                    # leaves the stats as stale as an unreadable look does
-                    self._unreadable[name] = exc
                 with self._handles_lock:
                     self._workers.pop(name, None)
                 self._metrics.table_healthy.labels(name).set(0)
             raise
 
     def _process(self, name: str, should_stop: StopCheck) -> bool:
-        looked = self._process_commits(name, should_stop)
+        try:
+            looked = self._process_commits(name, should_stop)
+        except MetadataError as exc:
+            # metadata the look could read but the rest of the run could not (a Paimon
+            # snapshot file corrupt in place: the look reads only LATEST) leaves the stats
+            # as stale as an unreadable look does; a maintenance job's own failure below
+            # (an expiring snapshot's file) says nothing of the stats
+            if not is_contention(exc):
+                self._unreadable[name] = exc
+            raise
         if self._maintenance is None or not looked.completed:
             return looked.completed
         # scheduled expiry/compaction, in this table's worker: never beside its analyze

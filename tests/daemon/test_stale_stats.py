@@ -215,3 +215,44 @@ def test_a_table_never_opened_is_looked_for_in_the_state_dir_once_a_while(
     for _ in range(3):
         assert fresh.runtime.read_stats("t", None)["stale"] is True
     assert searches == ["gone", "t", "t", "t"]  # named folder: no search, one read each
+
+
+def test_a_failed_scheduled_expiry_does_not_flag_the_stats_stale(tmp_path: Path) -> None:
+    """A MetadataError of a scheduled expiry (a manifest list that only an expiring
+    snapshot names, corrupt) fails that job and leaves it pending, but the table's current
+    metadata reads fine: the stats it serves are not stale."""
+    import json
+
+    from paimon_tables import PaimonWarehouse
+
+    warehouse = PaimonWarehouse(tmp_path / "wh")
+    location = warehouse.create("p", [("id", "long")])
+    for i in range(4):
+        warehouse.write("p", {"id": [i]})
+    config = ServiceConfig.model_validate(
+        {
+            "state_dir": str(tmp_path / "state"),
+            "sketch": {"enabled": False},
+            "maintenance": {"grace_period": "0s"},
+            "table": [
+                {
+                    "name": "p",
+                    "location": str(location),
+                    "expire": {"retain_last": 2, "schedule": "0 0 1 1 *"},
+                }
+            ],
+        }
+    )
+    service = Service(config, core_fns(config))
+    assert service.runtime.process("p", lambda: False)
+    first = json.loads((location / "snapshot" / "snapshot-1").read_text())
+    delta_list = location / "manifest" / first["deltaManifestList"]
+    delta_list.write_bytes(b"not avro")  # only snapshot 1 names it
+
+    assert service.maintenance is not None
+    service.maintenance.request("p", "expire")
+    with pytest.raises(MetadataError, match=first["deltaManifestList"]):
+        service.runtime.process("p", lambda: False)
+    doc = service.runtime.read_stats("p", None)
+    assert "stale" not in doc and doc["record_count"] == 4
+    assert service.maintenance.pending("p")  # retried with the table's next run
