@@ -17,8 +17,9 @@ Environment overrides use ``LAKESTATS_`` plus the key path joined with ``__``::
     LAKESTATS_CATALOG__MAIN__URI=sqlite:////data/catalog.db
     LAKESTATS_TABLE__SALES__LOCATION=/data/warehouse/db/sales
 
-Section and key names are matched case-insensitively, except the free-form tables
-(``spark.conf``, ``catalog.<name>``) whose keys are taken as written.
+Section and key names are matched case-insensitively, except the keys of the free-form
+tables: ``spark.conf`` keys keep their case, ``catalog.<name>`` keys are lower-cased (as
+pyiceberg's properties are). Their nested tables become dotted keys (``flat_properties``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, TypeVar
@@ -158,6 +160,27 @@ class HttpConfig(ConfigSection):
         return int(self.listen.rpartition(":")[2])
 
 
+def flat_properties(table: Mapping[Any, Any], prefix: str = "") -> dict[str, str]:
+    """A free-form table (``[spark.conf]``, ``[catalog.<name>]``) as the flat string
+    properties Spark and pyiceberg take. TOML reads an unquoted dotted key
+    (``spark.driver.memory = "4g"``) as nested tables, and an environment override's
+    ``__`` nests too: they are joined back with ``.``. TOML's ints and bools become
+    strings (``"200"``, ``"true"``); a list or a key set twice is an error."""
+    flat: dict[str, str] = {}
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        nested = flat_properties(value, f"{name}.") if isinstance(value, Mapping) else None
+        if nested is None:
+            if isinstance(value, list | tuple):
+                raise ValueError(f"{name}: a list is not a property value (write one string)")
+            nested = {name: str(value).lower() if isinstance(value, bool) else str(value)}
+        for full, text in nested.items():
+            if full in flat:
+                raise ValueError(f"{full} is set twice (as a dotted key and as a table)")
+            flat[full] = text
+    return flat
+
+
 class SparkConfig(ConfigSection):
     master: str = "local[*]"
     conf: dict[str, str] = Field(default_factory=dict)
@@ -169,13 +192,7 @@ class SparkConfig(ConfigSection):
     @field_validator("conf", mode="before")
     @classmethod
     def _stringify(cls, value: Any) -> Any:
-        # TOML gives ints and bools; Spark wants strings ("true", "4g", "200").
-        if isinstance(value, Mapping):
-            return {
-                str(k): (str(v).lower() if isinstance(v, bool) else str(v))
-                for k, v in value.items()
-            }
-        return value
+        return flat_properties(value) if isinstance(value, Mapping) else value
 
 
 class SketchConfig(ConfigSection):
@@ -430,11 +447,7 @@ class Config(ConfigSection):
     def _catalog_strings(cls, value: Any) -> Any:
         if isinstance(value, Mapping):
             return {
-                str(name): (
-                    {str(k): str(v) for k, v in props.items()}
-                    if isinstance(props, Mapping)
-                    else props
-                )
+                str(name): flat_properties(props) if isinstance(props, Mapping) else props
                 for name, props in value.items()
             }
         return value
@@ -553,18 +566,27 @@ def _apply_override(data: dict[str, Any], parts: list[str], value: str, var: str
         catalogs = data.get("catalog")
         names = catalogs if isinstance(catalogs, dict) else {}
         keys[1] = next((k for k in names if k.lower() == keys[1]), keys[1])
-    if spark_conf:
+    if spark_conf and len(parts) > 2:
         # Spark conf keys are case-sensitive; catalog properties are lower-case by convention
-        last = parts[-1]
-        if "." not in last:
+        rest = parts[2:]
+        if len(rest) == 1 and "." not in rest[0]:
             # a shell variable name cannot hold a dot: spark_driver_memory is spark.driver.memory
-            last = last.replace("_", ".")
-        keys[-1] = last
+            rest = [rest[0].replace("_", ".")]
+        keys = [*keys[:2], *rest]
+    if (spark_conf or head == "catalog") and len(keys) > 3:
+        # a free-form table's key is flat (``flat_properties``): CATALOG__MAIN__S3__ENDPOINT
+        # sets "s3.endpoint", replacing it however the file spelled it
+        section = data.get(keys[0])
+        nested = section.get(keys[1]) if isinstance(section, dict) else None
+        if isinstance(nested, dict):
+            with suppress(ValueError):  # a bad table is reported by validation, by key
+                _set_path(data, keys[:2], flat_properties(nested), var)
+        keys = [*keys[:2], ".".join(keys[2:])]
     _set_path(data, keys, value, var)
     return ".".join(keys)
 
 
-def _set_path(data: dict[str, Any], keys: list[str], value: str, var: str) -> None:
+def _set_path(data: dict[str, Any], keys: list[str], value: Any, var: str) -> None:
     """Set ``data[k0][k1]…[kn] = value``, copying each section on the way (the parsed TOML
     tree is not ours to change) and creating the missing ones."""
     node = data

@@ -252,6 +252,60 @@ def test_spark_conf_from_a_shell_safe_variable_name(tmp_path: Path) -> None:
     assert shell.stdout.strip() == "ok"
 
 
+def test_unquoted_dotted_keys_of_free_form_tables_reach_spark_and_pyiceberg(
+    tmp_path: Path,
+) -> None:
+    """TOML reads ``spark.driver.memory = "4g"`` (unquoted) as nested tables, and
+    ``[catalog.main.s3]`` is one: both become the dotted keys Spark and pyiceberg take, not
+    a key ``spark`` holding a printed dict that Spark would silently ignore. An environment
+    variable's ``__`` path sets the same flat key, replacing the file's however spelled."""
+    path = tmp_path / "c.toml"
+    path.write_text(
+        "[spark.conf]\n"
+        'spark.driver.memory = "4g"\n'
+        "spark.sql.shuffle.partitions = 8\n"
+        '"spark.ui.enabled" = false\n'
+        "[catalog.main]\n"
+        'uri = "sqlite:///c.db"\n'
+        "[catalog.main.s3]\n"
+        'endpoint = "http://minio:9000"\n'
+    )
+    config = load_config(path, env={})
+    assert config.spark.conf == {
+        "spark.driver.memory": "4g",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.ui.enabled": "false",
+    }
+    assert config.catalog == {"main": {"uri": "sqlite:///c.db", "s3.endpoint": "http://minio:9000"}}
+    env = {
+        "LAKESTATS_CATALOG__MAIN__S3__ENDPOINT": "http://other:9000",
+        "LAKESTATS_SPARK__CONF__spark__driver__memory": "8g",
+    }
+    config = load_config(path, env=env)
+    assert config.catalog["main"]["s3.endpoint"] == "http://other:9000"
+    assert config.spark.conf["spark.driver.memory"] == "8g"
+    assert "s3" not in config.catalog["main"] and "spark" not in config.spark.conf
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            '"spark.driver.memory" = "1g"\nspark.driver.memory = "4g"\n',
+            "key spark.conf: spark.driver.memory is set twice",
+        ),
+        ('spark.jars = ["a.jar"]\n', "key spark.conf: spark.jars: a list is not a property"),
+    ],
+)
+def test_a_free_form_key_set_twice_or_a_list_is_a_config_error(
+    tmp_path: Path, body: str, message: str
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("[spark.conf]\n" + body)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(path, env={})
+
+
 def test_table_added_from_the_environment_gets_a_lower_case_name() -> None:
     config = load_config(None, env={"LAKESTATS_TABLE__SALES__LOCATION": "/data/sales"})
     assert [t.name for t in config.table] == ["sales"]
