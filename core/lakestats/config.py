@@ -41,6 +41,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -413,14 +414,16 @@ class ShardsConfig(ConfigSection):
     count: Annotated[int, Field(ge=1, le=MAX_SHARDS)] = 1
     index: Annotated[int, BeforeValidator(_shard_index), Field(ge=0)] = 0
 
-    @model_validator(mode="after")
-    def _index_below_count(self) -> Self:
-        if self.index >= self.count:
+    @field_validator("index")
+    @classmethod
+    def _index_below_count(cls, index: int, info: ValidationInfo) -> int:
+        # a field's check (count is validated first), so the error names shards.index
+        count = info.data.get("count")
+        if count is not None and index >= count:
             raise ValueError(
-                f"index {self.index} is not below count {self.count} "
-                f"(replicas are numbered 0 … {self.count - 1})"
+                f"index {index} is not below count {count} (replicas are numbered 0 … {count - 1})"
             )
-        return self
+        return index
 
 
 class Config(ConfigSection):

@@ -130,8 +130,12 @@ def test_shards_config_takes_an_index_or_a_pod_name(tmp_path: Path) -> None:
     [
         ("[shards]\ncount = 0\n", {}, "key shards.count: .*greater than or equal to 1"),
         ("[shards]\ncount = 5000\n", {}, "key shards.count: .*less than or equal to 4096"),
-        ("[shards]\ncount = 2\nindex = 2\n", {}, "index 2 is not below count 2"),
-        ("[shards]\ncount = 3\n", {"LAKESTATS_SHARDS__INDEX": "lakestatsd-3"}, "not below"),
+        ("[shards]\ncount = 2\nindex = 2\n", {}, "key shards.index: index 2 is not below count 2"),
+        (
+            "[shards]\ncount = 3\n",
+            {"LAKESTATS_SHARDS__INDEX": "lakestatsd-3"},
+            "environment variable LAKESTATS_SHARDS__INDEX: key shards.index: .*not below",
+        ),
         ("[shards]\ncount = 3\n", {"LAKESTATS_SHARDS__INDEX": "web"}, "-<ordinal>"),
         ("[shards]\nreplicas = 3\n", {}, "key shards.replicas: unknown key"),
         ('[http]\nurl = "http://x-{index}:1"\n', {}, r"only placeholder .*\{shard\}"),
