@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import os
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -337,12 +338,11 @@ def _cmd_analyze(args: argparse.Namespace, config: Config, out: TextIO, err: Tex
 
 
 def _cmd_show(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
-    from lakestats.analyze import read_stats  # noqa: PLC0415
     from lakestats.tables import open_configured  # noqa: PLC0415
 
     opened = open_configured(_table_config(args, config), config)
-    doc = read_stats(opened, args.snapshot)
-    behind = _staleness(opened, args.snapshot)
+    doc = _read_stats(args, opened)
+    behind = _staleness(opened, args.snapshot, _analyze_command(args))
     if args.json:
         json.dump(doc, out, indent=2, allow_nan=False)
         out.write("\n")
@@ -370,12 +370,11 @@ def _cmd_show(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO
 
 
 def _cmd_estimate(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
-    from lakestats.analyze import read_stats  # noqa: PLC0415
     from lakestats.estimates import estimate_json  # noqa: PLC0415
     from lakestats.tables import open_configured  # noqa: PLC0415
 
     opened = open_configured(_table_config(args, config), config)
-    doc = read_stats(opened, args.snapshot)
+    doc = _read_stats(args, opened)
     estimates = [estimate_json(doc, text) for text in args.predicate]
     if args.json:
         report = {
@@ -388,39 +387,64 @@ def _cmd_estimate(args: argparse.Namespace, config: Config, out: TextIO, err: Te
         out.write("\n")
     else:
         out.write(render_estimates(doc, estimates))
-    behind = _staleness(opened, args.snapshot)
+    behind = _staleness(opened, args.snapshot, _analyze_command(args))
     if behind:  # stdout stays the estimates
         print(f"lakestats: warning: {behind}", file=err)
     return EXIT_OK
 
 
-def _staleness(opened: Any, snapshot_id: int | None) -> str | None:
+def _read_stats(args: argparse.Namespace, opened: Any) -> dict[str, Any]:
+    from lakestats.analyze import read_stats  # noqa: PLC0415
+    from lakestats.exceptions import NotAnalyzedError, SnapshotNotFoundError  # noqa: PLC0415
+
+    try:
+        return read_stats(opened, args.snapshot)
+    except NotAnalyzedError:
+        raise SnapshotNotFoundError(
+            f"no stats for table {opened.name} yet: run `{_analyze_command(args)}`"
+        ) from None
+
+
+def _analyze_command(args: argparse.Namespace) -> str:
+    """The ``lakestats analyze`` command line that makes the stats this command reads: the
+    table as the user named it (a path is not a configured name), with the options that
+    override the config on where they are kept and where its files are (the config file
+    is the user's context, as the environment is)."""
+    words = ["lakestats", "analyze", args.table]
+    if args.state_dir is not None:
+        words += ["--state-dir", args.state_dir]
+    for mapping in args.map_location:
+        words += ["--map-location", mapping]
+    return shlex.join(words)
+
+
+def _staleness(opened: Any, snapshot_id: int | None, command: str) -> str | None:
     """A note when the stats read for ``snapshot_id`` (None: the current ones) do not
-    describe the table as it is: commits not processed yet, or a commit since replaced."""
+    describe the table as it is: commits not processed yet, or a commit since replaced;
+    ``command`` is what to run about it."""
     from lakestats.freshness import freshness  # noqa: PLC0415
 
     if snapshot_id is not None:
-        return replaced_note(opened, snapshot_id)
+        return replaced_note(opened, snapshot_id, command)
     try:
         fresh = freshness(opened)
     except LakestatsError:  # the stats are still worth showing
         return None
-    return behind_note(fresh) if fresh.commits_behind else None
+    return behind_note(fresh, command) if fresh.commits_behind else None
 
 
-def behind_note(fresh: Any) -> str:
+def behind_note(fresh: Any, command: str) -> str:
     from lakestats.freshness import describe_age  # noqa: PLC0415
 
     return (
         f"stats are {fresh.commits_behind} commit(s) behind the table (stats at snapshot "
         f"{fresh.last_snapshot_id}, table at {fresh.current_snapshot_id}; oldest missing "
-        f"commit {describe_age(fresh.oldest_unprocessed_age_s)} old): run "
-        f"`lakestats analyze {fresh.name}`"
+        f"commit {describe_age(fresh.oldest_unprocessed_age_s)} old): run `{command}`"
         + (f" ({fresh.starts_over})" if fresh.starts_over else "")
     )
 
 
-def replaced_note(opened: Any, snapshot_id: int) -> str | None:
+def replaced_note(opened: Any, snapshot_id: int, command: str) -> str | None:
     """A note when ``snapshot_id`` is the processed snapshot and its id names another
     commit now (Delta, Paimon: rolled back and committed again; ``lakestats.lineage``)."""
     from lakestats.lineage import replaced_commit  # noqa: PLC0415
@@ -434,9 +458,7 @@ def replaced_note(opened: Any, snapshot_id: int) -> str | None:
         return None
     if reason is None:
         return None
-    return (
-        f"these stats describe an earlier commit: {reason}: run `lakestats analyze {opened.name}`"
-    )
+    return f"these stats describe an earlier commit: {reason}: run `{command}`"
 
 
 def _cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:

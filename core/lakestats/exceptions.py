@@ -79,6 +79,10 @@ class SnapshotNotFoundError(LakestatsError):
     """The requested snapshot has no stats (never processed, unknown, or expired)."""
 
 
+class NotAnalyzedError(SnapshotNotFoundError):
+    """The table has commits but no stats yet: ``lakestats analyze`` makes them."""
+
+
 class PublishError(LakestatsError):
     """Stats could not be published where engines read them (e.g. table metadata)."""
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from lakestats.config import Config, TableConfig
-from lakestats.exceptions import LakestatsError, SnapshotNotFoundError, StoreError
+from lakestats.exceptions import (
+    LakestatsError,
+    NotAnalyzedError,
+    SnapshotNotFoundError,
+    StoreError,
+)
 from lakestats.formats.base import HasDatalessVersions
 from lakestats.maintenance import expired_meanwhile, missing_snapshot_message
 from lakestats.publish.registry import publisher_for
@@ -58,7 +63,7 @@ def read_stats(
             raise SnapshotNotFoundError(
                 f"table {opened.name} has no commits yet: there are no stats to show"
             )
-        raise SnapshotNotFoundError(
+        raise NotAnalyzedError(
             f"no stats for table {opened.name} yet: run `lakestats analyze {opened.name}`"
         )
     wanted = state.last_snapshot_id if snapshot_id is None else snapshot_id

@@ -138,6 +138,30 @@ def test_show_says_when_stats_are_behind(two_tables: tuple[IcebergWarehouse, Pat
     assert "2 commit(s) behind" in err
 
 
+def test_a_table_named_by_path_is_told_the_analyze_command_that_reaches_its_stats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table given by path is named by its folder in the stats, but ``lakestats analyze
+    <folder name>`` would not find it, nor the stats of another ``--state-dir``: the hints
+    of ``show`` (no stats yet, stats behind) give the command line as the user wrote it."""
+    import shlex
+
+    from deltalake import write_deltalake
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LAKESTATS_CONFIG", raising=False)
+    write_deltalake("wh/my events", rows(0, 5))
+    given = ("show", "wh/my events", "--state-dir", "other state")
+    code, _, err = run(*given)
+    assert code == 1
+    command = "lakestats analyze 'wh/my events' --state-dir 'other state'"
+    assert f"run `{command}`" in err
+    assert run(*shlex.split(command)[1:], "--no-sketches", "-q")[0] == 0
+    write_deltalake("wh/my events", rows(5, 5), mode="append")
+    code, out, _ = run(*given)
+    assert code == 0 and f"run `{command}`" in out
+
+
 def test_estimate_says_when_stats_are_behind(two_tables: tuple[IcebergWarehouse, Path]) -> None:
     """``estimate`` answers from the stats it has (metadata only here: null counts, exact)
     and warns on stderr when the table has moved on; an unknown snapshot is one line."""

@@ -101,7 +101,8 @@ def test_a_reused_id_starts_over_and_equals_a_fresh_analyze(
     assert fresh.commits_behind == 3  # the whole lineage is processed again
     assert not fresh.up_to_date
     assert fresh.starts_over is not None and "no longer the commit" in fresh.starts_over
-    assert "no longer the commit" in behind_note(fresh)
+    note = behind_note(fresh, "lakestats analyze t")
+    assert "no longer the commit" in note and "run `lakestats analyze t`" in note
 
     assert _analyze(opened) == [1, 2, 3]
     doc = read_stats(opened)
