@@ -91,8 +91,9 @@ def notify(config: Config, table_name: str, *, wait: bool, timeout_s: float) -> 
         raise ValueError("timeout_s must be positive")
     base = daemon_url(config, table_name)
     query: dict[str, str] = {}
+    waits_s = min(timeout_s, config.http.wait_timeout_s)
     if wait:
-        query = {"wait": "true", "timeout_s": f"{min(timeout_s, config.http.wait_timeout_s):g}"}
+        query = {"wait": "true", "timeout_s": f"{waits_s:g}"}
     url = f"{base}/v1/tables/{urllib.parse.quote(table_name, safe='')}/commits"
     if query:
         url += "?" + urllib.parse.urlencode(query)
@@ -128,8 +129,9 @@ def notify(config: Config, table_name: str, *, wait: bool, timeout_s: float) -> 
             failing = table.get("last_error") if isinstance(table, dict) else None
             # a table whose runs fail is why a writer waits in vain: say so, not just "late"
             why = f"; its last run failed: {failing}" if failing else ""
+            capped = " (capped by http.wait_timeout_s)" if waits_s < timeout_s else ""
             raise NotifyTimeoutError(
-                f"table {table_name!r} was not up to date within {timeout_s:g}s "
+                f"table {table_name!r} was not up to date within {waits_s:g}s{capped} "
                 f"(lakestatsd at {base}: {message}){why}"
             ) from None
         raise DaemonUnavailableError(
