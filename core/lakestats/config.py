@@ -18,8 +18,9 @@ Environment overrides use ``LAKESTATS_`` plus the key path joined with ``__``::
     LAKESTATS_TABLE__SALES__LOCATION=/data/warehouse/db/sales
 
 Section and key names are matched case-insensitively, except the keys of the free-form
-tables: ``spark.conf`` keys keep their case, ``catalog.<name>`` keys are lower-cased (as
-pyiceberg's properties are). Their nested tables become dotted keys (``flat_properties``).
+tables: ``spark.conf`` keys keep their case, and ``catalog.<name>`` keys are taken as the
+file writes them and lower-cased from the environment (pyiceberg's properties are lower
+case). Their nested tables become dotted keys (``flat_properties``).
 """
 
 from __future__ import annotations
