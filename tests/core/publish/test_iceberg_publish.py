@@ -297,6 +297,49 @@ def test_registered_but_unrecorded_stats_are_adopted(tmp_path: Path) -> None:
     )
 
 
+def test_files_registered_before_owner_tags_stay_the_stores_after_an_upgrade(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Releases before owner tags named their files ``lakestats-<snapshot>-<uuid>``. The
+    store's bookkeeping names them: after an upgrade they stay its own — still recorded
+    and shown as published, and replaced by a rebuild — not taken for another state dir's
+    (the upgrade hunt: the first run forgot them, and a rebuild kept them as foreign).
+    The old release is simulated by publishing with no owner, as it did."""
+    from lakestats.publish.iceberg import registration
+
+    wh = IcebergWarehouse(tmp_path / "wh")
+    make_table(wh)
+    config, opened = catalog_config(wh, "t", tmp_path / "state")
+    with monkeypatch.context() as old_release:
+        old_release.setattr(registration, "owner_tag", lambda _store_dir: None)
+        run_analyze(config, opened, PySketcher())
+    before = opened.store.current()
+    assert before is not None
+    old = before.published["iceberg"]["snapshots"]
+    untagged = {p for entry in old.values() for p in entry.values()}
+    # lakestats-<snapshot>-<uuid>: no o<owner> part (a uuid's hex never starts with "o")
+    assert untagged and not any(Path(p).name.split("-")[2].startswith("o") for p in untagged)
+
+    wh.append("t", rows(600, 10, ["a"]))
+    run_analyze(config, opened, PySketcher())
+    after = opened.store.current()
+    assert after is not None
+    snapshots = after.published["iceberg"]["snapshots"]
+    assert {k: snapshots[k] for k in old} == old  # still recorded as this store's
+    first = wh.lineage("t")[0]
+    shown = read_stats(opened, first)["published"]
+    assert all(any(p in line for line in shown) for p in old[str(first)].values()), shown
+
+    with capture_logs() as logs:
+        run_analyze(config, opened, PySketcher(), rebuild=True)
+    assert not [e for e in logs if e["event"] == "publish_skipped_foreign_entry"]
+    table = wh.table("t")
+    registered = {s.statistics_path for s in table.metadata.statistics}
+    registered |= {p.statistics_path for p in table.metadata.partition_statistics}
+    assert registered.isdisjoint(untagged)  # replaced by the rebuild's own files
+    assert not any(Path(local(p)).exists() for p in untagged)
+
+
 def test_a_second_state_dir_keeps_the_files_the_first_one_registered(tmp_path: Path) -> None:
     """Two state dirs analysing one catalog table: the second neither replaces nor deletes
     what the first registered (issue 13: it silently replaced the partition stats file)."""

@@ -188,17 +188,24 @@ def reconcile(
     """Bookkeeping = our entries in the table metadata now, for live snapshots.
 
     Entries registered by a run that crashed before recording them are adopted; snapshots
-    with nothing to register (no sketch, unpartitioned) are remembered as done.
+    with nothing to register (no sketch, unpartitioned) are remembered as done. An entry
+    the bookkeeping already names stays ours without the owner tag: a store upgraded from
+    a release before tags registered untagged files.
     """
     live = live_snapshots(metadata)
     out: Records = {k: {} for k in previous if int(k) in live}
     for s in registered:
         out.setdefault(str(s.snapshot_id), {})
+
+    def ours(snapshot_id: int, kind: str, path: str) -> bool:
+        known = previous.get(str(snapshot_id), {}).get(kind) == path
+        return snapshot_id in live and (known or owned_by(path, owner))
+
     for st in metadata.statistics:
-        if owned_by(st.statistics_path, owner) and st.snapshot_id in live:
+        if ours(st.snapshot_id, "statistics", st.statistics_path):
             out.setdefault(str(st.snapshot_id), {})["statistics"] = st.statistics_path
     for ps in metadata.partition_statistics:
-        if owned_by(ps.statistics_path, owner) and ps.snapshot_id in live:
+        if ours(ps.snapshot_id, "partition_statistics", ps.statistics_path):
             out.setdefault(str(ps.snapshot_id), {})["partition_statistics"] = ps.statistics_path
     return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
 
