@@ -15,7 +15,11 @@ from lakestats import cache
 from lakestats.cache import CacheView, MemoryCache
 from lakestats.config import Config, load_config
 from lakestats.exceptions import ConfigError
-from lakestats.formats.iceberg.manifests import ENTRY_BYTES_PER_AVRO_BYTE, ManifestReader
+from lakestats.formats.iceberg.manifests import (
+    ENTRY_BYTES_PER_AVRO_BYTE,
+    ManifestReader,
+    list_weight,
+)
 from lakestats.testing import IcebergWarehouse
 
 
@@ -135,10 +139,60 @@ def test_manifests_weigh_their_files_times_the_expansion(tmp_path: Path) -> None
     assert len(reader.entries(manifest)) == 1
     list_bytes = Path(snapshot.manifest_list.removeprefix("file://")).stat().st_size
     manifest_bytes = Path(manifest.manifest_path.removeprefix("file://")).stat().st_size
-    assert memory.held_bytes == ENTRY_BYTES_PER_AVRO_BYTE * (list_bytes + manifest_bytes)
+    # a manifest by its Avro size; a list by what its entries hold decoded (its Avro entries
+    # are ~44 bytes, decoded ~900: weighed by Avro size, lists held 2.3× their weight)
+    assert list_bytes * ENTRY_BYTES_PER_AVRO_BYTE != list_weight((manifest,))
+    assert memory.held_bytes == ENTRY_BYTES_PER_AVRO_BYTE * manifest_bytes + list_weight(
+        (manifest,)
+    )
     # no room: read again each time, the same entries
     empty = ManifestReader(PyArrowFileIO(), MemoryCache(0))
     assert empty.entries(manifest) == reader.entries(manifest)
+
+
+def test_manifest_lists_weigh_what_they_hold_and_share_their_entries(tmp_path: Path) -> None:
+    """A table of many small appends (the memory hunt's soak): each list names every
+    manifest so far. Decoded on its own a list takes about its weight (not 2.3× it, as
+    when weighed by Avro size); read one after another, lists share the entries they have
+    in common, so the cache holds far less than the weights it counts."""
+    import gc
+    import tracemalloc
+
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+    from pyiceberg.table.snapshots import Snapshot
+    from pyiceberg.transforms import IdentityTransform
+
+    warehouse = IcebergWarehouse(tmp_path / "wh")
+    schema = pa.schema([("id", pa.int64()), ("cat", pa.string())])
+    warehouse.create_table("t", schema, partition_by=[("cat", IdentityTransform())])
+    for i in range(30):
+        warehouse.append("t", {"id": [i], "cat": [f"c{i % 3}"]})
+    snapshots = warehouse.table("t").snapshots()
+
+    def decoded(reader: ManifestReader, wanted: list[Snapshot]) -> tuple[int, int]:
+        """(bytes the lists' objects take, their weights)"""
+        reader.manifests(snapshots[0])  # pyiceberg's readers are built: not counted
+        gc.collect()
+        tracemalloc.start()
+        try:
+            start = tracemalloc.get_traced_memory()[0]
+            lists = [reader.manifests(s) for s in wanted]
+            gc.collect()
+            used = tracemalloc.get_traced_memory()[0] - start
+        finally:
+            tracemalloc.stop()
+        return used, sum(list_weight(m) for m in lists)
+
+    alone = [
+        decoded(ManifestReader(PyArrowFileIO(), MemoryCache(1 << 30)), [s]) for s in snapshots[-5:]
+    ]
+    for used, weight in alone:
+        assert 0.5 * weight <= used <= 1.2 * weight, (used, weight)
+    reader = ManifestReader(PyArrowFileIO(), MemoryCache(1 << 30))
+    used, weight = decoded(reader, snapshots[1:])
+    assert used < 0.25 * weight, (used, weight)
+    older, newer = reader.manifests(snapshots[-2]), reader.manifests(snapshots[-1])
+    assert {id(m) for m in older} <= {id(m) for m in newer}  # the same objects
 
 
 def test_a_delta_checkpoint_is_kept_within_the_budget(
