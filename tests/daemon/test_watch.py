@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from watchdog.events import FileCreatedEvent, FileModifiedEvent, FileMovedEvent
 
 from lakestats.config import SketchConfig
@@ -82,8 +83,20 @@ def test_events_become_hints_and_missing_dirs_are_retried(tmp_path: Path) -> Non
         watcher.stop()
 
 
-def test_reading_metadata_is_not_a_commit(tmp_path: Path) -> None:
-    """The daemon reads metadata.json on every run: those reads must not hint again."""
+def test_reading_metadata_is_not_a_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon reads metadata.json on every run: those reads must not hint again, nor
+    reach Python at all (the kernel is asked for writes only: a daemon slowed by load had
+    72k read events queued in watchdog)."""
+    from lakestatsd import watch
+
+    seen: list[str] = []
+    handle = watch._Handler.on_any_event
+
+    def spy(self: Any, event: Any) -> None:  # records, then handles as ever
+        seen.append(event.event_type)
+        handle(self, event)
+
+    monkeypatch.setattr(watch._Handler, "on_any_event", spy)
     hints: list[str] = []
     metadata = tmp_path / "t" / "metadata"
     metadata.mkdir(parents=True)
@@ -102,6 +115,7 @@ def test_reading_metadata_is_not_a_commit(tmp_path: Path) -> None:
             current.read_text()
         time.sleep(0.5)
         assert len(hints) == before
+        assert not {"opened", "closed_no_write"} & set(seen), seen
         (metadata / "00002-y.metadata.json").write_text("{}")
         deadline = time.monotonic() + 5
         while len(hints) == before and time.monotonic() < deadline:
