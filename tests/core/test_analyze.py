@@ -23,7 +23,7 @@ from call_counts import count_calls
 from lakestats.analyze import analyze_table, read_stats
 from lakestats.cli import main
 from lakestats.config import Config, SketchConfig, TableConfig
-from lakestats.tables import open_configured
+from lakestats.tables import OpenedTable, open_configured
 from lakestats.testing import IcebergWarehouse, exact_stats
 from lakestats.values import to_json
 
@@ -340,19 +340,37 @@ def test_a_run_on_a_table_its_caller_just_refreshed_does_not_load_it_again(
     assert_matches_exact(read_stats(opened), wh, "t")
 
 
-def test_a_run_that_gave_way_hands_its_batch_size_to_its_next_turn(tmp_path: Path) -> None:
-    """A run that stopped early reports the size its next batch would have had, and a run
-    started with it (``first_batch_commits``) begins there instead of at one commit: the
-    daemon's fair share does not pay the ramp-up again on every turn."""
+def delta_backlog(tmp_path: Path, commits: int) -> OpenedTable:
+    """A Delta table of ``commits`` small appends, opened metadata-only, none analyzed."""
     from deltalake import write_deltalake
 
     location = tmp_path / "t"
-    for i in range(20):
+    for i in range(commits):
         write_deltalake(location, pa.table({"id": [i, i + 100]}), mode="append")
     config = Config.model_validate(
         {"state_dir": str(tmp_path / "state"), "sketch": {"enabled": False}}
     )
-    opened = open_configured(TableConfig(name="t", location=str(location)), config)
+    return open_configured(TableConfig(name="t", location=str(location)), config)
+
+
+def assert_as_from_scratch(opened: OpenedTable, tmp_path: Path) -> None:
+    """The stats of ``opened`` equal one run's over the whole table into a fresh store."""
+    config = Config.model_validate(
+        {"state_dir": str(tmp_path / "fresh"), "sketch": {"enabled": False}}
+    )
+    fresh = open_configured(opened.config, config)
+    analyze_table(fresh, sketcher=None)
+    volatile = {"computed_at_ms", "published"}  # the sidecar each run wrote is its own
+    assert {k: v for k, v in read_stats(opened).items() if k not in volatile} == {
+        k: v for k, v in read_stats(fresh).items() if k not in volatile
+    }
+
+
+def test_a_run_that_gave_way_hands_its_batch_size_to_its_next_turn(tmp_path: Path) -> None:
+    """A run that stopped early reports the size its next batch would have had, and a run
+    started with it (``first_batch_commits``) begins there instead of at one commit: the
+    daemon's fair share does not pay the ramp-up again on every turn."""
+    opened = delta_backlog(tmp_path, 20)
     first, sizes = 1, []
     for _ in range(3):
         reports: list[Any] = []
@@ -372,30 +390,14 @@ def test_a_run_that_gave_way_hands_its_batch_size_to_its_next_turn(tmp_path: Pat
     assert sizes == [1, 2, 4]
     finished = analyze_table(opened, sketcher=None, first_batch_commits=first)
     assert not finished.stopped_early and finished.commits[0].batch_commits == 8
-    fresh = open_configured(
-        TableConfig(name="t", location=str(location)),
-        config.model_copy(update={"state_dir": str(tmp_path / "fresh")}),
-    )
-    analyze_table(fresh, sketcher=None)
-    volatile = {"computed_at_ms", "published"}
-    assert {k: v for k, v in read_stats(opened).items() if k not in volatile} == {
-        k: v for k, v in read_stats(fresh).items() if k not in volatile
-    }
+    assert_as_from_scratch(opened, tmp_path)
 
 
 def test_should_yield_ends_a_run_between_batches_only(tmp_path: Path) -> None:
     """``should_yield`` (the daemon's fair share) is asked before each batch but the first
     and never inside one: a run told to yield always does one batch, ends there like a
     stopped run, and the runs after it reach what one run does."""
-    from deltalake import write_deltalake
-
-    location = tmp_path / "t"
-    for i in range(12):
-        write_deltalake(location, pa.table({"id": [i, i + 100]}), mode="append")
-    config = Config.model_validate(
-        {"state_dir": str(tmp_path / "state"), "sketch": {"enabled": False}}
-    )
-    opened = open_configured(TableConfig(name="t", location=str(location)), config)
+    opened = delta_backlog(tmp_path, 12)
     asked: list[int] = []
     runs: list[tuple[bool, int]] = []  # (stopped early, commits)
     while not runs or runs[-1][0]:
@@ -412,12 +414,4 @@ def test_should_yield_ends_a_run_between_batches_only(tmp_path: Path) -> None:
     assert [n for _, n in runs] == [1] * (len(runs) - 1) + [runs[-1][1]]
     assert sum(n for _, n in runs) == 12 and len(runs) > 2
     assert 0 not in asked  # never before a run's first batch
-    fresh = open_configured(
-        TableConfig(name="t", location=str(location)),
-        config.model_copy(update={"state_dir": str(tmp_path / "fresh")}),
-    )
-    analyze_table(fresh, sketcher=None)
-    volatile = {"computed_at_ms", "published"}  # the sidecar each run wrote is its own
-    assert {k: v for k, v in read_stats(opened).items() if k not in volatile} == {
-        k: v for k, v in read_stats(fresh).items() if k not in volatile
-    }
+    assert_as_from_scratch(opened, tmp_path)
