@@ -102,6 +102,12 @@ class _Table:
     beat_at: float = 0.0
     stall_reported: bool = False
 
+    def clear_failures(self) -> None:
+        """A run committed work: whatever failed before is over."""
+        self.failures = 0
+        self.last_error = None
+        self.last_error_kind = None
+
 
 @dataclass(frozen=True)
 class TableStatus:
@@ -514,18 +520,14 @@ class TableQueue:
                 table.pending = True  # retry even without a new hint
                 table.due_at = self._clock() + delay
             elif completed:
-                table.failures = 0
-                table.last_error = None
-                table.last_error_kind = None
+                table.clear_failures()
                 table.done_seq = max(table.done_seq, started_seq)
                 table.last_success_at = time.time()
             elif not self._stopping.is_set():
                 # it gave way: on again once the tables that waited have their turn (they
                 # were due before now, so the oldest-due-first dispatch takes them first);
                 # it committed work, so an earlier failure is over
-                table.failures = 0
-                table.last_error = None
-                table.last_error_kind = None
+                table.clear_failures()
                 table.pending = True
                 table.due_at = self._clock()
             self._workers.discard(threading.current_thread())

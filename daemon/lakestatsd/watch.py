@@ -27,11 +27,7 @@ import structlog
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from watchdog.events import (
-    EVENT_TYPE_CLOSED,
-    EVENT_TYPE_CREATED,
     EVENT_TYPE_DELETED,
-    EVENT_TYPE_MODIFIED,
-    EVENT_TYPE_MOVED,
     DirDeletedEvent,
     FileClosedEvent,
     FileCreatedEvent,
@@ -76,20 +72,12 @@ def local_metadata_dir(location: str, directory: str) -> Path | None:
 # Only events that mean "a file now has new content". watchdog also reports reads (opened,
 # closed without writing): the daemon's own metadata reads would hint the table again and
 # make an idle daemon re-run every debounce interval.
-_WRITE_EVENTS = frozenset(
-    {EVENT_TYPE_CREATED, EVENT_TYPE_MODIFIED, EVENT_TYPE_MOVED, EVENT_TYPE_CLOSED}
-)
+_WRITE_EVENT_CLASSES = (FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent)
+_WRITE_EVENTS = frozenset(cls.event_type for cls in _WRITE_EVENT_CLASSES)
 # What a watch asks the kernel for (inotify's mask): the writes above and the watched
 # directory's deletion. Reads never reach Python then — the daemon reads every metadata file
 # it is told of, and under load watchdog's queue of those read events grew to 72k (27 MB)
-_WATCHED_EVENTS = [
-    FileCreatedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileClosedEvent,
-    FileDeletedEvent,
-    DirDeletedEvent,
-]
+_WATCHED_EVENTS = [*_WRITE_EVENT_CLASSES, FileDeletedEvent, DirDeletedEvent]
 
 
 def is_commit_event(event: FileSystemEvent, spec: WatchSpec) -> bool:
