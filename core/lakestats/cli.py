@@ -286,6 +286,8 @@ def _cmd_analyze(args: argparse.Namespace, config: Config, out: TextIO, err: Tex
         if every
         else [_table_config(args, config)]
     )
+    for warning in config.warnings():
+        print(f"lakestats: warning: {warning}", file=err)
     sketcher = (
         SparkSketcher(config, jvm_log_path=_spark_log_path(config), log_level="WARN")
         if config.sketch.enabled

@@ -54,6 +54,7 @@ from lakestats.model import SketchSettings
 from lakestats.shards import MAX_SHARDS, ShardPlan, plan_shards
 from lakestats.sketches.frequent import MAX_ITEMS_TRACKED
 from lakestats.sketches.spec import (
+    coarse_kll_warning,
     default_kll_error_rate,
     kll_k_for_error,
     validate_sketch_settings,
@@ -468,6 +469,12 @@ class Config(ConfigSection):
                     f"table[{i}].catalog: no [catalog.{table.catalog}] section is configured"
                 )
         return self
+
+    def warnings(self) -> tuple[str, ...]:
+        """Settings that are valid but likely not meant, a sentence each (the daemon logs
+        them as ``config_warning`` at start; ``analyze`` and ``--check-config`` print them)."""
+        note = coarse_kll_warning(self.sketch.settings()) if self.sketch.enabled else None
+        return (note,) if note else ()
 
     def find_table(self, name: str) -> TableConfig | None:
         return next((t for t in self.table if t.name == name), None)

@@ -55,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lakestatsd: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     if args.check_config:
+        for warning in config.warnings():
+            print(f"lakestatsd: warning: {warning}", file=sys.stderr)
         print(f"lakestatsd: configuration OK ({len(config.table)} tables{_shard_note(config)})")
         return 0
     try:
@@ -69,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     from lakestatsd.logs import configure_logging  # noqa: PLC0415
 
     configure_logging(config.daemon.log_level)
+    for warning in config.warnings():
+        log.warning("config_warning", note=warning)
     if not config.table:
         log.warning("no_tables_configured", hint="add [[table]] sections to the config")
     elif config.shards.count > 1:

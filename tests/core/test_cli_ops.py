@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from datasketches import kll_doubles_sketch
 
 from lakestats.cli import EXIT_BROKEN_PIPE, main
 from lakestats.progress import AnalyzeProgress
@@ -208,6 +209,30 @@ def test_analyze_all_keeps_going_past_a_failing_table(
     assert "lakestats: error: gone:" in err and "Traceback" not in err
     code, _, err = run("analyze", "--config", str(config))
     assert code == 2 and "give one TABLE or --all" in err
+
+
+def test_analyze_warns_of_a_kll_k_coarser_than_a_bucket_and_honours_it(
+    spark: Any, tmp_path: Path
+) -> None:
+    """``kll_k = 200`` (the old example configs') is valid, but its bucket-mass error is
+    more than a bucket: analyze says so once on stderr, then sketches with it."""
+    wh = IcebergWarehouse(tmp_path / "wh")
+    wh.create_table("t", SCHEMA)
+    wh.append("t", rows(0, 50))
+    config = config_file(tmp_path, wh, ["t"], "[sketch]\nkll_k = 200\n")
+    code, _, err = run("analyze", "t", "--config", str(config), "-q")
+    assert code == 0, err
+    (warning,) = [line for line in err.splitlines() if line.startswith("lakestats: warning:")]
+    error = kll_doubles_sketch.get_normalized_rank_error(200, True)  # DataSketches' own
+    assert "sketch.kll_k 200 bounds" in warning and f"±{error:.2%} of the rows" in warning
+    assert "(1.00% at 100 buckets)" in warning and "Remove kll_k" in warning
+    code, out, _ = run("show", "t", "--config", str(config), "--json")
+    assert code == 0
+    assert {c["sketch"]["quantiles"]["k"] for c in json.loads(out)["columns"].values()} == {200}
+
+    quiet = config_file(tmp_path, wh, ["t"], "[sketch]\nkll_k = 800\n")  # 0.4 % < 1 %
+    code, _, err = run("analyze", "t", "--config", str(quiet), "-q")
+    assert code == 0 and "warning" not in err, err
 
 
 def test_progress_lines_when_not_a_terminal(

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from datasketches import kll_doubles_sketch
 
 from lakestats.config import SERVICE_KEYS, Config, load_config, parse_duration, without_service_keys
 from lakestats.exceptions import ConfigError
@@ -389,3 +390,23 @@ def test_a_nul_in_a_path_is_a_config_error(tmp_path: Path, table: str, key: str)
     text = f'[[table]]\nname = "t"\n{table}\n'
     with pytest.raises(ConfigError, match=f"key {re.escape(key)}: .*NUL character"):
         load_config(_write(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    ("sketch", "warns"),
+    [
+        ({"kll_k": 200}, True),  # ±1.65 % against a 1 % bucket
+        ({"kll_k": 200, "enabled": False}, False),  # no sketches made: nothing to say
+        ({"kll_k": 200, "histogram_buckets": 50}, False),  # 2 % buckets
+        ({"kll_k": 800}, False),
+        ({"kll_error_rate": 0.009}, False),  # a rate is held below a bucket by validation
+        ({}, False),
+    ],
+)
+def test_a_kll_k_coarser_than_a_bucket_is_a_warning(sketch: dict[str, object], warns: bool) -> None:
+    config = Config.model_validate({"sketch": sketch})
+    k = config.sketch.settings().kll_k
+    share = 1 / config.sketch.histogram_buckets
+    coarse = kll_doubles_sketch.get_normalized_rank_error(k, True) >= share
+    assert (coarse and config.sketch.enabled) == warns
+    assert len(config.warnings()) == int(warns)

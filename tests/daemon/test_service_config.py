@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import pytest
+from lakestatsd_harness import fast_config_text
 
 from lakestats.config import SERVICE_KEYS, Config, ExpireConfig, TableConfig, load_config
 from lakestats.exceptions import ConfigError
@@ -116,6 +118,30 @@ def test_check_config_exits_2_with_one_line_naming_the_key(
     good = write(tmp_path, FILE)
     assert main(["--config", str(good), "--check-config"]) == 0
     assert "configuration OK (1 tables)" in capsys.readouterr().out
+
+
+def test_a_kll_k_coarser_than_a_bucket_is_a_warning_at_check_and_at_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], run_daemon: Any
+) -> None:
+    """``kll_k = 200``, as the example configs had it, still starts (an error would stop
+    an upgraded daemon), but says what it costs: on stderr for ``--check-config``, as a
+    ``config_warning`` event at start."""
+    coarse = write(tmp_path, FILE + "[sketch]\nkll_k = 200\n")
+    assert main(["--config", str(coarse), "--check-config"]) == 0
+    captured = capsys.readouterr()
+    assert "configuration OK" in captured.out
+    (warning,) = captured.err.strip().splitlines()
+    assert warning.startswith("lakestatsd: warning: sketch.kll_k 200 bounds")
+    assert main(["--config", str(write(tmp_path, FILE)), "--check-config"]) == 0
+    assert capsys.readouterr().err == ""  # the derived default: nothing to say
+
+    text = fast_config_text(tmp_path / "state", "")
+    # logged before Spark starts: no need to wait for the JVM
+    daemon = run_daemon(
+        text, wait_ready=False, LAKESTATS_SKETCH__ENABLED="true", LAKESTATS_SKETCH__KLL_K="200"
+    )
+    (event,) = daemon.wait_event("config_warning")
+    assert event["level"] == "warning" and warning.endswith(event["note"])
 
 
 def test_service_keys_are_what_the_daemon_adds() -> None:

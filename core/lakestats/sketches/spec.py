@@ -173,6 +173,25 @@ def default_kll_error_rate(histogram_buckets: int) -> float:
     return max(DEFAULT_BUCKET_ERROR_SHARE / histogram_buckets, kll_pmf_error(KLL_K_MAX))
 
 
+def coarse_kll_warning(settings: SketchSettings) -> str | None:
+    """A note when ``kll_k`` was set directly to one whose bucket-mass error is not below a
+    histogram bucket's share (an error for ``kll_error_rate``; only a warning for k, which
+    configs from before issue 14 set to 200), else ``None``."""
+    if settings.kll_error_rate is not None:
+        return None  # k derived from a rate, which validation already held below a bucket
+    error, share = kll_pmf_error(settings.kll_k), 1 / settings.histogram_buckets
+    if error < share:
+        return None
+    default_rate = default_kll_error_rate(settings.histogram_buckets)
+    return (
+        f"sketch.kll_k {settings.kll_k} bounds a histogram bucket's row count only within "
+        f"±{error:.2%} of the rows, not below one bucket's share ({share:.2%} at "
+        f"{settings.histogram_buckets} buckets): bucket counts may be off by "
+        f"{error / share:.0%} of a bucket. Remove kll_k to derive k "
+        f"{kll_k_for_error(default_rate)} from the default kll_error_rate {default_rate:g}"
+    )
+
+
 def validate_sketch_settings(settings: SketchSettings) -> SketchSettings:
     """Return ``settings`` if every parameter is usable, else raise ``ConfigError``.
 
