@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import pyarrow as pa
 import pytest
-from lakestatsd_harness import DaemonProcess
+from lakestatsd_harness import DaemonProcess, past
 
 from lakestats.analyze import analyze_table, make_sketcher, read_stats
 from lakestats.config import Config, TableConfig
@@ -99,9 +99,9 @@ def stable(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
+    started = time.monotonic()
     while not predicate():
-        if time.monotonic() > deadline:
+        if past(started, timeout_s):
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.1)
 

@@ -40,7 +40,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from lakestatsd_harness import PYTHONPATH, DaemonProcess
+from lakestatsd_harness import PYTHONPATH, DaemonProcess, past
 
 from lakestats.analyze import analyze_table, read_stats
 from lakestats.config import Config, TableConfig
@@ -160,9 +160,9 @@ class Cluster:
 
     def wait_until_up(self, workers: int = 1, timeout_s: float = RECOVERY_S) -> None:
         """The master accepts connections and ``workers`` registrations were logged."""
-        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
         log = self.work / "master.log"
-        while time.monotonic() < deadline:
+        while not past(started, timeout_s):
             text = log.read_text(errors="replace") if log.exists() else ""
             if text.count("Registering worker") >= workers:
                 return
@@ -255,7 +255,7 @@ def wait_for(
 ) -> float:
     started = time.monotonic()
     while not predicate():
-        if daemon.proc.poll() is not None or time.monotonic() - started > timeout_s:
+        if daemon.proc.poll() is not None or past(started, timeout_s):
             raise AssertionError(f"{what}: not within {timeout_s}s\n{daemon.tail(60)}")
         time.sleep(0.25)
     return time.monotonic() - started
