@@ -83,6 +83,8 @@ def test_systemd_unit_is_hardened() -> None:
     assert s["CapabilityBoundingSet"] == [""]
     assert "WatchdogSec" in s
     assert s["RestartPreventExitStatus"] == ["2"]  # a bad config does not flap
+    # glibc arenas: measured in docs/operations.md, "Memory"
+    assert "MALLOC_ARENA_MAX=2" in s["Environment"]
 
 
 def load_yaml(name: str) -> list[dict[str, Any]]:
@@ -137,6 +139,7 @@ def test_containerfile() -> None:
     assert "openjdk-17-jre-headless" in text
     assert "\nUSER 10001" in text
     assert 'ENTRYPOINT ["/usr/bin/tini", "--", "lakestatsd"]' in text
+    assert re.search(r"^\s+MALLOC_ARENA_MAX=2$", text, re.MULTILINE)  # ENV, as the unit
     # the image reads every format and keeps a store on S3: every extra but the developers'
     # (and iceberg's, a core dependency today)
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
