@@ -71,10 +71,9 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
     started = DaemonProcess(config, root / "daemon.log", daemon_env())
     try:
         started.start()
-        deadline = time.monotonic() + 30
-        while started.request("GET", "/v1/tables/t/stats").status != 200:
-            assert time.monotonic() < deadline, started.tail()
-            time.sleep(0.1)
+        started.wait_until(
+            lambda: started.request("GET", "/v1/tables/t/stats").status == 200, timeout_s=30
+        )
         yield started
     finally:
         started.close()

@@ -110,14 +110,15 @@ location = "{wh.location("t")}"
 """
     daemon = run_daemon(text)
     current = wh.table("t").metadata.current_snapshot_id
-    deadline = time.monotonic() + 30
-    while True:  # until the daemon has processed both commits
+
+    def served() -> Any:
         resp = daemon.request("GET", "/v1/tables/t/stats")
-        if resp.status == 200 and resp.json()["snapshot_id"] == current:
-            break
-        assert time.monotonic() < deadline, daemon.tail()
-        time.sleep(0.1)
-    good = resp.json()
+        return resp.json() if resp.status == 200 else None
+
+    # until the daemon has processed both commits
+    daemon.wait_until(lambda: (served() or {}).get("snapshot_id") == current, timeout_s=30)
+    good = served()
+    assert good is not None and good["snapshot_id"] == current
     assert "stale" not in good
     assert daemon.terminate() == 0
     corrupt_in_place(wh.location("t"))
